@@ -1,0 +1,120 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"net/http"
+)
+
+// Role is what a gateway API key may do.
+type Role string
+
+// Roles of a gateway API key. Only admin keys reach the control plane
+// (rate-limits policies); member keys reach providers only.
+const (
+	RoleMember Role = "member"
+	RoleAdmin  Role = "admin"
+)
+
+// APIKey is a stored gateway API key. The key itself is never stored: only
+// its SHA-256 digest.
+type APIKey struct {
+	ID            string            `json:"id"`
+	Digest        [sha256.Size]byte `json:"-"`
+	WorkspaceID   string            `json:"workspace_id"`
+	Role          Role              `json:"role"`
+	Disabled      bool              `json:"disabled,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+	DefaultConfig string            `json:"default_config,omitempty"`
+}
+
+// HashAPIKey returns the SHA-256 digest of a gateway API key, the form in
+// which keys are stored and looked up.
+func HashAPIKey(key string) [sha256.Size]byte { return sha256.Sum256([]byte(key)) }
+
+// ParseKeyDigest parses the lower-case hex form of a key digest, as written
+// in the key_sha256 field of a store file.
+func ParseKeyDigest(s string) ([sha256.Size]byte, error) {
+	var d [sha256.Size]byte
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != sha256.Size {
+		return d, errors.New("gateway: key digest must be 64 hex digits")
+	}
+	copy(d[:], b)
+	return d, nil
+}
+
+// Identity is who made a request: the gateway API key that authenticated it.
+type Identity struct {
+	KeyID         string
+	WorkspaceID   string
+	Role          Role
+	Metadata      map[string]string // default metadata of the key; request metadata wins
+	DefaultConfig string            // config id used when a request names no provider
+}
+
+// IdentityFrom returns the identity the Authenticate stage stored in ctx.
+func IdentityFrom(ctx context.Context) (Identity, bool) {
+	st := stateFrom(ctx)
+	if st == nil || st.identity.KeyID == "" {
+		return Identity{}, false
+	}
+	return st.identity, true
+}
+
+// Authenticate returns the middleware that requires a valid
+// x-gateway-api-key on every request and stores the caller's Identity in the
+// request context. A missing key is a 401 missing_api_key; an unknown or
+// disabled key a 401 invalid_api_key. The key is hashed with SHA-256 and the
+// stored digest compared in constant time; the key itself is removed from
+// the request so that no later stage can forward or log it.
+//
+// A nil keys refuses every request.
+func Authenticate(keys KeyStore) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r, st := withState(w, r)
+			if err := authenticate(r, keys, st); err != nil {
+				WriteError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func authenticate(r *http.Request, keys KeyStore, st *requestState) error {
+	vals := r.Header.Values(HeaderAPIKey)
+	r.Header.Del(HeaderAPIKey)
+	if len(vals) == 0 || vals[0] == "" {
+		return &Error{Status: http.StatusUnauthorized, Type: TypeInvalidRequest, Code: CodeMissingAPIKey,
+			Message: "missing gateway API key: send it in the " + HeaderAPIKey + " header"}
+	}
+	invalid := &Error{Status: http.StatusUnauthorized, Type: TypeInvalidRequest, Code: CodeInvalidAPIKey,
+		Message: "invalid gateway API key"}
+	if len(vals) > 1 || keys == nil {
+		return invalid
+	}
+	d := HashAPIKey(vals[0])
+	k, err := keys.APIKey(r.Context(), d)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return invalid
+		}
+		return err
+	}
+	if k == nil || subtle.ConstantTimeCompare(k.Digest[:], d[:]) != 1 || k.Disabled {
+		return invalid
+	}
+	role := k.Role
+	if role == "" {
+		role = RoleMember
+	}
+	st.identity = Identity{KeyID: k.ID, WorkspaceID: k.WorkspaceID, Role: role, Metadata: k.Metadata, DefaultConfig: k.DefaultConfig}
+	st.log.KeyID = k.ID
+	st.log.WorkspaceID = k.WorkspaceID
+	return nil
+}

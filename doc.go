@@ -1,0 +1,2 @@
+// Package gateway is an embeddable model gateway.
+package gateway

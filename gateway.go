@@ -1,0 +1,342 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// Options configure a Gateway. The zero value is a gateway under /v1 that
+// refuses every request, since it knows no API keys.
+type Options struct {
+	// Prefix is the path under which the gateway serves, e.g. "/v1"; every
+	// path below it is a provider path. Empty means "/v1".
+	Prefix string
+
+	// Keys authenticates gateway API keys. Nil refuses every request.
+	Keys KeyStore
+
+	// VirtualKeys, Configs and Policies are the stores behind virtual keys,
+	// saved configs and rate-limits policies. Nil means none exist.
+	// MemoryStore implements all of them and Keys.
+	VirtualKeys VirtualKeyStore
+	Configs     ConfigStore
+	Policies    PolicyStore
+
+	// Providers adds provider kinds, or replaces built-in ones, by slug.
+	// The built-in kinds are openai, anthropic and a few OpenAI-compatible
+	// hosts (groq, together-ai, mistral-ai, deepseek, fireworks-ai).
+	Providers map[string]Provider
+
+	// Transport sends requests to operator-configured hosts (provider
+	// defaults, virtual keys, saved configs). Nil means
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+
+	// CustomHostAllow lists custom hosts, as "host" or "host:port" matched
+	// against the URL's host as written (case-insensitive), that may
+	// resolve to non-public addresses. Every other caller-supplied host must
+	// resolve only to public addresses.
+	CustomHostAllow []string
+
+	// Resolver resolves the names of caller-supplied custom hosts before
+	// their addresses are checked. Nil means net.DefaultResolver.
+	Resolver Resolver
+
+	// DialContext dials the checked address of a caller-supplied custom
+	// host. Nil means a net.Dialer with a 30 second timeout.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// MaxBodyBytes caps request bodies the gateway must read (typed routes,
+	// bodies replayed for retries, fallback or cache). Zero means 32 MiB.
+	MaxBodyBytes int64
+
+	// LogSink receives one RequestLog per request, from a goroutine of the
+	// gateway's own so that a slow sink never delays a response. Nil means
+	// no request logs.
+	LogSink LogSink
+
+	// LogBuffer is how many records may wait for a slow LogSink before new
+	// ones are dropped (and counted in Stats). Zero means 4096.
+	LogBuffer int
+
+	// ErrorLog receives errors the gateway cannot answer with, e.g. a store
+	// failing. Nil means slog.Default().
+	ErrorLog *slog.Logger
+}
+
+// Resolver looks up the addresses of a host name; *net.Resolver implements
+// it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Gateway is an http.Handler serving the gateway's routes under its prefix:
+// typed endpoints, the rate-limits control plane, and pass-through of every
+// other path to the selected provider. It is safe for concurrent use.
+// Close stops its log goroutine.
+type Gateway struct {
+	opts      Options
+	prefix    string
+	providers map[string]Provider
+	mux       *http.ServeMux
+	proxy     *httputil.ReverseProxy
+	guard     *guard
+	base      http.RoundTripper // trusted hosts
+	custom    http.RoundTripper // caller-supplied hosts, through guard
+	logs      *logQueue
+	errLog    *slog.Logger
+
+	inlineConfigs *lru.Cache[[sha256.Size]byte, *Config]
+	savedConfigs  savedConfigCache
+}
+
+// New returns a Gateway configured by opts. It panics if opts.Prefix is
+// not a clean absolute path or a provider in opts.Providers is nil.
+func New(opts Options) *Gateway {
+	g := &Gateway{opts: opts}
+	g.prefix = strings.TrimSuffix(opts.Prefix, "/")
+	if opts.Prefix == "" {
+		g.prefix = "/v1"
+	}
+	if g.prefix != "" && (!strings.HasPrefix(g.prefix, "/") || strings.ContainsAny(g.prefix, "{}?# ")) {
+		panic("gateway: Options.Prefix must be an absolute path")
+	}
+	if g.opts.MaxBodyBytes <= 0 {
+		g.opts.MaxBodyBytes = 32 << 20
+	}
+	g.providers = builtinProviders()
+	for slug, p := range opts.Providers {
+		if p == nil {
+			panic("gateway: Options.Providers[" + slug + "] is nil")
+		}
+		g.providers[strings.ToLower(slug)] = p
+	}
+	g.errLog = opts.ErrorLog
+	if g.errLog == nil {
+		g.errLog = slog.Default()
+	}
+	g.base = opts.Transport
+	if g.base == nil {
+		g.base = http.DefaultTransport
+	}
+	g.guard = newGuard(opts.CustomHostAllow, opts.Resolver, opts.DialContext)
+	g.custom = g.guard.transport(g.base)
+	g.inlineConfigs, _ = lru.New[[sha256.Size]byte, *Config](1024)
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite:        g.rewrite,
+		Transport:      roundTripper{g},
+		ModifyResponse: g.modifyResponse,
+		ErrorHandler:   g.proxyError,
+		ErrorLog:       slog.NewLogLogger(g.errLog.Handler(), slog.LevelDebug),
+	}
+	if opts.LogSink != nil {
+		g.logs = newLogQueue(opts.LogSink, opts.LogBuffer)
+	}
+	g.mux = http.NewServeMux()
+	g.routes()
+	return g
+}
+
+// Close stops the gateway's log goroutine after handing every queued
+// record to the LogSink. Requests still being served after Close are not
+// logged. Close is safe to call more than once.
+func (g *Gateway) Close() error {
+	if g.logs != nil {
+		g.logs.close()
+	}
+	return nil
+}
+
+// routes registers the gateway's endpoints. Provider paths not listed here
+// are passed through.
+func (g *Gateway) routes() {
+	p := g.prefix
+	g.mux.HandleFunc(p+"/completions", g.serveCompletions)
+	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs/{fine_tuning_job_id}", g.serveFineTuningJob)
+	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs", g.serveFineTuningJobs)
+	g.mux.HandleFunc("GET "+p+"/files", g.serveFiles)
+	g.mux.HandleFunc(p+"/policies/rate-limits", g.servePolicies)
+	g.mux.HandleFunc(p+"/policies/rate-limits/{id}", g.servePolicies)
+	g.mux.HandleFunc(p+"/", g.passThrough)
+	g.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+			Message: "no route for " + r.Method + " " + r.URL.Path})
+	})
+}
+
+// ServeHTTP runs the whole pipeline: trace id, gateway key, headers, then
+// the route.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := &requestState{gw: g, start: time.Now()}
+	st.log.Method = r.Method
+	st.log.Path = r.URL.Path
+	st.log.Query = redactQuery(r.URL.RawQuery)
+	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+	st.rw = responseRecorder{ResponseWriter: w}
+	w = &st.rw
+	if r.Body != nil && r.Body != http.NoBody {
+		st.body = countingBody{rc: r.Body}
+		r.Body = &st.body
+	}
+	defer g.finish(st)
+
+	if err := st.trace(w, r); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if err := authenticate(r, g.opts.Keys, st); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if err := st.parseHeaders(r); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	g.mux.ServeHTTP(w, r)
+}
+
+// finish completes the request's log record. A handler aborted with
+// http.ErrAbortHandler is logged, then the panic goes on to net/http, which
+// drops the connection.
+func (g *Gateway) finish(st *requestState) {
+	p := recover()
+	if p != nil && p != http.ErrAbortHandler {
+		panic(p)
+	}
+	if g.logs != nil {
+		rec := st.log
+		rec.Time = st.start
+		rec.Latency = time.Since(st.start)
+		rec.Status = st.rw.status
+		if p != nil {
+			rec.Aborted = true
+			if rec.ErrorCode == "" {
+				rec.ErrorCode = "upstream_aborted"
+			}
+		} else if rec.Status == 0 {
+			rec.Status = statusClientClosed
+		}
+		rec.BytesIn = st.body.n
+		rec.BytesOut = st.rw.n
+		g.logs.send(&rec)
+	}
+	if p != nil {
+		panic(p)
+	}
+}
+
+// stateKey is the context key of *requestState.
+type stateKey struct{}
+
+// requestState is everything the stages learn about one request, kept in a
+// single context value so the pipeline costs one context allocation.
+type requestState struct {
+	gw       *Gateway
+	start    time.Time
+	traceID  string
+	identity Identity
+	opts     RequestOptions
+	parsed   bool
+	log      RequestLog
+	rw       responseRecorder
+	body     countingBody
+}
+
+func stateFrom(ctx context.Context) *requestState {
+	st, _ := ctx.Value(stateKey{}).(*requestState)
+	return st
+}
+
+// withState returns r with a requestState, reusing the one already there.
+// It lets the exported middlewares run alone or composed by hand.
+func withState(w http.ResponseWriter, r *http.Request) (*http.Request, *requestState) {
+	if st := stateFrom(r.Context()); st != nil {
+		return r, st
+	}
+	st := &requestState{start: time.Now()}
+	return r.WithContext(context.WithValue(r.Context(), stateKey{}, st)), st
+}
+
+// responseRecorder remembers the status and counts the bytes of a response.
+type responseRecorder struct {
+	http.ResponseWriter
+	status int
+	n      int64
+}
+
+func (w *responseRecorder) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseRecorder) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+// Flush sends buffered data to the client.
+func (w *responseRecorder) Flush() {
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap returns the underlying ResponseWriter, for http.ResponseController.
+func (w *responseRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// countingBody counts the bytes read from a request body.
+type countingBody struct {
+	rc interface {
+		Read([]byte) (int, error)
+		Close() error
+	}
+	n int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	return n, err
+}
+
+func (b *countingBody) Close() error { return b.rc.Close() }
+
+// savedConfigCache keeps parsed saved configs by id, so a hot request pays
+// no parse; an entry is reused only while the stored JSON is unchanged.
+type savedConfigCache struct {
+	m sync.Map // id → *savedConfigEntry
+}
+
+type savedConfigEntry struct {
+	raw []byte
+	cfg *Config
+}
+
+func (c *savedConfigCache) parse(sc *SavedConfig) (*Config, error) {
+	if e, ok := c.m.Load(sc.ID); ok {
+		if e := e.(*savedConfigEntry); bytes.Equal(e.raw, sc.Config) {
+			return e.cfg, nil
+		}
+	}
+	cfg, err := ParseConfig(sc.Config)
+	if err != nil {
+		return nil, err
+	}
+	c.m.Store(sc.ID, &savedConfigEntry{raw: bytes.Clone(sc.Config), cfg: cfg})
+	return cfg, nil
+}

@@ -1,0 +1,484 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Request headers read by the gateway. Names are canonical MIME header keys.
+const (
+	HeaderAPIKey            = "X-Gateway-Api-Key"
+	HeaderVirtualKey        = "X-Gateway-Virtual-Key"
+	HeaderProvider          = "X-Gateway-Provider"
+	HeaderConfig            = "X-Gateway-Config"
+	HeaderCustomHost        = "X-Gateway-Custom-Host"
+	HeaderTraceID           = "X-Gateway-Trace-Id"
+	HeaderMetadata          = "X-Gateway-Metadata"
+	HeaderCacheForceRefresh = "X-Gateway-Cache-Force-Refresh"
+	HeaderCacheNamespace    = "X-Gateway-Cache-Namespace"
+	HeaderRequestTimeout    = "X-Gateway-Request-Timeout"
+	HeaderForwardHeaders    = "X-Gateway-Forward-Headers"
+
+	HeaderHostAResourceName = "X-Gateway-Hosta-Resource-Name"
+	HeaderHostADeploymentID = "X-Gateway-Hosta-Deployment-Id"
+	HeaderHostAAPIVersion   = "X-Gateway-Hosta-Api-Version"
+	HeaderHostAModelName    = "X-Gateway-Hosta-Model-Name"
+	HeaderHostBProjectID    = "X-Gateway-Hostb-Project-Id"
+	HeaderHostBRegion       = "X-Gateway-Hostb-Region"
+	HeaderHostCAccessKeyID  = "X-Gateway-Hostc-Access-Key-Id"
+	HeaderHostCSecretKey    = "X-Gateway-Hostc-Secret-Access-Key"
+	HeaderHostCSessionToken = "X-Gateway-Hostc-Session-Token"
+	HeaderHostCRegion       = "X-Gateway-Hostc-Region"
+)
+
+// Response headers added by the gateway.
+const (
+	HeaderCacheStatus         = "X-Gateway-Cache-Status"
+	HeaderRetryAttemptCount   = "X-Gateway-Retry-Attempt-Count"
+	HeaderLastUsedOptionIndex = "X-Gateway-Last-Used-Option-Index"
+)
+
+// Special metadata keys with a meaning to analytics.
+const (
+	MetadataUser         = "_user"
+	MetadataPrompt       = "_prompt"
+	MetadataOrganisation = "_organisation"
+	MetadataEnvironment  = "_environment"
+)
+
+// Bounds on gateway headers.
+const (
+	maxTraceIDLen        = 128
+	maxMetadataKeys      = 64
+	maxMetadataBytes     = 8 << 10
+	maxCacheNamespaceLen = 256
+	maxForwardHeaders    = 64
+)
+
+// HostSettings are the settings of the cloud model hosts: hostA (Azure
+// OpenAI), hostB (Vertex AI) and hostC (Bedrock). They come from the
+// x-gateway-host{a,b,c}-* headers, a virtual key or a config target.
+// SecretAccessKey and SessionToken are secrets: never logged.
+type HostSettings struct {
+	ResourceName    string `json:"resource_name,omitempty"`
+	DeploymentID    string `json:"deployment_id,omitempty"`
+	APIVersion      string `json:"api_version,omitempty"`
+	ModelName       string `json:"model_name,omitempty"`
+	ProjectID       string `json:"project_id,omitempty"`
+	Region          string `json:"region,omitempty"`
+	AccessKeyID     string `json:"access_key_id,omitempty"`
+	SecretAccessKey string `json:"secret_access_key,omitempty"`
+	SessionToken    string `json:"session_token,omitempty"`
+}
+
+// merge fills the fields of h that are empty from o.
+func (h *HostSettings) merge(o HostSettings) {
+	fill := func(dst *string, src string) {
+		if *dst == "" {
+			*dst = src
+		}
+	}
+	fill(&h.ResourceName, o.ResourceName)
+	fill(&h.DeploymentID, o.DeploymentID)
+	fill(&h.APIVersion, o.APIVersion)
+	fill(&h.ModelName, o.ModelName)
+	fill(&h.ProjectID, o.ProjectID)
+	fill(&h.Region, o.Region)
+	fill(&h.AccessKeyID, o.AccessKeyID)
+	fill(&h.SecretAccessKey, o.SecretAccessKey)
+	fill(&h.SessionToken, o.SessionToken)
+}
+
+// RequestOptions are the per-request settings read from the x-gateway-*
+// headers, validated once by the ParseHeaders stage.
+type RequestOptions struct {
+	// Metadata is the request's metadata merged over the key's defaults.
+	Metadata map[string]string
+
+	CacheForceRefresh bool
+	CacheNamespace    string
+
+	// RequestTimeout bounds each attempt's time to response headers; zero
+	// means the config decides (or no timeout).
+	RequestTimeout time.Duration
+
+	// ForwardHeaders are canonical names of request headers sent to the
+	// provider as they are.
+	ForwardHeaders []string
+
+	// Provider selection.
+	Provider   string // x-gateway-provider
+	VirtualKey string // x-gateway-virtual-key
+	Config     string // x-gateway-config: an id or inline JSON
+	CustomHost string // x-gateway-custom-host
+	Token      string // the bearer token of Authorization; a secret
+
+	Host HostSettings
+}
+
+// OptionsFrom returns the request options the ParseHeaders stage stored in
+// ctx.
+func OptionsFrom(ctx context.Context) (*RequestOptions, bool) {
+	st := stateFrom(ctx)
+	if st == nil || !st.parsed {
+		return nil, false
+	}
+	return &st.opts, true
+}
+
+// TraceIDFrom returns the request's trace id.
+func TraceIDFrom(ctx context.Context) (string, bool) {
+	st := stateFrom(ctx)
+	if st == nil || st.traceID == "" {
+		return "", false
+	}
+	return st.traceID, true
+}
+
+// Trace is the middleware that gives every request a trace id: the
+// x-gateway-trace-id header when present (at most 128 visible ASCII
+// characters, else 400), else the trace-id field of a W3C traceparent
+// header, else a new random UUID. The id is echoed in the
+// x-gateway-trace-id response header, errors included.
+func Trace(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, st := withState(w, r)
+		if err := st.trace(w, r); err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (st *requestState) trace(w http.ResponseWriter, r *http.Request) error {
+	if st.traceID != "" {
+		return nil
+	}
+	id, err := traceID(r.Header)
+	if err != nil {
+		st.traceID = newUUID()
+		w.Header().Set(HeaderTraceID, st.traceID)
+		st.log.TraceID = st.traceID
+		return err
+	}
+	st.traceID = id
+	st.log.TraceID = id
+	w.Header().Set(HeaderTraceID, id)
+	return nil
+}
+
+func traceID(h http.Header) (string, error) {
+	if v, ok := single(h, HeaderTraceID); ok {
+		if v == "" || len(v) > maxTraceIDLen || !visibleASCII(v) {
+			return "", invalidHeader(HeaderTraceID, "must be 1 to 128 visible ASCII characters")
+		}
+		return v, nil
+	} else if len(h.Values(HeaderTraceID)) > 1 {
+		return "", invalidHeader(HeaderTraceID, "must be sent once")
+	}
+	if tp := h.Get("Traceparent"); tp != "" {
+		if id, ok := parseTraceparent(tp); ok {
+			return id, nil
+		}
+	}
+	return newUUID(), nil
+}
+
+// parseTraceparent returns the trace-id field of a W3C traceparent header:
+// version "-" trace-id "-" parent-id "-" flags, all lower-case hex, the
+// trace id not all zeros. An invalid header is ignored, as the W3C
+// recommendation says.
+func parseTraceparent(v string) (string, bool) {
+	v = strings.TrimSpace(v)
+	if len(v) < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-' {
+		return "", false
+	}
+	if v[:2] == "ff" || (v[:2] == "00" && len(v) != 55) || (len(v) > 55 && v[55] != '-') {
+		return "", false
+	}
+	id := v[3:35]
+	for _, part := range []string{v[:2], id, v[36:52], v[53:55]} {
+		if !lowerHex(part) {
+			return "", false
+		}
+	}
+	if id == "00000000000000000000000000000000" || v[36:52] == "0000000000000000" {
+		return "", false
+	}
+	return id, true
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func visibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:], b[10:])
+	return string(out[:])
+}
+
+// single returns the value of a header sent exactly once.
+func single(h http.Header, name string) (string, bool) {
+	v := h[name]
+	if len(v) != 1 {
+		return "", false
+	}
+	return v[0], true
+}
+
+// ParseHeaders is the middleware that reads and validates every
+// x-gateway-* header once into the request's RequestOptions (see
+// OptionsFrom). A malformed value is a 400 invalid_header whose param names
+// the header. The gateway's own headers and the caller's Authorization are
+// then removed from the request so that no later stage forwards them.
+func ParseHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, st := withState(w, r)
+		if err := st.parseHeaders(r); err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (st *requestState) parseHeaders(r *http.Request) error {
+	if st.parsed {
+		return nil
+	}
+	opts, err := parseRequestOptions(r.Header, st.identity.Metadata)
+	if err != nil {
+		return err
+	}
+	st.opts = *opts
+	st.parsed = true
+	st.log.Metadata = opts.Metadata
+	return nil
+}
+
+// parseRequestOptions validates the gateway headers of h. defaults is the
+// key's default metadata, which request metadata overrides key by key.
+func parseRequestOptions(h http.Header, defaults map[string]string) (*RequestOptions, error) {
+	o := &RequestOptions{}
+	for _, name := range []string{HeaderVirtualKey, HeaderProvider, HeaderConfig, HeaderCustomHost,
+		HeaderMetadata, HeaderCacheForceRefresh, HeaderCacheNamespace, HeaderRequestTimeout, HeaderForwardHeaders,
+		HeaderHostAResourceName, HeaderHostADeploymentID, HeaderHostAAPIVersion, HeaderHostAModelName,
+		HeaderHostBProjectID, HeaderHostBRegion,
+		HeaderHostCAccessKeyID, HeaderHostCSecretKey, HeaderHostCSessionToken, HeaderHostCRegion} {
+		if len(h[name]) > 1 {
+			return nil, invalidHeader(name, "must be sent once")
+		}
+	}
+	get := func(name string) string { return strings.TrimSpace(h.Get(name)) }
+
+	md, err := parseMetadata(h.Get(HeaderMetadata))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(defaults) == 0:
+		o.Metadata = md
+	case len(md) == 0:
+		o.Metadata = defaults
+	default:
+		o.Metadata = make(map[string]string, len(defaults)+len(md))
+		for k, v := range defaults {
+			o.Metadata[k] = v
+		}
+		for k, v := range md {
+			o.Metadata[k] = v
+		}
+	}
+
+	if v := get(HeaderCacheForceRefresh); v != "" {
+		switch strings.ToLower(v) {
+		case "true":
+			o.CacheForceRefresh = true
+		case "false":
+		default:
+			return nil, invalidHeader(HeaderCacheForceRefresh, "must be true or false")
+		}
+	}
+	if v := h.Get(HeaderCacheNamespace); v != "" {
+		if len(v) > maxCacheNamespaceLen || !utf8.ValidString(v) {
+			return nil, invalidHeader(HeaderCacheNamespace, "must be at most 256 characters")
+		}
+		o.CacheNamespace = v
+	}
+	if v := get(HeaderRequestTimeout); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms <= 0 || ms > int64(24*time.Hour/time.Millisecond) {
+			return nil, invalidHeader(HeaderRequestTimeout, "must be a positive integer number of milliseconds")
+		}
+		o.RequestTimeout = time.Duration(ms) * time.Millisecond
+	}
+	if v := h.Get(HeaderForwardHeaders); v != "" {
+		names, err := ParseForwardHeaders(v)
+		if err != nil {
+			return nil, err
+		}
+		o.ForwardHeaders = names
+	}
+
+	o.Provider = strings.ToLower(get(HeaderProvider))
+	if h[HeaderProvider] != nil && o.Provider == "" {
+		return nil, invalidHeader(HeaderProvider, "must not be empty")
+	}
+	o.VirtualKey = get(HeaderVirtualKey)
+	o.Config = get(HeaderConfig)
+	o.CustomHost = get(HeaderCustomHost)
+	if auth := h.Get("Authorization"); auth != "" {
+		scheme, tok, ok := strings.Cut(auth, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+			return nil, invalidHeader("Authorization", "must be Bearer followed by the provider token")
+		}
+		o.Token = strings.TrimSpace(tok)
+	}
+	o.Host = HostSettings{
+		ResourceName:    get(HeaderHostAResourceName),
+		DeploymentID:    get(HeaderHostADeploymentID),
+		APIVersion:      get(HeaderHostAAPIVersion),
+		ModelName:       get(HeaderHostAModelName),
+		ProjectID:       get(HeaderHostBProjectID),
+		Region:          get(HeaderHostBRegion),
+		AccessKeyID:     get(HeaderHostCAccessKeyID),
+		SecretAccessKey: get(HeaderHostCSecretKey),
+		SessionToken:    get(HeaderHostCSessionToken),
+	}
+	if r := get(HeaderHostCRegion); r != "" {
+		if o.Host.Region != "" && o.Host.Region != r {
+			return nil, invalidHeader(HeaderHostCRegion, "conflicts with "+HeaderHostBRegion)
+		}
+		o.Host.Region = r
+	}
+	return o, nil
+}
+
+// parseMetadata validates x-gateway-metadata: a JSON object of string
+// values, at most 64 keys and 8 KiB.
+func parseMetadata(v string) (map[string]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	if len(v) > maxMetadataBytes {
+		return nil, invalidHeader(HeaderMetadata, "must be at most 8 KiB")
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v), &raw); err != nil || raw == nil {
+		return nil, invalidHeader(HeaderMetadata, "must be a JSON object of string values")
+	}
+	if len(raw) > maxMetadataKeys {
+		return nil, invalidHeader(HeaderMetadata, "must have at most 64 keys")
+	}
+	md := make(map[string]string, len(raw))
+	for k, rv := range raw {
+		var s string
+		if k == "" || json.Unmarshal(rv, &s) != nil {
+			return nil, invalidHeader(HeaderMetadata, "must be a JSON object of string values")
+		}
+		md[k] = s
+	}
+	return md, nil
+}
+
+// ParseForwardHeaders parses an x-gateway-forward-headers value: a JSON
+// array of header names, or a comma-separated list. It returns canonical
+// names without duplicates. Names that must never be forwarded (hop-by-hop
+// headers, Host, Content-Length, Transfer-Encoding, the gateway's own
+// x-gateway-* headers, Authorization and cloud metadata headers) are
+// refused with a 400 naming the header, rather than silently dropped.
+func ParseForwardHeaders(v string) ([]string, error) {
+	var names []string
+	if t := strings.TrimSpace(v); strings.HasPrefix(t, "[") {
+		if err := json.Unmarshal([]byte(t), &names); err != nil {
+			return nil, invalidHeader(HeaderForwardHeaders, "must be a JSON array of header names or a comma-separated list")
+		}
+	} else {
+		for _, n := range strings.Split(v, ",") {
+			names = append(names, strings.TrimSpace(n))
+		}
+	}
+	if len(names) > maxForwardHeaders {
+		return nil, invalidHeader(HeaderForwardHeaders, "must name at most 64 headers")
+	}
+	out := make([]string, 0, len(names))
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if n == "" || !validHeaderName(n) {
+			return nil, invalidHeader(HeaderForwardHeaders, "holds an invalid header name")
+		}
+		c := textproto.CanonicalMIMEHeaderKey(n)
+		if neverForwarded(c) {
+			return nil, invalidHeader(HeaderForwardHeaders, c+" cannot be forwarded")
+		}
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func validHeaderName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// neverForwarded reports whether the canonical header name c is on the
+// deny-list of forward-headers.
+func neverForwarded(c string) bool {
+	switch c {
+	case "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Host", "Content-Length", "Authorization",
+		"Metadata", "Metadata-Flavor", "X-Aws-Ec2-Metadata-Token", "X-Aws-Ec2-Metadata-Token-Ttl-Seconds",
+		"X-Google-Metadata-Request":
+		return true
+	}
+	return strings.HasPrefix(c, "X-Gateway-")
+}

@@ -1,0 +1,254 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RequestLog is the record of one request. It never holds a credential:
+// headers are not recorded, and key-like query parameters are redacted.
+type RequestLog struct {
+	Time        time.Time         `json:"time"`
+	TraceID     string            `json:"trace_id"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	KeyID       string            `json:"key_id,omitempty"`
+	WorkspaceID string            `json:"workspace_id,omitempty"`
+	Provider    string            `json:"provider,omitempty"`
+	Model       string            `json:"model,omitempty"`
+	Method      string            `json:"method"`
+	Path        string            `json:"path"`
+	Query       string            `json:"query,omitempty"`
+	Status      int               `json:"status"` // 499: the caller went away first
+	Latency     time.Duration     `json:"latency"`
+	BytesIn     int64             `json:"bytes_in"`
+	BytesOut    int64             `json:"bytes_out"`
+	CacheStatus string            `json:"cache_status,omitempty"`
+	Attempts    int               `json:"attempts"` // retries made after the first try
+	ErrorCode   string            `json:"error_code,omitempty"`
+	Aborted     bool              `json:"aborted,omitempty"` // the response was cut mid-stream
+}
+
+// LogSink receives request logs. The gateway calls Log from a single
+// goroutine of its own, in request completion order, after the response has
+// been sent; rec is the sink's to keep.
+type LogSink interface {
+	Log(rec *RequestLog)
+}
+
+// SlogSink writes each request log as one slog record at Info level, with
+// the message "request".
+type SlogSink struct {
+	Logger *slog.Logger // nil means slog.Default()
+}
+
+// Log implements LogSink.
+func (s SlogSink) Log(rec *RequestLog) {
+	l := s.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	attrs := []slog.Attr{
+		slog.String("trace_id", rec.TraceID),
+		slog.String("key_id", rec.KeyID),
+		slog.String("workspace_id", rec.WorkspaceID),
+		slog.String("provider", rec.Provider),
+		slog.String("method", rec.Method),
+		slog.String("path", rec.Path),
+		slog.Int("status", rec.Status),
+		slog.Duration("latency", rec.Latency),
+		slog.Int64("bytes_in", rec.BytesIn),
+		slog.Int64("bytes_out", rec.BytesOut),
+		slog.Int("attempts", rec.Attempts),
+	}
+	if rec.Model != "" {
+		attrs = append(attrs, slog.String("model", rec.Model))
+	}
+	if rec.Query != "" {
+		attrs = append(attrs, slog.String("query", rec.Query))
+	}
+	if rec.CacheStatus != "" {
+		attrs = append(attrs, slog.String("cache_status", rec.CacheStatus))
+	}
+	if rec.ErrorCode != "" {
+		attrs = append(attrs, slog.String("error_code", rec.ErrorCode))
+	}
+	if rec.Aborted {
+		attrs = append(attrs, slog.Bool("aborted", true))
+	}
+	if len(rec.Metadata) > 0 {
+		md := make([]any, 0, len(rec.Metadata))
+		for k, v := range rec.Metadata {
+			md = append(md, slog.String(k, v))
+		}
+		attrs = append(attrs, slog.Group("metadata", md...))
+	}
+	l.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+}
+
+// LogBuffer is a LogSink that keeps the most recent request logs in memory,
+// for tests and for a host's own log views. Its zero value keeps 1000
+// records. It is safe for concurrent use.
+type LogBuffer struct {
+	// Size is how many records are kept; zero means 1000. It must not
+	// change after the first Log.
+	Size int
+
+	mu   sync.Mutex // guards ring, next, full
+	ring []RequestLog
+	next int
+	full bool
+}
+
+// Log implements LogSink.
+func (b *LogBuffer) Log(rec *RequestLog) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ring == nil {
+		n := b.Size
+		if n <= 0 {
+			n = 1000
+		}
+		b.ring = make([]RequestLog, n)
+	}
+	b.ring[b.next] = *rec
+	b.next++
+	if b.next == len(b.ring) {
+		b.next, b.full = 0, true
+	}
+}
+
+// LogFilter selects request logs; empty fields match everything.
+type LogFilter struct {
+	TraceID string
+	// Metadata matches records whose metadata holds every key with the
+	// same value.
+	Metadata map[string]string
+}
+
+// Query returns the kept records that match f, oldest first.
+func (b *LogBuffer) Query(f LogFilter) []RequestLog {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []RequestLog
+	visit := func(recs []RequestLog) {
+		for _, r := range recs {
+			if f.matches(&r) {
+				out = append(out, r)
+			}
+		}
+	}
+	if b.full {
+		visit(b.ring[b.next:])
+	}
+	visit(b.ring[:b.next])
+	return out
+}
+
+func (f LogFilter) matches(r *RequestLog) bool {
+	if f.TraceID != "" && r.TraceID != f.TraceID {
+		return false
+	}
+	for k, v := range f.Metadata {
+		if got, ok := r.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// logQueue hands records to a LogSink from one goroutine, so that a slow
+// sink never delays a response. When the queue is full new records are
+// dropped and counted.
+type logQueue struct {
+	sink    LogSink
+	ch      chan *RequestLog
+	done    chan struct{}
+	once    sync.Once
+	mu      sync.RWMutex // guards closed against sends racing close
+	closed  bool
+	dropped atomic.Int64
+}
+
+func newLogQueue(sink LogSink, size int) *logQueue {
+	if size <= 0 {
+		size = 4096
+	}
+	q := &logQueue{sink: sink, ch: make(chan *RequestLog, size), done: make(chan struct{})}
+	go q.run()
+	return q
+}
+
+func (q *logQueue) run() {
+	defer close(q.done)
+	for rec := range q.ch {
+		q.sink.Log(rec)
+	}
+}
+
+func (q *logQueue) send(rec *RequestLog) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
+		return
+	}
+	select {
+	case q.ch <- rec:
+	default:
+		q.dropped.Add(1)
+	}
+}
+
+func (q *logQueue) close() {
+	q.once.Do(func() {
+		q.mu.Lock()
+		q.closed = true
+		close(q.ch)
+		q.mu.Unlock()
+	})
+	<-q.done
+}
+
+// DroppedLogs returns how many request logs were dropped because the
+// LogSink could not keep up.
+func (g *Gateway) DroppedLogs() int64 {
+	if g.logs == nil {
+		return 0
+	}
+	return g.logs.dropped.Load()
+}
+
+// redactQuery returns the raw query with the values of key-like
+// parameters (key, token, secret, signature, password, auth) replaced.
+func redactQuery(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	parts := strings.Split(raw, "&")
+	for i, p := range parts {
+		name, _, ok := strings.Cut(p, "=")
+		if !ok {
+			continue
+		}
+		if n, err := url.QueryUnescape(name); err == nil && secretName(n) {
+			parts[i] = name + "=REDACTED"
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// secretName reports whether a header or parameter name is likely to carry
+// a credential.
+func secretName(n string) bool {
+	n = strings.ToLower(n)
+	for _, s := range []string{"key", "token", "secret", "signature", "password", "auth", "credential", "sig"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,307 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// planNode is one node of a request's routing plan: a leaf holds a Target,
+// an inner node a strategy over its children. Plans are built per request
+// from a parsed Config (or from the selection headers, as a single leaf).
+type planNode struct {
+	mode          string
+	onStatusCodes []int
+	conditions    []Condition
+	def           string
+	name          string
+	weight        float64
+	children      []*planNode
+	target        *Target // non-nil on leaves only
+}
+
+// leaves returns the leaves under n in order.
+func (n *planNode) leaves() []*Target {
+	if n.target != nil {
+		return []*Target{n.target}
+	}
+	var out []*Target
+	for _, c := range n.children {
+		out = append(out, c.leaves()...)
+	}
+	return out
+}
+
+// selectPlan applies the provider-selection rules to the request: exactly
+// one of config, virtual key, custom host + provider, provider + token.
+func (g *Gateway) selectPlan(ctx context.Context, id Identity, o *RequestOptions) (*planNode, error) {
+	switch {
+	case o.Config != "":
+		if o.VirtualKey != "" {
+			return nil, badRequest(CodeAmbiguousProvider, HeaderVirtualKey, "send either "+HeaderConfig+" or "+HeaderVirtualKey+", not both")
+		}
+		return g.configPlan(ctx, id, o, o.Config)
+	case o.VirtualKey != "":
+		if o.Provider != "" || o.CustomHost != "" {
+			return nil, badRequest(CodeAmbiguousProvider, HeaderVirtualKey, "a virtual key names its provider and host: do not send "+HeaderProvider+" or "+HeaderCustomHost+" beside it")
+		}
+		t, err := g.virtualKeyTarget(ctx, id, o.VirtualKey, HeaderVirtualKey)
+		if err != nil {
+			return nil, err
+		}
+		t.Host.merge(o.Host)
+		t.ForwardHeaders = o.ForwardHeaders
+		return &planNode{mode: ModeSingle, target: t}, nil
+	case o.CustomHost != "":
+		if o.Provider == "" {
+			return nil, badRequest(CodeMissingProvider, HeaderProvider, HeaderCustomHost+" needs "+HeaderProvider+" to name the kind of provider at that host")
+		}
+		if _, err := g.provider(o.Provider, HeaderProvider); err != nil {
+			return nil, err
+		}
+		u, err := g.guard.checkURL(o.CustomHost, HeaderCustomHost)
+		if err != nil {
+			return nil, err
+		}
+		return &planNode{mode: ModeSingle, target: &Target{Provider: o.Provider, BaseURL: u, CustomHost: true, APIKey: o.Token, Host: o.Host, ForwardHeaders: o.ForwardHeaders}}, nil
+	case o.Provider != "":
+		if _, err := g.provider(o.Provider, HeaderProvider); err != nil {
+			return nil, err
+		}
+		return &planNode{mode: ModeSingle, target: &Target{Provider: o.Provider, APIKey: o.Token, Host: o.Host, ForwardHeaders: o.ForwardHeaders}}, nil
+	case id.DefaultConfig != "":
+		return g.configPlan(ctx, id, o, id.DefaultConfig)
+	}
+	return nil, badRequest(CodeMissingProvider, "", "no provider selected: send "+HeaderVirtualKey+", "+HeaderConfig+", or "+HeaderProvider+" with Authorization")
+}
+
+func (g *Gateway) provider(slug, param string) (Provider, error) {
+	if p, ok := g.providers[slug]; ok {
+		return p, nil
+	}
+	return nil, badRequest(CodeUnknownProvider, param, "unknown provider "+quoteShort(slug))
+}
+
+// quoteShort quotes s for an error message, cut to a sane length.
+func quoteShort(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func (g *Gateway) virtualKeyTarget(ctx context.Context, id Identity, slug, param string) (*Target, error) {
+	if g.opts.VirtualKeys == nil {
+		return nil, badRequest(CodeUnknownVirtualKey, param, "unknown virtual key "+quoteShort(slug))
+	}
+	vk, err := g.opts.VirtualKeys.VirtualKey(ctx, slug)
+	if errors.Is(err, ErrNotFound) {
+		return nil, badRequest(CodeUnknownVirtualKey, param, "unknown virtual key "+quoteShort(slug))
+	} else if err != nil {
+		return nil, err
+	}
+	if vk.WorkspaceID != "" && vk.WorkspaceID != id.WorkspaceID {
+		return nil, &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: param,
+			Message: "virtual key " + quoteShort(slug) + " belongs to another workspace"}
+	}
+	if _, err := g.provider(vk.Provider, param); err != nil {
+		return nil, err
+	}
+	t := &Target{Provider: vk.Provider, APIKey: vk.APIKey, VirtualKey: vk.Slug, Host: vk.HostSettings}
+	if vk.BaseURL != "" {
+		u, err := url.Parse(vk.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, &Error{Status: http.StatusInternalServerError, Type: TypeGateway, Code: CodeInternal,
+				Message: "virtual key " + quoteShort(slug) + " has an invalid base_url"}
+		}
+		t.BaseURL = u
+	}
+	return t, nil
+}
+
+// configPlan resolves a saved config id or an inline JSON config.
+func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions, ref string) (*planNode, error) {
+	var cfg *Config
+	trusted := true
+	if strings.HasPrefix(ref, "{") {
+		trusted = false
+		key := sha256.Sum256([]byte(ref))
+		if c, ok := g.inlineConfigs.Get(key); ok {
+			cfg = c
+		} else {
+			c, err := ParseConfig([]byte(ref))
+			if err != nil {
+				return nil, err
+			}
+			g.inlineConfigs.Add(key, c)
+			cfg = c
+		}
+	} else {
+		var err error
+		if cfg, err = g.savedConfig(ctx, id, ref); err != nil {
+			return nil, err
+		}
+	}
+	inh := inherited{
+		provider:       o.Provider,
+		apiKey:         o.Token,
+		host:           o.Host,
+		forwardHeaders: o.ForwardHeaders,
+	}
+	if o.CustomHost != "" {
+		inh.customHost, inh.customHostParam, inh.customHostTrusted = o.CustomHost, HeaderCustomHost, false
+	}
+	return g.buildNode(ctx, id, cfg, "config", inh, trusted)
+}
+
+func (g *Gateway) savedConfig(ctx context.Context, id Identity, ref string) (*Config, error) {
+	unknown := badRequest(CodeUnknownConfig, HeaderConfig, "unknown config "+quoteShort(ref))
+	if g.opts.Configs == nil {
+		return nil, unknown
+	}
+	sc, err := g.opts.Configs.Config(ctx, ref)
+	if errors.Is(err, ErrNotFound) {
+		return nil, unknown
+	} else if err != nil {
+		return nil, err
+	}
+	if sc.WorkspaceID != "" && sc.WorkspaceID != id.WorkspaceID {
+		return nil, &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: HeaderConfig,
+			Message: "config " + quoteShort(ref) + " belongs to another workspace"}
+	}
+	return g.savedConfigs.parse(sc)
+}
+
+// inherited holds what a config node passes down to its targets.
+type inherited struct {
+	provider          string
+	apiKey            string
+	virtualKey        string
+	customHost        string
+	customHostParam   string
+	customHostTrusted bool
+	host              HostSettings
+	forwardHeaders    []string
+	overrides         map[string]any
+	retry             *RetryConfig
+	cache             *CacheConfig
+	timeout           time.Duration
+}
+
+func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path string, inh inherited, trusted bool) (*planNode, error) {
+	// A node's own provider settings replace the inherited ones as a unit,
+	// so that an inherited credential never travels to another host.
+	if c.VirtualKey != "" || c.Provider != "" {
+		inh.provider, inh.virtualKey, inh.apiKey = c.Provider, c.VirtualKey, c.APIKey
+		if c.VirtualKey != "" {
+			inh.customHost = ""
+		}
+	} else if c.APIKey != "" {
+		inh.apiKey = c.APIKey
+	}
+	if c.CustomHost != "" {
+		inh.customHost, inh.customHostParam, inh.customHostTrusted = c.CustomHost, HeaderConfig, trusted
+	}
+	own := c.HostSettings
+	own.merge(inh.host)
+	inh.host = own
+	if c.ForwardHeaders != nil {
+		inh.forwardHeaders = canonicalNames(c.ForwardHeaders)
+	}
+	if c.OverrideParams != nil {
+		m := make(map[string]any, len(inh.overrides)+len(c.OverrideParams))
+		for k, v := range inh.overrides {
+			m[k] = v
+		}
+		for k, v := range c.OverrideParams {
+			m[k] = v
+		}
+		inh.overrides = m
+	}
+	if c.Retry != nil {
+		inh.retry = c.Retry
+	}
+	if c.Cache != nil {
+		inh.cache = c.Cache
+	}
+	if c.RequestTimeout > 0 {
+		inh.timeout = time.Duration(c.RequestTimeout) * time.Millisecond
+	}
+
+	n := &planNode{mode: ModeSingle, name: c.Name, weight: c.weight()}
+	if c.Strategy != nil {
+		n.mode, n.onStatusCodes, n.conditions, n.def = c.Strategy.Mode, c.Strategy.OnStatusCodes, c.Strategy.Conditions, c.Strategy.Default
+	}
+	if len(c.Targets) > 0 {
+		n.children = make([]*planNode, len(c.Targets))
+		for i, ct := range c.Targets {
+			child, err := g.buildNode(ctx, id, ct, fmt.Sprintf("%s.targets[%d]", path, i), inh, trusted)
+			if err != nil {
+				return nil, err
+			}
+			n.children[i] = child
+		}
+		return n, nil
+	}
+	t, err := g.leafTarget(ctx, id, inh, path)
+	if err != nil {
+		return nil, err
+	}
+	n.target = t
+	return n, nil
+}
+
+func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, path string) (*Target, error) {
+	var t *Target
+	switch {
+	case inh.virtualKey != "":
+		vt, err := g.virtualKeyTarget(ctx, id, inh.virtualKey, HeaderConfig)
+		if err != nil {
+			return nil, err
+		}
+		vt.Host.merge(inh.host)
+		t = vt
+	case inh.provider != "":
+		if _, err := g.provider(inh.provider, HeaderConfig); err != nil {
+			return nil, err
+		}
+		t = &Target{Provider: inh.provider, APIKey: inh.apiKey, Host: inh.host}
+		if inh.customHost != "" {
+			var u *url.URL
+			var err error
+			if inh.customHostTrusted {
+				// An operator's saved config is trusted like a virtual key.
+				u, err = url.Parse(inh.customHost)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return nil, configError(path+".custom_host", "must be an absolute http(s) URL")
+				}
+			} else if u, err = g.guard.checkURL(inh.customHost, inh.customHostParam); err != nil {
+				return nil, err
+			}
+			t.BaseURL = u
+			t.CustomHost = !inh.customHostTrusted
+		}
+	default:
+		return nil, badRequest(CodeMissingProvider, HeaderConfig, path+" names no provider: set provider or virtual_key, or send "+HeaderProvider)
+	}
+	t.Index = path
+	t.ForwardHeaders = inh.forwardHeaders
+	t.OverrideParams = inh.overrides
+	t.Retry = inh.retry
+	t.Cache = inh.cache
+	t.RequestTimeout = inh.timeout
+	return t, nil
+}
+
+func canonicalNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = http.CanonicalHeaderKey(n)
+	}
+	return out
+}

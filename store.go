@@ -1,0 +1,319 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"sync"
+)
+
+// ErrNotFound is returned by stores for a record that does not exist.
+var ErrNotFound = errors.New("gateway: not found")
+
+// KeyStore finds gateway API keys by the SHA-256 digest of the key.
+// Implementations must be safe for concurrent use and return ErrNotFound
+// (possibly wrapped) for an unknown digest.
+type KeyStore interface {
+	APIKey(ctx context.Context, digest [sha256.Size]byte) (*APIKey, error)
+}
+
+// VirtualKeyStore finds stored provider credentials by slug.
+// Implementations must be safe for concurrent use and return ErrNotFound
+// for an unknown slug.
+type VirtualKeyStore interface {
+	VirtualKey(ctx context.Context, slug string) (*VirtualKey, error)
+}
+
+// ConfigStore finds saved routing configs by id. Implementations must be
+// safe for concurrent use and return ErrNotFound for an unknown id.
+type ConfigStore interface {
+	Config(ctx context.Context, id string) (*SavedConfig, error)
+}
+
+// PolicyStore holds rate-limits policies. Implementations must be safe for
+// concurrent use; Policy and DeletePolicy return ErrNotFound for an unknown
+// id. Policies returns every policy of a workspace, archived ones included,
+// ordered by creation time.
+type PolicyStore interface {
+	Policies(ctx context.Context, workspaceID string) ([]RateLimitsPolicy, error)
+	Policy(ctx context.Context, id string) (*RateLimitsPolicy, error)
+	PutPolicy(ctx context.Context, p *RateLimitsPolicy) error
+	DeletePolicy(ctx context.Context, id string) error
+}
+
+// VirtualKey is a stored provider credential, addressed by its slug. Its
+// APIKey (and the secrets of its HostSettings) only ever go to BaseURL, or to
+// the provider's own host when BaseURL is empty.
+type VirtualKey struct {
+	Slug        string `json:"slug"`
+	Provider    string `json:"provider"`
+	APIKey      string `json:"api_key,omitempty"`
+	BaseURL     string `json:"base_url,omitempty"`
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	HostSettings
+}
+
+// SavedConfig is a routing config stored under an id. An empty WorkspaceID
+// makes it usable by every workspace.
+type SavedConfig struct {
+	ID          string          `json:"id"`
+	WorkspaceID string          `json:"workspace_id,omitempty"`
+	Config      json.RawMessage `json:"config"`
+}
+
+// MemoryStore is an in-memory KeyStore, VirtualKeyStore, ConfigStore and
+// PolicyStore. Its zero value is empty and ready to use; it is safe for
+// concurrent use.
+type MemoryStore struct {
+	mu       sync.RWMutex // guards the maps below
+	keys     map[[sha256.Size]byte]*APIKey
+	vkeys    map[string]*VirtualKey
+	configs  map[string]*SavedConfig
+	policies map[string]*RateLimitsPolicy
+}
+
+var (
+	_ KeyStore        = (*MemoryStore)(nil)
+	_ VirtualKeyStore = (*MemoryStore)(nil)
+	_ ConfigStore     = (*MemoryStore)(nil)
+	_ PolicyStore     = (*MemoryStore)(nil)
+)
+
+// AddAPIKey stores k under k.Digest.
+func (s *MemoryStore) AddAPIKey(k APIKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = make(map[[sha256.Size]byte]*APIKey)
+	}
+	s.keys[k.Digest] = &k
+}
+
+// AddVirtualKey stores vk under its slug.
+func (s *MemoryStore) AddVirtualKey(vk VirtualKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.vkeys == nil {
+		s.vkeys = make(map[string]*VirtualKey)
+	}
+	s.vkeys[vk.Slug] = &vk
+}
+
+// AddConfig stores c under its id.
+func (s *MemoryStore) AddConfig(c SavedConfig) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.configs == nil {
+		s.configs = make(map[string]*SavedConfig)
+	}
+	s.configs[c.ID] = &c
+}
+
+// APIKey implements KeyStore.
+func (s *MemoryStore) APIKey(_ context.Context, digest [sha256.Size]byte) (*APIKey, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if k, ok := s.keys[digest]; ok {
+		return k, nil
+	}
+	return nil, ErrNotFound
+}
+
+// VirtualKey implements VirtualKeyStore.
+func (s *MemoryStore) VirtualKey(_ context.Context, slug string) (*VirtualKey, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if vk, ok := s.vkeys[slug]; ok {
+		return vk, nil
+	}
+	return nil, ErrNotFound
+}
+
+// Config implements ConfigStore.
+func (s *MemoryStore) Config(_ context.Context, id string) (*SavedConfig, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if c, ok := s.configs[id]; ok {
+		return c, nil
+	}
+	return nil, ErrNotFound
+}
+
+// Policies implements PolicyStore.
+func (s *MemoryStore) Policies(_ context.Context, workspaceID string) ([]RateLimitsPolicy, error) {
+	s.mu.RLock()
+	var out []RateLimitsPolicy
+	for _, p := range s.policies {
+		if p.WorkspaceID == workspaceID {
+			out = append(out, *p)
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt != out[j].CreatedAt {
+			return out[i].CreatedAt < out[j].CreatedAt
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Policy implements PolicyStore.
+func (s *MemoryStore) Policy(_ context.Context, id string) (*RateLimitsPolicy, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if p, ok := s.policies[id]; ok {
+		c := *p
+		return &c, nil
+	}
+	return nil, ErrNotFound
+}
+
+// PutPolicy implements PolicyStore: it creates or replaces p.
+func (s *MemoryStore) PutPolicy(_ context.Context, p *RateLimitsPolicy) error {
+	c := *p
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.policies == nil {
+		s.policies = make(map[string]*RateLimitsPolicy)
+	}
+	s.policies[c.ID] = &c
+	return nil
+}
+
+// DeletePolicy implements PolicyStore.
+func (s *MemoryStore) DeletePolicy(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.policies[id]; !ok {
+		return ErrNotFound
+	}
+	delete(s.policies, id)
+	return nil
+}
+
+// StoreFile is the JSON document a MemoryStore loads: the config file of
+// examples/server.
+type StoreFile struct {
+	APIKeys            []APIKeyEntry      `json:"api_keys"`
+	VirtualKeys        []VirtualKey       `json:"virtual_keys"`
+	Configs            []SavedConfig      `json:"configs"`
+	RateLimitsPolicies []RateLimitsPolicy `json:"rate_limits_policies"`
+	CustomHosts        struct {
+		Allow []string `json:"allow"`
+	} `json:"custom_hosts"`
+}
+
+// APIKeyEntry is a gateway API key as written in a StoreFile: the key
+// itself, or the lower-case hex of its SHA-256 digest.
+type APIKeyEntry struct {
+	ID            string            `json:"id"`
+	Key           string            `json:"key,omitempty"`
+	KeySHA256     string            `json:"key_sha256,omitempty"`
+	WorkspaceID   string            `json:"workspace_id"`
+	Role          Role              `json:"role,omitempty"`
+	Disabled      bool              `json:"disabled,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+	DefaultConfig string            `json:"default_config,omitempty"`
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// DecodeStoreFile reads a StoreFile from r. Every ${VAR} in the document is
+// replaced by the environment variable VAR (JSON-escaped; empty when unset)
+// before decoding. Unknown fields are an error naming the field.
+func DecodeStoreFile(r io.Reader) (*StoreFile, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	data = envRef.ReplaceAllFunc(data, func(m []byte) []byte {
+		v := os.Getenv(string(m[2 : len(m)-1]))
+		q, _ := json.Marshal(v)
+		return q[1 : len(q)-1]
+	})
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f StoreFile
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("gateway: store file: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("gateway: store file: trailing data after the JSON object")
+	}
+	return &f, nil
+}
+
+// Load adds every record of f to s, after checking them all: an error
+// leaves s unchanged.
+func (s *MemoryStore) Load(f *StoreFile) error {
+	keys := make([]APIKey, 0, len(f.APIKeys))
+	for i, e := range f.APIKeys {
+		k := APIKey{ID: e.ID, WorkspaceID: e.WorkspaceID, Role: e.Role, Disabled: e.Disabled, Metadata: e.Metadata, DefaultConfig: e.DefaultConfig}
+		switch {
+		case e.ID == "":
+			return fmt.Errorf("gateway: store file: api_keys[%d].id is required", i)
+		case (e.Key == "") == (e.KeySHA256 == ""):
+			return fmt.Errorf("gateway: store file: api_keys[%d]: exactly one of key and key_sha256 is required", i)
+		case e.Key != "":
+			k.Digest = HashAPIKey(e.Key)
+		default:
+			d, err := ParseKeyDigest(e.KeySHA256)
+			if err != nil {
+				return fmt.Errorf("gateway: store file: api_keys[%d].key_sha256: %w", i, err)
+			}
+			k.Digest = d
+		}
+		switch k.Role {
+		case "":
+			k.Role = RoleMember
+		case RoleMember, RoleAdmin:
+		default:
+			return fmt.Errorf("gateway: store file: api_keys[%d].role must be admin or member", i)
+		}
+		keys = append(keys, k)
+	}
+	for i, vk := range f.VirtualKeys {
+		if vk.Slug == "" || vk.Provider == "" {
+			return fmt.Errorf("gateway: store file: virtual_keys[%d]: slug and provider are required", i)
+		}
+	}
+	for i, c := range f.Configs {
+		if c.ID == "" {
+			return fmt.Errorf("gateway: store file: configs[%d].id is required", i)
+		}
+		if _, err := ParseConfig(c.Config); err != nil {
+			return fmt.Errorf("gateway: store file: configs[%d].config: %w", i, err)
+		}
+	}
+	policies := make([]RateLimitsPolicy, 0, len(f.RateLimitsPolicies))
+	for i, p := range f.RateLimitsPolicies {
+		if p.Status == "" {
+			p.Status = PolicyActive
+		}
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("gateway: store file: rate_limits_policies[%d]: %w", i, err)
+		}
+		policies = append(policies, p)
+	}
+	for _, k := range keys {
+		s.AddAPIKey(k)
+	}
+	for _, vk := range f.VirtualKeys {
+		s.AddVirtualKey(vk)
+	}
+	for _, c := range f.Configs {
+		s.AddConfig(c)
+	}
+	for i := range policies {
+		s.PutPolicy(context.Background(), &policies[i])
+	}
+	return nil
+}
