@@ -1,0 +1,101 @@
+package gateway
+
+import (
+	"context"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAuthenticate(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	e.store.AddAPIKey(APIKey{ID: "key-off", Digest: HashAPIKey("gw-disabled"), WorkspaceID: "ws-1", Disabled: true})
+	tests := []struct {
+		name    string
+		headers []string
+		status  int
+		code    string
+	}{
+		{"missing", nil, 401, CodeMissingAPIKey},
+		{"empty", []string{"x-gateway-api-key: "}, 401, CodeMissingAPIKey},
+		{"unknown", []string{"x-gateway-api-key: gw-nope"}, 401, CodeInvalidAPIKey},
+		{"disabled", []string{"x-gateway-api-key: gw-disabled"}, 401, CodeInvalidAPIKey},
+		{"sent twice", []string{"x-gateway-api-key: " + coreKey, "x-gateway-api-key: " + coreKey}, 401, CodeInvalidAPIKey},
+		{"valid", []string{"x-gateway-api-key: " + coreKey}, 200, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, path := range []string{"/v1/models", "/v1/completions", "/v1/policies/rate-limits", "/elsewhere"} {
+				res := e.do("GET", path, nil, append(tc.headers, "x-gateway-virtual-key: vk-up")...)
+				if tc.status == 200 {
+					if res.StatusCode == 401 {
+						t.Errorf("%s: valid key refused", path)
+					}
+					continue
+				}
+				if res.StatusCode != tc.status {
+					t.Fatalf("%s: status = %d, want %d", path, res.StatusCode, tc.status)
+				}
+				if got := deref(decodeError(t, res).Error.Code); got != tc.code {
+					t.Errorf("%s: code = %s, want %s", path, got, tc.code)
+				}
+			}
+		})
+	}
+	// The gateway key never reaches the provider.
+	for _, r := range up.received() {
+		if r.Header.Get(HeaderAPIKey) != "" {
+			t.Error("provider received the gateway API key")
+		}
+	}
+}
+
+func TestAuthenticateMiddleware(t *testing.T) {
+	st := &MemoryStore{}
+	st.AddAPIKey(APIKey{ID: "k1", Digest: HashAPIKey("gw-1"), WorkspaceID: "ws", Role: RoleAdmin,
+		Metadata: map[string]string{"_environment": "prod"}, DefaultConfig: "pc-1"})
+	var got Identity
+	var gotTrace string
+	h := Trace(Authenticate(st)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = IdentityFrom(r.Context())
+		gotTrace, _ = TraceIDFrom(r.Context())
+	})))
+	req := httptest.NewRequest("GET", "/x", nil)
+	req.Header.Set("x-gateway-api-key", "gw-1")
+	req.Header.Set("x-gateway-trace-id", "t-1")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	want := Identity{KeyID: "k1", WorkspaceID: "ws", Role: RoleAdmin, Metadata: map[string]string{"_environment": "prod"}, DefaultConfig: "pc-1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("identity mismatch (-want +got):\n%s", diff)
+	}
+	if gotTrace != "t-1" || rec.Header().Get(HeaderTraceID) != "t-1" {
+		t.Errorf("trace id = %q, response header %q; want t-1", gotTrace, rec.Header().Get(HeaderTraceID))
+	}
+	if _, ok := IdentityFrom(context.Background()); ok {
+		t.Error("IdentityFrom(empty context) reported an identity")
+	}
+	// A nil KeyStore refuses everything.
+	rec = httptest.NewRecorder()
+	Authenticate(nil)(http.NotFoundHandler()).ServeHTTP(rec, req)
+	if rec.Code != 401 {
+		t.Errorf("nil KeyStore: status %d, want 401", rec.Code)
+	}
+}
+
+func TestParseKeyDigest(t *testing.T) {
+	d := HashAPIKey("gw-1")
+	got, err := ParseKeyDigest(hex.EncodeToString(d[:]))
+	if err != nil || got != d {
+		t.Fatalf("ParseKeyDigest(hex of digest) = %x, %v; want %x", got, err, d)
+	}
+	for _, bad := range []string{"", "zz", "f0e8", hex.EncodeToString(d[:]) + "00"} {
+		if _, err := ParseKeyDigest(bad); err == nil {
+			t.Errorf("ParseKeyDigest(%q) accepted", bad)
+		}
+	}
+}

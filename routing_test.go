@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestProviderSelection(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	e.store.AddVirtualKey(VirtualKey{Slug: "vk-other-ws", Provider: "openai", APIKey: "sk-x", BaseURL: up.URL + "/v1", WorkspaceID: "ws-2"})
+	e.store.AddVirtualKey(VirtualKey{Slug: "vk-bad-provider", Provider: "nope", APIKey: "sk-x", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
+	e.store.AddConfig(SavedConfig{ID: "pc-vk", Config: json.RawMessage(`{"virtual_key":"vk-up"}`)})
+	e.store.AddConfig(SavedConfig{ID: "pc-host", Config: json.RawMessage(`{"provider":"openai","api_key":"sk-from-config","custom_host":"` + up.URL + `/v1"}`)})
+	e.store.AddConfig(SavedConfig{ID: "pc-other", WorkspaceID: "ws-2", Config: json.RawMessage(`{"virtual_key":"vk-up"}`)})
+	e.store.AddConfig(SavedConfig{ID: "pc-provider-only", Config: json.RawMessage(`{"strategy":{"mode":"single"},"targets":[{"name":"a"}]}`)})
+	e.store.AddAPIKey(APIKey{ID: "key-default", Digest: HashAPIKey("gw-default"), WorkspaceID: "ws-1", DefaultConfig: "pc-vk"})
+
+	key := "x-gateway-api-key: " + coreKey
+	inline := `x-gateway-config: {"provider":"openai","api_key":"sk-inline","custom_host":"` + up.URL + `/v1"}`
+	tests := []struct {
+		name    string
+		headers []string
+		status  int
+		code    string
+		param   string
+		auth    string // Authorization the provider received
+	}{
+		{"virtual key", []string{key, "x-gateway-virtual-key: vk-up"}, 200, "", "", "Bearer sk-stored-secret"},
+		{"virtual key drops caller auth", []string{key, "x-gateway-virtual-key: vk-up", "Authorization: Bearer caller"}, 200, "", "", "Bearer sk-stored-secret"},
+		{"unknown virtual key", []string{key, "x-gateway-virtual-key: nope"}, 400, CodeUnknownVirtualKey, HeaderVirtualKey, ""},
+		{"virtual key of another workspace", []string{key, "x-gateway-virtual-key: vk-other-ws"}, 403, CodePermissionDenied, HeaderVirtualKey, ""},
+		{"virtual key with unknown provider", []string{key, "x-gateway-virtual-key: vk-bad-provider"}, 400, CodeUnknownProvider, HeaderVirtualKey, ""},
+		{"virtual key beside provider", []string{key, "x-gateway-virtual-key: vk-up", "x-gateway-provider: openai"}, 400, CodeAmbiguousProvider, HeaderVirtualKey, ""},
+		{"virtual key beside custom host", []string{key, "x-gateway-virtual-key: vk-up", "x-gateway-custom-host: " + up.URL}, 400, CodeAmbiguousProvider, HeaderVirtualKey, ""},
+		{"virtual key beside config", []string{key, "x-gateway-virtual-key: vk-up", "x-gateway-config: pc-vk"}, 400, CodeAmbiguousProvider, HeaderVirtualKey, ""},
+		{"custom host", []string{key, "x-gateway-custom-host: " + up.URL + "/v1", "x-gateway-provider: openai", "Authorization: Bearer sk-caller"}, 200, "", "", "Bearer sk-caller"},
+		{"custom host without provider", []string{key, "x-gateway-custom-host: " + up.URL + "/v1"}, 400, CodeMissingProvider, HeaderProvider, ""},
+		{"custom host with unknown provider", []string{key, "x-gateway-custom-host: " + up.URL + "/v1", "x-gateway-provider: nope"}, 400, CodeUnknownProvider, HeaderProvider, ""},
+		{"custom host not a URL", []string{key, "x-gateway-custom-host: ftp://x", "x-gateway-provider: openai"}, 400, CodeInvalidCustomHost, HeaderCustomHost, ""},
+		{"unknown provider", []string{key, "x-gateway-provider: nope", "Authorization: Bearer x"}, 400, CodeUnknownProvider, HeaderProvider, ""},
+		{"nothing", []string{key}, 400, CodeMissingProvider, "", ""},
+		{"saved config with virtual key", []string{key, "x-gateway-config: pc-vk"}, 200, "", "", "Bearer sk-stored-secret"},
+		{"saved config with trusted host", []string{key, "x-gateway-config: pc-host"}, 200, "", "", "Bearer sk-from-config"},
+		{"saved config of another workspace", []string{key, "x-gateway-config: pc-other"}, 403, CodePermissionDenied, HeaderConfig, ""},
+		{"unknown config", []string{key, "x-gateway-config: pc-nope"}, 400, CodeUnknownConfig, HeaderConfig, ""},
+		{"inline config", []string{key, inline}, 200, "", "", "Bearer sk-inline"},
+		{"inline config invalid JSON", []string{key, `x-gateway-config: {"provider":`}, 400, CodeInvalidConfig, HeaderConfig, ""},
+		{"inline config unknown field", []string{key, `x-gateway-config: {"providr":"openai"}`}, 400, CodeInvalidConfig, HeaderConfig, ""},
+		{"config filled by headers", []string{key, "x-gateway-config: pc-provider-only", "x-gateway-provider: openai", "x-gateway-custom-host: " + up.URL + "/v1", "Authorization: Bearer sk-hdr"}, 200, "", "", "Bearer sk-hdr"},
+		{"config without provider", []string{key, "x-gateway-config: pc-provider-only"}, 400, CodeMissingProvider, HeaderConfig, ""},
+		{"default config of the key", []string{"x-gateway-api-key: gw-default"}, 200, "", "", "Bearer sk-stored-secret"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(up.received())
+			res := e.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`), tc.headers...)
+			if res.StatusCode != tc.status {
+				b, _ := io.ReadAll(res.Body)
+				t.Fatalf("status = %d, want %d; body %s", res.StatusCode, tc.status, b)
+			}
+			got := up.received()
+			if tc.status != 200 {
+				if len(got) != before {
+					t.Error("a refused request reached the provider")
+				}
+				body := decodeError(t, res)
+				if c := deref(body.Error.Code); c != tc.code {
+					t.Errorf("code = %s, want %s (%s)", c, tc.code, body.Error.Message)
+				}
+				if tc.param != "" && deref(body.Error.Param) != tc.param {
+					t.Errorf("param = %s, want %s", deref(body.Error.Param), tc.param)
+				}
+				if strings.Contains(body.Error.Message, "sk-") {
+					t.Errorf("error message leaks a credential: %s", body.Error.Message)
+				}
+				return
+			}
+			if len(got) != before+1 {
+				t.Fatalf("provider received %d requests, want 1", len(got)-before)
+			}
+			r := got[len(got)-1]
+			if r.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != tc.auth {
+				t.Errorf("provider got path %s auth %q; want /v1/chat/completions, %q", r.Path, r.Header.Get("Authorization"), tc.auth)
+			}
+			if res.Header.Get(HeaderProvider) != "openai" {
+				t.Errorf("x-gateway-provider = %q, want openai", res.Header.Get(HeaderProvider))
+			}
+		})
+	}
+}
+
+// A stored credential never follows a caller-supplied host: a config target
+// naming a virtual key ignores the custom host header.
+func TestStoredCredentialStaysHome(t *testing.T) {
+	home := newCoreUpstream(t, nil)
+	evil := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, home, nil)
+	res := e.do("GET", "/v1/models", nil, "x-gateway-api-key: "+coreKey,
+		`x-gateway-config: {"virtual_key":"vk-up"}`, "x-gateway-custom-host: "+evil.URL+"/v1")
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	if len(evil.received()) != 0 || len(home.received()) != 1 {
+		t.Fatalf("home got %d, custom host got %d requests; want 1 and 0", len(home.received()), len(evil.received()))
+	}
+	res = e.do("GET", "/v1/models", nil, "x-gateway-api-key: "+coreKey,
+		`x-gateway-config: {"virtual_key":"vk-up","custom_host":"`+evil.URL+`"}`)
+	if res.StatusCode != 400 || deref(decodeError(t, res).Error.Code) != CodeInvalidConfig {
+		t.Errorf("virtual_key with custom_host: status %d, want 400 invalid_config", res.StatusCode)
+	}
+	if len(evil.received()) != 0 {
+		t.Error("stored credential sent to a caller-supplied host")
+	}
+}
