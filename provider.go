@@ -9,8 +9,11 @@ import (
 
 // Provider slugs of the built-in provider kinds.
 const (
-	ProviderOpenAI    = "openai"
-	ProviderAnthropic = "anthropic"
+	ProviderOpenAI      = "openai"
+	ProviderAnthropic   = "anthropic"
+	ProviderAzureOpenAI = "azure-openai"
+	ProviderVertexAI    = "vertex-ai"
+	ProviderBedrock     = "bedrock" // not built in: see the bedrock sub-module
 )
 
 // Provider turns a routed request into a request to one kind of model
@@ -154,32 +157,17 @@ func (p openAI) Rewrite(pr *ProxyRequest) error {
 	return nil
 }
 
-// anthropic sends the token as x-api-key and defaults anthropic-version.
-type anthropic struct{ base *url.URL }
-
-const anthropicVersion = "2023-06-01"
-
-func (p anthropic) Rewrite(pr *ProxyRequest) error {
-	pr.SetURL(pr.Target.baseURLOr(p.base))
-	if pr.Target.APIKey != "" {
-		pr.Out.Header.Set("X-Api-Key", pr.Target.APIKey)
-	}
-	pr.CopyHeaders("Anthropic-Version", "Anthropic-Beta")
-	if pr.Out.Header.Get("Anthropic-Version") == "" {
-		pr.Out.Header.Set("Anthropic-Version", anthropicVersion)
-	}
-	return nil
-}
-
 // builtinProviders returns the provider kinds every gateway knows.
 func builtinProviders() map[string]Provider {
 	return map[string]Provider{
-		ProviderOpenAI:    OpenAICompatible("https://api.openai.com/v1"),
-		ProviderAnthropic: anthropic{base: mustURL("https://api.anthropic.com/v1")},
-		"groq":            OpenAICompatible("https://api.groq.com/openai/v1"),
-		"together-ai":     OpenAICompatible("https://api.together.xyz/v1"),
-		"mistral-ai":      OpenAICompatible("https://api.mistral.ai/v1"),
-		"deepseek":        OpenAICompatible("https://api.deepseek.com/v1"),
-		"fireworks-ai":    OpenAICompatible("https://api.fireworks.ai/inference/v1"),
+		ProviderOpenAI:      OpenAICompatible("https://api.openai.com/v1"),
+		ProviderAnthropic:   anthropic{base: mustURL("https://api.anthropic.com/v1")},
+		ProviderAzureOpenAI: azureOpenAI{},
+		ProviderVertexAI:    vertexAI{},
+		"groq":              OpenAICompatible("https://api.groq.com/openai/v1"),
+		"together-ai":       OpenAICompatible("https://api.together.xyz/v1"),
+		"mistral-ai":        OpenAICompatible("https://api.mistral.ai/v1"),
+		"deepseek":          OpenAICompatible("https://api.deepseek.com/v1"),
+		"fireworks-ai":      OpenAICompatible("https://api.fireworks.ai/inference/v1"),
 	}
 }
