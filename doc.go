@@ -1,2 +1,90 @@
-// Package gateway is an embeddable model gateway.
+// Package gateway is a model gateway you embed in the Go server you already
+// run: an http.Handler that authenticates callers with gateway API keys,
+// picks a model provider for each request, and forwards it, with a trace
+// id, metadata and one request log per request.
+//
+// # Mounting
+//
+// A Gateway serves every path under its prefix (default "/v1"):
+//
+//	store := &gateway.MemoryStore{}
+//	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey(os.Getenv("GATEWAY_KEY")), WorkspaceID: "ws-1"})
+//	store.AddVirtualKey(gateway.VirtualKey{Slug: "openai-prod", Provider: "openai", APIKey: os.Getenv("OPENAI_API_KEY")})
+//	g := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Configs: store, Policies: store,
+//		LogSink: gateway.SlogSink{}})
+//	defer g.Close()
+//	mux.Handle("/v1/", g)
+//
+// Callers send their gateway key in x-gateway-api-key and choose a provider
+// by exactly one method: a virtual key (x-gateway-virtual-key, a stored
+// credential), a provider and their own token (x-gateway-provider plus
+// Authorization: Bearer), a routing config (x-gateway-config, a saved id or
+// inline JSON), or a custom host (x-gateway-custom-host plus
+// x-gateway-provider). The token always travels in Authorization; the
+// gateway converts it to the provider's own form (Azure's api-key,
+// Anthropic's x-api-key, Bedrock's SigV4 signature).
+//
+// # Routes
+//
+// POST /completions is validated against the bounds of the API before it is
+// forwarded; GET /fine_tuning/jobs, GET /fine_tuning/jobs/{id} and
+// GET /files are typed routes; /policies/rate-limits is the control plane of
+// rate-limits policies (admin keys only). Every other path, with methods
+// POST, GET, PUT and DELETE, is passed through: the provider's base URL plus
+// the path and query, the body streamed as sent, and the provider's status,
+// headers and body streamed back unchanged, server-sent events flushed one
+// by one. If the provider fails after the first byte was sent, the caller's
+// connection is aborted rather than ended cleanly, so a truncated answer is
+// never mistaken for a complete one.
+//
+// # Composing stages
+//
+// Gateway is the pre-assembled chain. Its first stages are exported as
+// middlewares of the shape func(http.Handler) http.Handler — Trace,
+// Authenticate and ParseHeaders — so a host can run them in front of its own
+// handlers; later stages read what they stored through TraceIDFrom,
+// IdentityFrom and OptionsFrom.
+//
+// # Stores and providers
+//
+// KeyStore, VirtualKeyStore, ConfigStore and PolicyStore are small
+// interfaces; MemoryStore implements them all and loads the JSON document
+// of examples/server (DecodeStoreFile). Provider kinds are registered by
+// slug in Options.Providers, beside the built-in ones; a Provider rewrites
+// one upstream request (URL, auth, signing). There is no global registry.
+//
+// # Errors
+//
+// Every error the gateway produces is OpenAI-shaped, with all four keys:
+//
+//	{"error":{"message":"…","type":"invalid_request_error","param":"x-gateway-metadata","code":"invalid_header"}}
+//
+// Bad headers, bodies and configs are 400 with param naming the field;
+// missing or unknown gateway keys 401; a key that may not do something 403;
+// an expired request timeout 408; rate-limited requests 429 with
+// Retry-After; an unreachable provider 502. A provider's own error
+// responses are returned as the provider sent them.
+//
+// # Security
+//
+// The gateway fails closed. Gateway keys are stored as SHA-256 digests and
+// compared in constant time, and are removed from the request before
+// anything is forwarded. Only Content-Type, Accept, the provider's auth and
+// well-known headers, and the headers the caller names in
+// x-gateway-forward-headers reach a provider. A stored credential (virtual
+// key) only ever goes to its own configured host. Hosts supplied by callers
+// (x-gateway-custom-host, inline configs) must be http(s) and resolve only
+// to public addresses — loopback, private, link-local (cloud metadata),
+// CGNAT and IPv4-mapped forms are refused, on the address actually dialed,
+// and redirects are never followed — unless Options.CustomHostAllow names
+// the host. Hosts an operator configured (virtual keys, saved configs) are
+// trusted. Error messages and request logs never contain credentials or
+// internal addresses; logs record no headers and redact key-like query
+// parameters.
+//
+// # Concurrency
+//
+// A Gateway is safe for concurrent use by any number of requests. Request
+// logs are handed to the LogSink from one goroutine the Gateway owns; Close
+// stops it.
 package gateway

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -63,7 +64,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Param != "" {
+	if e.Param != "" && !strings.Contains(e.Message, e.Param) {
 		return "gateway: " + e.Message + " (" + e.Param + ")"
 	}
 	return "gateway: " + e.Message

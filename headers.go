@@ -13,37 +13,38 @@ import (
 	"unicode/utf8"
 )
 
-// Request headers read by the gateway. Names are canonical MIME header keys.
+// Request headers read by the gateway, written in lower case as in the API
+// documentation; http.Header methods canonicalize them.
 const (
-	HeaderAPIKey            = "X-Gateway-Api-Key"
-	HeaderVirtualKey        = "X-Gateway-Virtual-Key"
-	HeaderProvider          = "X-Gateway-Provider"
-	HeaderConfig            = "X-Gateway-Config"
-	HeaderCustomHost        = "X-Gateway-Custom-Host"
-	HeaderTraceID           = "X-Gateway-Trace-Id"
-	HeaderMetadata          = "X-Gateway-Metadata"
-	HeaderCacheForceRefresh = "X-Gateway-Cache-Force-Refresh"
-	HeaderCacheNamespace    = "X-Gateway-Cache-Namespace"
-	HeaderRequestTimeout    = "X-Gateway-Request-Timeout"
-	HeaderForwardHeaders    = "X-Gateway-Forward-Headers"
+	HeaderAPIKey            = "x-gateway-api-key"
+	HeaderVirtualKey        = "x-gateway-virtual-key"
+	HeaderProvider          = "x-gateway-provider"
+	HeaderConfig            = "x-gateway-config"
+	HeaderCustomHost        = "x-gateway-custom-host"
+	HeaderTraceID           = "x-gateway-trace-id"
+	HeaderMetadata          = "x-gateway-metadata"
+	HeaderCacheForceRefresh = "x-gateway-cache-force-refresh"
+	HeaderCacheNamespace    = "x-gateway-cache-namespace"
+	HeaderRequestTimeout    = "x-gateway-request-timeout"
+	HeaderForwardHeaders    = "x-gateway-forward-headers"
 
-	HeaderHostAResourceName = "X-Gateway-Hosta-Resource-Name"
-	HeaderHostADeploymentID = "X-Gateway-Hosta-Deployment-Id"
-	HeaderHostAAPIVersion   = "X-Gateway-Hosta-Api-Version"
-	HeaderHostAModelName    = "X-Gateway-Hosta-Model-Name"
-	HeaderHostBProjectID    = "X-Gateway-Hostb-Project-Id"
-	HeaderHostBRegion       = "X-Gateway-Hostb-Region"
-	HeaderHostCAccessKeyID  = "X-Gateway-Hostc-Access-Key-Id"
-	HeaderHostCSecretKey    = "X-Gateway-Hostc-Secret-Access-Key"
-	HeaderHostCSessionToken = "X-Gateway-Hostc-Session-Token"
-	HeaderHostCRegion       = "X-Gateway-Hostc-Region"
+	HeaderHostAResourceName = "x-gateway-hosta-resource-name"
+	HeaderHostADeploymentID = "x-gateway-hosta-deployment-id"
+	HeaderHostAAPIVersion   = "x-gateway-hosta-api-version"
+	HeaderHostAModelName    = "x-gateway-hosta-model-name"
+	HeaderHostBProjectID    = "x-gateway-hostb-project-id"
+	HeaderHostBRegion       = "x-gateway-hostb-region"
+	HeaderHostCAccessKeyID  = "x-gateway-hostc-access-key-id"
+	HeaderHostCSecretKey    = "x-gateway-hostc-secret-access-key"
+	HeaderHostCSessionToken = "x-gateway-hostc-session-token"
+	HeaderHostCRegion       = "x-gateway-hostc-region"
 )
 
 // Response headers added by the gateway.
 const (
-	HeaderCacheStatus         = "X-Gateway-Cache-Status"
-	HeaderRetryAttemptCount   = "X-Gateway-Retry-Attempt-Count"
-	HeaderLastUsedOptionIndex = "X-Gateway-Last-Used-Option-Index"
+	HeaderCacheStatus         = "x-gateway-cache-status"
+	HeaderRetryAttemptCount   = "x-gateway-retry-attempt-count"
+	HeaderLastUsedOptionIndex = "x-gateway-last-used-option-index"
 )
 
 // Special metadata keys with a meaning to analytics.
@@ -257,7 +258,7 @@ func newUUID() string {
 
 // single returns the value of a header sent exactly once.
 func single(h http.Header, name string) (string, bool) {
-	v := h[name]
+	v := h.Values(name)
 	if len(v) != 1 {
 		return "", false
 	}
@@ -303,7 +304,7 @@ func parseRequestOptions(h http.Header, defaults map[string]string) (*RequestOpt
 		HeaderHostAResourceName, HeaderHostADeploymentID, HeaderHostAAPIVersion, HeaderHostAModelName,
 		HeaderHostBProjectID, HeaderHostBRegion,
 		HeaderHostCAccessKeyID, HeaderHostCSecretKey, HeaderHostCSessionToken, HeaderHostCRegion} {
-		if len(h[name]) > 1 {
+		if len(h.Values(name)) > 1 {
 			return nil, invalidHeader(name, "must be sent once")
 		}
 	}
@@ -359,7 +360,7 @@ func parseRequestOptions(h http.Header, defaults map[string]string) (*RequestOpt
 	}
 
 	o.Provider = strings.ToLower(get(HeaderProvider))
-	if h[HeaderProvider] != nil && o.Provider == "" {
+	if h.Values(HeaderProvider) != nil && o.Provider == "" {
 		return nil, invalidHeader(HeaderProvider, "must not be empty")
 	}
 	o.VirtualKey = get(HeaderVirtualKey)
