@@ -178,7 +178,7 @@ func (st *requestState) trace(w http.ResponseWriter, r *http.Request) error {
 }
 
 func traceID(h http.Header) (string, error) {
-	if v, ok := single(h, HeaderTraceID); ok {
+	if v, ok := singleHeader(h, HeaderTraceID); ok {
 		if v == "" || len(v) > maxTraceIDLen || !visibleASCII(v) {
 			return "", invalidHeader(HeaderTraceID, "must be 1 to 128 visible ASCII characters")
 		}
@@ -256,8 +256,8 @@ func newUUID() string {
 	return string(out[:])
 }
 
-// single returns the value of a header sent exactly once.
-func single(h http.Header, name string) (string, bool) {
+// singleHeader returns the value of a header sent exactly once.
+func singleHeader(h http.Header, name string) (string, bool) {
 	v := h.Values(name)
 	if len(v) != 1 {
 		return "", false
