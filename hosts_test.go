@@ -213,11 +213,11 @@ func hdr(kv ...string) http.Header {
 
 // azureHeaders are a complete hostA header set.
 var azureHeaders = []string{
-	"X-Gateway-Provider", "azure-openai",
+	gateway.HeaderProvider, "azure-openai",
 	"Authorization", "Bearer az-token",
-	"X-Gateway-Hosta-Resource-Name", "my-res",
-	"X-Gateway-Hosta-Deployment-Id", "gpt4o-prod",
-	"X-Gateway-Hosta-Api-Version", "2024-10-21",
+	gateway.HeaderHostAResourceName, "my-res",
+	gateway.HeaderHostADeploymentID, "gpt4o-prod",
+	gateway.HeaderHostAAPIVersion, "2024-10-21",
 }
 
 // with returns the header pairs of base with those of kv added, replacing
@@ -265,8 +265,8 @@ func TestAzureOpenAI(t *testing.T) {
 		},
 		{
 			name: "files is resource-scoped and needs no deployment", method: "GET", path: "/v1/files?purpose=fine-tune",
-			hdr: []string{"X-Gateway-Provider", "azure-openai", "Authorization", "Bearer az-token",
-				"X-Gateway-Hosta-Resource-Name", "my-res", "X-Gateway-Hosta-Api-Version", "2024-10-21"},
+			hdr: []string{gateway.HeaderProvider, "azure-openai", "Authorization", "Bearer az-token",
+				gateway.HeaderHostAResourceName, "my-res", gateway.HeaderHostAAPIVersion, "2024-10-21"},
 			want: hostsSeen{"GET", "https://my-res.openai.azure.com/openai/files?purpose=fine-tune&api-version=2024-10-21",
 				hdr("Api-Key", "az-token")},
 		},
@@ -290,7 +290,7 @@ func TestAzureOpenAI(t *testing.T) {
 		},
 		{
 			name: "caller's api-version query when no header gives one", method: "GET", path: "/v1/models?api-version=2024-06-01",
-			hdr: []string{"X-Gateway-Provider", "azure-openai", "Authorization", "Bearer az-token", "X-Gateway-Hosta-Resource-Name", "my-res"},
+			hdr: []string{gateway.HeaderProvider, "azure-openai", "Authorization", "Bearer az-token", gateway.HeaderHostAResourceName, "my-res"},
 			want: hostsSeen{"GET", "https://my-res.openai.azure.com/openai/models?api-version=2024-06-01",
 				hdr("Api-Key", "az-token")},
 		},
@@ -302,37 +302,37 @@ func TestAzureOpenAI(t *testing.T) {
 		},
 		{
 			name: "resource name is case-insensitive", method: "GET", path: "/v1/models",
-			hdr: with(azureHeaders, "X-Gateway-Hosta-Resource-Name", "My-Res"),
+			hdr: with(azureHeaders, gateway.HeaderHostAResourceName, "My-Res"),
 			want: hostsSeen{"GET", "https://my-res.openai.azure.com/openai/models?api-version=2024-10-21",
 				hdr("Api-Key", "az-token")},
 		},
 		{
 			name: "virtual key: stored key wins over the caller's Authorization", method: "POST", path: "/v1/chat/completions",
-			hdr: []string{"X-Gateway-Virtual-Key", "azure-prod", "Authorization", "Bearer caller-token", "Content-Type", ctJSON},
+			hdr: []string{gateway.HeaderVirtualKey, "azure-prod", "Authorization", "Bearer caller-token", "Content-Type", ctJSON},
 			want: hostsSeen{"POST", "https://vk-res.openai.azure.com/openai/deployments/vk-dep/chat/completions?api-version=2024-10-21",
 				hdr("Content-Type", ctJSON, "Api-Key", "az-stored")},
 		},
 		{
 			name: "virtual key base_url replaces the resource host", method: "POST", path: "/v1/chat/completions",
-			hdr: []string{"X-Gateway-Virtual-Key", "azure-proxy"},
+			hdr: []string{gateway.HeaderVirtualKey, "azure-proxy"},
 			want: hostsSeen{"POST", "https://azure-proxy.example.com/tenant/openai/deployments/vk-dep/chat/completions?api-version=2024-10-21",
 				hdr("Api-Key", "az-stored")},
 		},
 		{
 			name: "virtual key completed by a header", method: "POST", path: "/v1/chat/completions",
-			hdr: []string{"X-Gateway-Virtual-Key", "azure-nodeploy", "X-Gateway-Hosta-Deployment-Id", "hdr-dep"},
+			hdr: []string{gateway.HeaderVirtualKey, "azure-nodeploy", gateway.HeaderHostADeploymentID, "hdr-dep"},
 			want: hostsSeen{"POST", "https://vk-res.openai.azure.com/openai/deployments/hdr-dep/chat/completions?api-version=2024-10-21",
 				hdr("Api-Key", "az-stored")},
 		},
 		{
 			name: "saved config target", method: "POST", path: "/v1/embeddings",
-			hdr: []string{"X-Gateway-Config", "pc-azure", "Authorization", "Bearer caller-token"},
+			hdr: []string{gateway.HeaderConfig, "pc-azure", "Authorization", "Bearer caller-token"},
 			want: hostsSeen{"POST", "https://cfg-res.openai.azure.com/openai/deployments/cfg-dep/embeddings?api-version=2024-06-01",
 				hdr("Api-Key", "az-config")},
 		},
 		{
 			name: "inline config target", method: "POST", path: "/v1/chat/completions",
-			hdr: []string{"X-Gateway-Config", `{"provider":"azure-openai","api_key":"az-token","resource_name":"inl-res","deployment_id":"inl-dep","api_version":"2024-10-21"}`},
+			hdr: []string{gateway.HeaderConfig, `{"provider":"azure-openai","api_key":"az-token","resource_name":"inl-res","deployment_id":"inl-dep","api_version":"2024-10-21"}`},
 			want: hostsSeen{"POST", "https://inl-res.openai.azure.com/openai/deployments/inl-dep/chat/completions?api-version=2024-10-21",
 				hdr("Api-Key", "az-token")},
 		},
@@ -341,10 +341,10 @@ func TestAzureOpenAI(t *testing.T) {
 
 func TestVertexAI(t *testing.T) {
 	vertexHeaders := []string{
-		"X-Gateway-Provider", "vertex-ai",
+		gateway.HeaderProvider, "vertex-ai",
 		"Authorization", "Bearer ya29.token",
-		"X-Gateway-Hostb-Project-Id", "my-proj",
-		"X-Gateway-Hostb-Region", "us-central1",
+		gateway.HeaderHostBProjectID, "my-proj",
+		gateway.HeaderHostBRegion, "us-central1",
 	}
 	runHostsCases(t, []hostsCase{
 		{
@@ -355,7 +355,7 @@ func TestVertexAI(t *testing.T) {
 		},
 		{
 			name: "global region", method: "POST", path: "/v1/chat/completions",
-			hdr: with(vertexHeaders, "X-Gateway-Hostb-Region", "global"),
+			hdr: with(vertexHeaders, gateway.HeaderHostBRegion, "global"),
 			want: hostsSeen{"POST", "https://aiplatform.googleapis.com/v1/projects/my-proj/locations/global/endpoints/openapi/chat/completions",
 				hdr("Authorization", "Bearer ya29.token")},
 		},
@@ -367,26 +367,26 @@ func TestVertexAI(t *testing.T) {
 		},
 		{
 			name: "project number", method: "GET", path: "/v1/batchPredictionJobs",
-			hdr: with(vertexHeaders, "X-Gateway-Hostb-Project-Id", "123456789012"),
+			hdr: with(vertexHeaders, gateway.HeaderHostBProjectID, "123456789012"),
 			want: hostsSeen{"GET", "https://us-central1-aiplatform.googleapis.com/v1/projects/123456789012/locations/us-central1/batchPredictionJobs",
 				hdr("Authorization", "Bearer ya29.token")},
 		},
 		{
 			name: "virtual key", method: "POST", path: "/v1/chat/completions",
-			hdr: []string{"X-Gateway-Virtual-Key", "vertex-prod", "Authorization", "Bearer caller-token"},
+			hdr: []string{gateway.HeaderVirtualKey, "vertex-prod", "Authorization", "Bearer caller-token"},
 			want: hostsSeen{"POST", "https://europe-west4-aiplatform.googleapis.com/v1/projects/vk-proj/locations/europe-west4/endpoints/openapi/chat/completions",
 				hdr("Authorization", "Bearer ya29.stored")},
 		},
 		{
 			name: "inline config completed by headers", method: "POST", path: "/v1/chat/completions",
-			hdr: []string{"X-Gateway-Config", `{"provider":"vertex-ai","api_key":"ya29.inline","project_id":"inl-proj"}`,
-				"X-Gateway-Hostb-Region", "asia-southeast1"},
+			hdr: []string{gateway.HeaderConfig, `{"provider":"vertex-ai","api_key":"ya29.inline","project_id":"inl-proj"}`,
+				gateway.HeaderHostBRegion, "asia-southeast1"},
 			want: hostsSeen{"POST", "https://asia-southeast1-aiplatform.googleapis.com/v1/projects/inl-proj/locations/asia-southeast1/endpoints/openapi/chat/completions",
 				hdr("Authorization", "Bearer ya29.inline")},
 		},
 		{
 			name: "saved config", method: "POST", path: "/v1/chat/completions",
-			hdr: []string{"X-Gateway-Config", "pc-vertex"},
+			hdr: []string{gateway.HeaderConfig, "pc-vertex"},
 			want: hostsSeen{"POST", "https://aiplatform.googleapis.com/v1/projects/cfg-proj/locations/global/endpoints/openapi/chat/completions",
 				hdr("Authorization", "Bearer ya29.config")},
 		},
@@ -394,7 +394,7 @@ func TestVertexAI(t *testing.T) {
 }
 
 func TestAnthropic(t *testing.T) {
-	anthropicHeaders := []string{"X-Gateway-Provider", "anthropic", "Authorization", "Bearer sk-ant-token", "Content-Type", "application/json"}
+	anthropicHeaders := []string{gateway.HeaderProvider, "anthropic", "Authorization", "Bearer sk-ant-token", "Content-Type", "application/json"}
 	runHostsCases(t, []hostsCase{
 		{
 			name: "token becomes x-api-key, version defaulted", method: "POST", path: "/v1/messages",
@@ -411,13 +411,13 @@ func TestAnthropic(t *testing.T) {
 		},
 		{
 			name: "virtual key", method: "GET", path: "/v1/models",
-			hdr: []string{"X-Gateway-Virtual-Key", "anthropic-prod", "Authorization", "Bearer caller-token"},
+			hdr: []string{gateway.HeaderVirtualKey, "anthropic-prod", "Authorization", "Bearer caller-token"},
 			want: hostsSeen{"GET", "https://api.anthropic.com/v1/models",
 				hdr("X-Api-Key", "sk-ant-stored", "Anthropic-Version", "2023-06-01")},
 		},
 		{
 			name: "saved config through a virtual key", method: "POST", path: "/v1/complete",
-			hdr: []string{"X-Gateway-Config", "pc-anthropic"},
+			hdr: []string{gateway.HeaderConfig, "pc-anthropic"},
 			want: hostsSeen{"POST", "https://api.anthropic.com/v1/complete",
 				hdr("X-Api-Key", "sk-ant-stored", "Anthropic-Version", "2023-06-01")},
 		},
@@ -491,9 +491,9 @@ func without(base []string, names ...string) []string {
 
 func TestAzureOpenAIIncompleteHeaders(t *testing.T) {
 	const (
-		res = "X-Gateway-Hosta-Resource-Name"
-		dep = "X-Gateway-Hosta-Deployment-Id"
-		ver = "X-Gateway-Hosta-Api-Version"
+		res = gateway.HeaderHostAResourceName
+		dep = gateway.HeaderHostADeploymentID
+		ver = gateway.HeaderHostAAPIVersion
 	)
 	runBadHostCases(t, []badHostCase{
 		{"inference without resource", "/v1/chat/completions", without(azureHeaders, res), res},
@@ -502,16 +502,16 @@ func TestAzureOpenAIIncompleteHeaders(t *testing.T) {
 		{"inference without api version", "/v1/embeddings", without(azureHeaders, ver), ver},
 		{"resource-scoped without resource", "/v1/files", without(azureHeaders, res, dep), res},
 		{"resource-scoped without api version", "/v1/batches", without(azureHeaders, ver, dep), ver},
-		{"virtual key without deployment", "/v1/chat/completions", []string{"X-Gateway-Virtual-Key", "azure-nodeploy"}, dep},
+		{"virtual key without deployment", "/v1/chat/completions", []string{gateway.HeaderVirtualKey, "azure-nodeploy"}, dep},
 	})
 }
 
 func TestVertexAIIncompleteHeaders(t *testing.T) {
-	all := []string{"X-Gateway-Provider", "vertex-ai", "Authorization", "Bearer t",
-		"X-Gateway-Hostb-Project-Id", "p-1", "X-Gateway-Hostb-Region", "us-east1"}
+	all := []string{gateway.HeaderProvider, "vertex-ai", "Authorization", "Bearer t",
+		gateway.HeaderHostBProjectID, "p-1", gateway.HeaderHostBRegion, "us-east1"}
 	runBadHostCases(t, []badHostCase{
-		{"without project", "/v1/chat/completions", without(all, "X-Gateway-Hostb-Project-Id"), "X-Gateway-Hostb-Project-Id"},
-		{"without region", "/v1/chat/completions", without(all, "X-Gateway-Hostb-Region"), "X-Gateway-Hostb-Region"},
+		{"without project", "/v1/chat/completions", without(all, gateway.HeaderHostBProjectID), gateway.HeaderHostBProjectID},
+		{"without region", "/v1/chat/completions", without(all, gateway.HeaderHostBRegion), gateway.HeaderHostBRegion},
 	})
 }
 
@@ -520,14 +520,14 @@ func TestVertexAIIncompleteHeaders(t *testing.T) {
 // before anything is sent.
 func TestHostURLInjection(t *testing.T) {
 	const (
-		res     = "X-Gateway-Hosta-Resource-Name"
-		dep     = "X-Gateway-Hosta-Deployment-Id"
-		ver     = "X-Gateway-Hosta-Api-Version"
-		project = "X-Gateway-Hostb-Project-Id"
-		region  = "X-Gateway-Hostb-Region"
+		res     = gateway.HeaderHostAResourceName
+		dep     = gateway.HeaderHostADeploymentID
+		ver     = gateway.HeaderHostAAPIVersion
+		project = gateway.HeaderHostBProjectID
+		region  = gateway.HeaderHostBRegion
 	)
-	vertexHeaders := []string{"X-Gateway-Provider", "vertex-ai", "Authorization", "Bearer t",
-		"X-Gateway-Hostb-Project-Id", "p-1", "X-Gateway-Hostb-Region", "us-east1"}
+	vertexHeaders := []string{gateway.HeaderProvider, "vertex-ai", "Authorization", "Bearer t",
+		gateway.HeaderHostBProjectID, "p-1", gateway.HeaderHostBRegion, "us-east1"}
 	var cases []badHostCase
 	add := func(base []string, name string, values ...string) {
 		for _, v := range values {
@@ -549,8 +549,8 @@ func TestAzureOpenAIModelNameLogged(t *testing.T) {
 		hdr  []string
 		want string
 	}{
-		{"header", with(azureHeaders, "X-Gateway-Hosta-Model-Name", "gpt-4o-mini"), "gpt-4o-mini"},
-		{"virtual key", []string{"X-Gateway-Virtual-Key", "azure-prod"}, "gpt-4o"},
+		{"header", with(azureHeaders, gateway.HeaderHostAModelName, "gpt-4o-mini"), "gpt-4o-mini"},
+		{"virtual key", []string{gateway.HeaderVirtualKey, "azure-prod"}, "gpt-4o"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
