@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
@@ -283,6 +284,11 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 	for i, vk := range f.VirtualKeys {
 		if vk.Slug == "" || vk.Provider == "" {
 			return fmt.Errorf("gateway: store file: virtual_keys[%d]: slug and provider are required", i)
+		}
+		if vk.BaseURL != "" {
+			if u, err := url.Parse(vk.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("gateway: store file: virtual_keys[%d].base_url must be an absolute http or https URL", i)
+			}
 		}
 	}
 	for i, c := range f.Configs {

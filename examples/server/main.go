@@ -1,0 +1,235 @@
+// Command server runs the model gateway as a standalone HTTP server.
+//
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-config FILE] [-grace 30s]
+//
+// Without -config it serves one admin API key, in the workspace "default":
+// the value of GATEWAY_API_KEY, or a random key generated at start-up and
+// printed once on standard error. Callers then name the provider with
+// x-gateway-provider and send their provider token in Authorization.
+//
+// With -config it loads API keys, virtual keys, saved configs, rate-limits
+// policies and the custom-host allowlist from a JSON file (see DESIGN §7 and
+// §8 for the complete field list):
+//
+//	{
+//	  "api_keys": [{"id": "key-admin", "key": "${GATEWAY_API_KEY}", "workspace_id": "ws-1", "role": "admin"}],
+//	  "virtual_keys": [{"slug": "openai-prod", "provider": "openai", "api_key": "${OPENAI_API_KEY}",
+//	                    "base_url": "https://api.openai.com/v1", "workspace_id": "ws-1"}],
+//	  "configs": [{"id": "pc-default", "config": {"virtual_key": "openai-prod"}}],
+//	  "custom_hosts": {"allow": ["localhost:11434"]}
+//	}
+//
+// Every ${VAR} in the file is replaced by the environment variable VAR, so
+// secrets need not be written into it; a key may be given as key_sha256 (the
+// lower-case hex SHA-256 of the key) instead of key. An unknown field is an
+// error at start-up.
+//
+// Standard output carries one JSON line per request (trace id, key id,
+// provider, status, latency, bytes; never a credential). Standard error
+// carries the server's own messages, among them
+// "gateway: listening on http://ADDR" once it accepts connections, so that
+// -addr 127.0.0.1:0 can be used to pick a free port.
+//
+// On SIGINT or SIGTERM the server stops accepting connections and lets
+// in-flight requests and streams finish for up to -grace, flushes the
+// request logs and exits 0. A second signal ends it at once.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"regexp"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelgateway/gateway"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// Once the first signal has started the shutdown, restore the
+		// default handling so that a second one ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// Server limits. There is deliberately no WriteTimeout: it bounds the
+// whole response, and a streamed completion may last minutes. Nor is there
+// a ReadTimeout, which would cut large uploads streamed through to the
+// provider. Slow clients are bounded by readHeaderTimeout before a request
+// starts and by idleTimeout between requests; a stalled stream ends when
+// the provider or the client gives up.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+// run is the whole program: it parses args, builds the gateway and serves
+// until ctx is cancelled, then shuts down gracefully. Request logs go to
+// stdout, everything else to stderr. It returns an error for bad flags, a
+// bad config file, or an address it cannot listen on.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
+	configPath := fs.String("config", "", "JSON config `file` (API keys, virtual keys, configs, policies, custom hosts)")
+	grace := fs.Duration("grace", 30*time.Second, "how long in-flight requests and streams may run after SIGINT or SIGTERM")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("gateway: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("gateway: unexpected argument %q", fs.Arg(0))
+	}
+	if *grace < 0 {
+		return errors.New("gateway: -grace must not be negative")
+	}
+
+	errLog := slog.New(slog.NewTextHandler(stderr, nil))
+	store := &gateway.MemoryStore{}
+	var allow []string
+	if *configPath != "" {
+		f, err := loadConfig(*configPath, store, stderr)
+		if err != nil {
+			return err
+		}
+		allow = f.CustomHosts.Allow
+	} else {
+		key := os.Getenv("GATEWAY_API_KEY")
+		if key == "" {
+			key = "gw-" + rand.Text()
+			fmt.Fprintf(stderr, "gateway: generated API key %s; set GATEWAY_API_KEY to keep it\n", key)
+		}
+		store.AddAPIKey(gateway.APIKey{ID: "key-default", Digest: gateway.HashAPIKey(key), WorkspaceID: "default", Role: gateway.RoleAdmin})
+	}
+
+	g := gateway.New(gateway.Options{
+		Keys:            store,
+		VirtualKeys:     store,
+		Configs:         store,
+		Policies:        store,
+		Providers:       providers(),
+		CustomHostAllow: allow,
+		LogSink:         gateway.SlogSink{Logger: slog.New(slog.NewJSONHandler(stdout, nil))},
+		ErrorLog:        errLog,
+	})
+	defer g.Close()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	// serving is read-locked by every request being served, so that after
+	// a forced close run can wait for the cut requests to be logged.
+	var serving sync.RWMutex
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			serving.RLock()
+			defer serving.RUnlock()
+			g.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          log.New(stderr, "gateway: http: ", 0),
+		// BaseContext is left alone on purpose: request contexts must not
+		// derive from ctx, or the shutdown signal would cancel every
+		// stream at once instead of letting it finish.
+	}
+	announced := make(chan struct{})
+	srv.RegisterOnShutdown(func() {
+		// Shutdown calls this once the listener is closed.
+		fmt.Fprintf(stderr, "gateway: shutting down; in-flight requests have %s to finish\n", *grace)
+		close(announced)
+	})
+	fmt.Fprintf(stderr, "gateway: listening on http://%s\n", ln.Addr())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("gateway: %w", err)
+	case <-ctx.Done():
+	}
+
+	sctx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-announced
+	if err != nil {
+		// The grace period ran out: cut what is left. The process still
+		// exits 0, since stopping was what was asked for.
+		srv.Close()
+		serving.Lock() // the cut requests see their connections closed and return
+		serving.Unlock()
+		fmt.Fprintf(stderr, "gateway: grace period expired; closed the remaining connections\n")
+	}
+	<-serveErr // http.ErrServerClosed
+	g.Close()  // hands every queued request log to stdout
+	fmt.Fprintln(stderr, "gateway: stopped")
+	return nil
+}
+
+// providers returns the provider kinds this server adds to the gateway's
+// built-in ones, by slug.
+func providers() map[string]gateway.Provider {
+	return map[string]gateway.Provider{
+		// Extra provider kinds are registered here. The Bedrock provider
+		// (module github.com/modelgateway/gateway/bedrock) goes here as
+		// "bedrock".
+	}
+}
+
+// envRef matches the ${VAR} references DecodeStoreFile expands.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// loadConfig reads the config file at path into store. It warns on stderr
+// about ${VAR} references to unset variables (naming the variable, never a
+// value), since they expand to empty strings.
+func loadConfig(path string, store *gateway.MemoryStore, stderr io.Writer) (*gateway.StoreFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: config: %w", err)
+	}
+	seen := make(map[string]bool)
+	for _, m := range envRef.FindAllSubmatch(data, -1) {
+		name := string(m[1])
+		if _, ok := os.LookupEnv(name); !ok && !seen[name] {
+			seen[name] = true
+			fmt.Fprintf(stderr, "gateway: warning: %s refers to ${%s}, which is not set\n", path, name)
+		}
+	}
+	f, err := gateway.DecodeStoreFile(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, path)
+	}
+	if err := store.Load(f); err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, path)
+	}
+	if len(f.APIKeys) == 0 {
+		fmt.Fprintf(stderr, "gateway: warning: %s has no api_keys; every request will be refused\n", path)
+	}
+	return f, nil
+}
