@@ -87,8 +87,8 @@ func Authenticate(keys KeyStore) func(http.Handler) http.Handler {
 }
 
 func authenticate(r *http.Request, keys KeyStore, st *requestState) error {
-	vals := r.Header.Values(HeaderAPIKey)
-	r.Header.Del(HeaderAPIKey)
+	vals := headerValues(r.Header, HeaderAPIKey)
+	delete(r.Header, canonicalHeaders[HeaderAPIKey])
 	if len(vals) == 0 || vals[0] == "" {
 		return &Error{Status: http.StatusUnauthorized, Type: TypeInvalidRequest, Code: CodeMissingAPIKey,
 			Message: "missing gateway API key: send it in the " + HeaderAPIKey + " header"}

@@ -40,6 +40,36 @@ const (
 	HeaderHostCRegion       = "x-gateway-hostc-region"
 )
 
+// canonicalHeaders maps the lower-case header names above to their
+// canonical form, so lookups need no canonicalization per request.
+var canonicalHeaders = func() map[string]string {
+	m := make(map[string]string)
+	for _, n := range []string{HeaderAPIKey, HeaderVirtualKey, HeaderProvider, HeaderConfig, HeaderCustomHost,
+		HeaderTraceID, HeaderMetadata, HeaderCacheForceRefresh, HeaderCacheNamespace, HeaderRequestTimeout,
+		HeaderForwardHeaders, HeaderHostAResourceName, HeaderHostADeploymentID, HeaderHostAAPIVersion,
+		HeaderHostAModelName, HeaderHostBProjectID, HeaderHostBRegion, HeaderHostCAccessKeyID, HeaderHostCSecretKey,
+		HeaderHostCSessionToken, HeaderHostCRegion} {
+		m[n] = textproto.CanonicalMIMEHeaderKey(n)
+	}
+	return m
+}()
+
+// headerValues returns the values of the gateway header name.
+func headerValues(h http.Header, name string) []string {
+	if c, ok := canonicalHeaders[name]; ok {
+		return h[c]
+	}
+	return h.Values(name)
+}
+
+// headerValue returns the first value of the gateway header name.
+func headerValue(h http.Header, name string) string {
+	if v := headerValues(h, name); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // Response headers added by the gateway.
 const (
 	HeaderCacheStatus         = "x-gateway-cache-status"
@@ -167,13 +197,13 @@ func (st *requestState) trace(w http.ResponseWriter, r *http.Request) error {
 	id, err := traceID(r.Header)
 	if err != nil {
 		st.traceID = newUUID()
-		w.Header().Set(HeaderTraceID, st.traceID)
+		w.Header()[canonicalHeaders[HeaderTraceID]] = []string{st.traceID}
 		st.log.TraceID = st.traceID
 		return err
 	}
 	st.traceID = id
 	st.log.TraceID = id
-	w.Header().Set(HeaderTraceID, id)
+	w.Header()[canonicalHeaders[HeaderTraceID]] = []string{id}
 	return nil
 }
 
@@ -183,7 +213,7 @@ func traceID(h http.Header) (string, error) {
 			return "", invalidHeader(HeaderTraceID, "must be 1 to 128 visible ASCII characters")
 		}
 		return v, nil
-	} else if len(h.Values(HeaderTraceID)) > 1 {
+	} else if len(headerValues(h, HeaderTraceID)) > 1 {
 		return "", invalidHeader(HeaderTraceID, "must be sent once")
 	}
 	if tp := h.Get("Traceparent"); tp != "" {
@@ -258,7 +288,7 @@ func newUUID() string {
 
 // singleHeader returns the value of a header sent exactly once.
 func singleHeader(h http.Header, name string) (string, bool) {
-	v := h.Values(name)
+	v := headerValues(h, name)
 	if len(v) != 1 {
 		return "", false
 	}
@@ -304,13 +334,13 @@ func parseRequestOptions(h http.Header, defaults map[string]string) (*RequestOpt
 		HeaderHostAResourceName, HeaderHostADeploymentID, HeaderHostAAPIVersion, HeaderHostAModelName,
 		HeaderHostBProjectID, HeaderHostBRegion,
 		HeaderHostCAccessKeyID, HeaderHostCSecretKey, HeaderHostCSessionToken, HeaderHostCRegion} {
-		if len(h.Values(name)) > 1 {
+		if len(headerValues(h, name)) > 1 {
 			return nil, invalidHeader(name, "must be sent once")
 		}
 	}
-	get := func(name string) string { return strings.TrimSpace(h.Get(name)) }
+	get := func(name string) string { return strings.TrimSpace(headerValue(h, name)) }
 
-	md, err := parseMetadata(h.Get(HeaderMetadata))
+	md, err := parseMetadata(headerValue(h, HeaderMetadata))
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +368,7 @@ func parseRequestOptions(h http.Header, defaults map[string]string) (*RequestOpt
 			return nil, invalidHeader(HeaderCacheForceRefresh, "must be true or false")
 		}
 	}
-	if v := h.Get(HeaderCacheNamespace); v != "" {
+	if v := headerValue(h, HeaderCacheNamespace); v != "" {
 		if len(v) > maxCacheNamespaceLen || !utf8.ValidString(v) {
 			return nil, invalidHeader(HeaderCacheNamespace, "must be at most 256 characters")
 		}
@@ -351,7 +381,7 @@ func parseRequestOptions(h http.Header, defaults map[string]string) (*RequestOpt
 		}
 		o.RequestTimeout = time.Duration(ms) * time.Millisecond
 	}
-	if v := h.Get(HeaderForwardHeaders); v != "" {
+	if v := headerValue(h, HeaderForwardHeaders); v != "" {
 		names, err := ParseForwardHeaders(v)
 		if err != nil {
 			return nil, err
@@ -360,7 +390,7 @@ func parseRequestOptions(h http.Header, defaults map[string]string) (*RequestOpt
 	}
 
 	o.Provider = strings.ToLower(get(HeaderProvider))
-	if h.Values(HeaderProvider) != nil && o.Provider == "" {
+	if headerValues(h, HeaderProvider) != nil && o.Provider == "" {
 		return nil, invalidHeader(HeaderProvider, "must not be empty")
 	}
 	o.VirtualKey = get(HeaderVirtualKey)
@@ -402,7 +432,7 @@ func parseMetadata(v string) (map[string]string, error) {
 	if len(v) > maxMetadataBytes {
 		return nil, invalidHeader(HeaderMetadata, "must be at most 8 KiB")
 	}
-	var raw map[string]json.RawMessage
+	var raw map[string]*string
 	if err := json.Unmarshal([]byte(v), &raw); err != nil || raw == nil {
 		return nil, invalidHeader(HeaderMetadata, "must be a JSON object of string values")
 	}
@@ -410,12 +440,11 @@ func parseMetadata(v string) (map[string]string, error) {
 		return nil, invalidHeader(HeaderMetadata, "must have at most 64 keys")
 	}
 	md := make(map[string]string, len(raw))
-	for k, rv := range raw {
-		var s string
-		if k == "" || json.Unmarshal(rv, &s) != nil {
+	for k, s := range raw {
+		if k == "" || s == nil {
 			return nil, invalidHeader(HeaderMetadata, "must be a JSON object of string values")
 		}
-		md[k] = s
+		md[k] = *s
 	}
 	return md, nil
 }
