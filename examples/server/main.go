@@ -182,7 +182,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// The grace period ran out: cut what is left. The process still
 		// exits 0, since stopping was what was asked for.
 		srv.Close()
-		serving.Lock() // the cut requests see their connections closed and return
+		// Wait for the cut requests, which see their connections closed and
+		// return, so that their logs are written too.
+		serving.Lock()
+		//lint:ignore SA2001 the empty critical section is the wait
 		serving.Unlock()
 		fmt.Fprintf(stderr, "gateway: grace period expired; closed the remaining connections\n")
 	}
