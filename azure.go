@@ -146,7 +146,9 @@ func queryValue(raw, key string) string {
 }
 
 // setQueryValue returns raw with every key parameter removed and key=value
-// appended; the other parameters keep their order and escaping.
+// appended; the other parameters keep their order and escaping, except that
+// a '#' (which a request line may carry) is escaped so that it cannot cut
+// the parameter appended after it into a fragment.
 func setQueryValue(raw, key, value string) string {
 	var b strings.Builder
 	for part := range strings.SplitSeq(raw, "&") {
@@ -157,7 +159,7 @@ func setQueryValue(raw, key, value string) string {
 		if uk, err := url.QueryUnescape(k); err == nil && uk == key {
 			continue
 		}
-		b.WriteString(part)
+		b.WriteString(strings.ReplaceAll(part, "#", "%23"))
 		b.WriteByte('&')
 	}
 	b.WriteString(url.QueryEscape(key))

@@ -203,7 +203,7 @@ func runHostsCases(t *testing.T, cases []hostsCase) {
 	}
 }
 
-func hdr(kv ...string) http.Header {
+func hostsHeader(kv ...string) http.Header {
 	h := http.Header{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		h.Add(kv[i], kv[i+1])
@@ -220,14 +220,14 @@ var azureHeaders = []string{
 	gateway.HeaderHostAAPIVersion, "2024-10-21",
 }
 
-// with returns the header pairs of base with those of kv added, replacing
+// hostsWith returns the header pairs of base with those of kv added, replacing
 // any of the same name.
-func with(base []string, kv ...string) []string {
+func hostsWith(base []string, kv ...string) []string {
 	var names []string
 	for i := 0; i+1 < len(kv); i += 2 {
 		names = append(names, kv[i])
 	}
-	return append(without(base, names...), kv...)
+	return append(hostsWithout(base, names...), kv...)
 }
 
 func TestAzureOpenAI(t *testing.T) {
@@ -235,106 +235,106 @@ func TestAzureOpenAI(t *testing.T) {
 	runHostsCases(t, []hostsCase{
 		{
 			name: "chat completions by headers", method: "POST", path: "/v1/chat/completions",
-			hdr: with(azureHeaders, "Content-Type", ctJSON, "X-Ms-Client-Request-Id", "req-1", "OpenAI-Organization", "org-1"),
+			hdr: hostsWith(azureHeaders, "Content-Type", ctJSON, "X-Ms-Client-Request-Id", "req-1", "OpenAI-Organization", "org-1"),
 			want: hostsSeen{"POST", "https://my-res.openai.azure.com/openai/deployments/gpt4o-prod/chat/completions?api-version=2024-10-21",
-				hdr("Content-Type", ctJSON, "Api-Key", "az-token", "X-Ms-Client-Request-Id", "req-1")},
+				hostsHeader("Content-Type", ctJSON, "Api-Key", "az-token", "X-Ms-Client-Request-Id", "req-1")},
 		},
 		{
 			name: "completions typed route", method: "POST", path: "/v1/completions",
-			hdr: with(azureHeaders, "Content-Type", ctJSON),
+			hdr: hostsWith(azureHeaders, "Content-Type", ctJSON),
 			want: hostsSeen{"POST", "https://my-res.openai.azure.com/openai/deployments/gpt4o-prod/completions?api-version=2024-10-21",
-				hdr("Content-Type", ctJSON, "Api-Key", "az-token")},
+				hostsHeader("Content-Type", ctJSON, "Api-Key", "az-token")},
 		},
 		{
 			name: "embeddings keep the caller's query", method: "POST", path: "/v1/embeddings?user=u%201&dims=3",
-			hdr: with(azureHeaders, "Content-Type", ctJSON),
+			hdr: hostsWith(azureHeaders, "Content-Type", ctJSON),
 			want: hostsSeen{"POST", "https://my-res.openai.azure.com/openai/deployments/gpt4o-prod/embeddings?user=u%201&dims=3&api-version=2024-10-21",
-				hdr("Content-Type", ctJSON, "Api-Key", "az-token")},
+				hostsHeader("Content-Type", ctJSON, "Api-Key", "az-token")},
 		},
 		{
 			name: "images", method: "POST", path: "/v1/images/generations",
 			hdr: azureHeaders,
 			want: hostsSeen{"POST", "https://my-res.openai.azure.com/openai/deployments/gpt4o-prod/images/generations?api-version=2024-10-21",
-				hdr("Api-Key", "az-token")},
+				hostsHeader("Api-Key", "az-token")},
 		},
 		{
 			name: "audio", method: "POST", path: "/v1/audio/transcriptions",
 			hdr: azureHeaders,
 			want: hostsSeen{"POST", "https://my-res.openai.azure.com/openai/deployments/gpt4o-prod/audio/transcriptions?api-version=2024-10-21",
-				hdr("Api-Key", "az-token")},
+				hostsHeader("Api-Key", "az-token")},
 		},
 		{
 			name: "files is resource-scoped and needs no deployment", method: "GET", path: "/v1/files?purpose=fine-tune",
 			hdr: []string{gateway.HeaderProvider, "azure-openai", "Authorization", "Bearer az-token",
 				gateway.HeaderHostAResourceName, "my-res", gateway.HeaderHostAAPIVersion, "2024-10-21"},
 			want: hostsSeen{"GET", "https://my-res.openai.azure.com/openai/files?purpose=fine-tune&api-version=2024-10-21",
-				hdr("Api-Key", "az-token")},
+				hostsHeader("Api-Key", "az-token")},
 		},
 		{
 			name: "fine-tuning job", method: "GET", path: "/v1/fine_tuning/jobs/ftjob-abc",
 			hdr: azureHeaders,
 			want: hostsSeen{"GET", "https://my-res.openai.azure.com/openai/fine_tuning/jobs/ftjob-abc?api-version=2024-10-21",
-				hdr("Api-Key", "az-token")},
+				hostsHeader("Api-Key", "az-token")},
 		},
 		{
 			name: "fine-tuning job list", method: "GET", path: "/v1/fine_tuning/jobs?after=ftjob-1&limit=2",
 			hdr: azureHeaders,
 			want: hostsSeen{"GET", "https://my-res.openai.azure.com/openai/fine_tuning/jobs?after=ftjob-1&limit=2&api-version=2024-10-21",
-				hdr("Api-Key", "az-token")},
+				hostsHeader("Api-Key", "az-token")},
 		},
 		{
 			name: "batches", method: "DELETE", path: "/v1/batches/batch_1",
 			hdr: azureHeaders,
 			want: hostsSeen{"DELETE", "https://my-res.openai.azure.com/openai/batches/batch_1?api-version=2024-10-21",
-				hdr("Api-Key", "az-token")},
+				hostsHeader("Api-Key", "az-token")},
 		},
 		{
 			name: "caller's api-version query when no header gives one", method: "GET", path: "/v1/models?api-version=2024-06-01",
 			hdr: []string{gateway.HeaderProvider, "azure-openai", "Authorization", "Bearer az-token", gateway.HeaderHostAResourceName, "my-res"},
 			want: hostsSeen{"GET", "https://my-res.openai.azure.com/openai/models?api-version=2024-06-01",
-				hdr("Api-Key", "az-token")},
+				hostsHeader("Api-Key", "az-token")},
 		},
 		{
 			name: "the api-version header replaces the caller's query", method: "GET", path: "/v1/models?api-version=old&x=1",
 			hdr: azureHeaders,
 			want: hostsSeen{"GET", "https://my-res.openai.azure.com/openai/models?x=1&api-version=2024-10-21",
-				hdr("Api-Key", "az-token")},
+				hostsHeader("Api-Key", "az-token")},
 		},
 		{
 			name: "resource name is case-insensitive", method: "GET", path: "/v1/models",
-			hdr: with(azureHeaders, gateway.HeaderHostAResourceName, "My-Res"),
+			hdr: hostsWith(azureHeaders, gateway.HeaderHostAResourceName, "My-Res"),
 			want: hostsSeen{"GET", "https://my-res.openai.azure.com/openai/models?api-version=2024-10-21",
-				hdr("Api-Key", "az-token")},
+				hostsHeader("Api-Key", "az-token")},
 		},
 		{
 			name: "virtual key: stored key wins over the caller's Authorization", method: "POST", path: "/v1/chat/completions",
 			hdr: []string{gateway.HeaderVirtualKey, "azure-prod", "Authorization", "Bearer caller-token", "Content-Type", ctJSON},
 			want: hostsSeen{"POST", "https://vk-res.openai.azure.com/openai/deployments/vk-dep/chat/completions?api-version=2024-10-21",
-				hdr("Content-Type", ctJSON, "Api-Key", "az-stored")},
+				hostsHeader("Content-Type", ctJSON, "Api-Key", "az-stored")},
 		},
 		{
 			name: "virtual key base_url replaces the resource host", method: "POST", path: "/v1/chat/completions",
 			hdr: []string{gateway.HeaderVirtualKey, "azure-proxy"},
 			want: hostsSeen{"POST", "https://azure-proxy.example.com/tenant/openai/deployments/vk-dep/chat/completions?api-version=2024-10-21",
-				hdr("Api-Key", "az-stored")},
+				hostsHeader("Api-Key", "az-stored")},
 		},
 		{
 			name: "virtual key completed by a header", method: "POST", path: "/v1/chat/completions",
 			hdr: []string{gateway.HeaderVirtualKey, "azure-nodeploy", gateway.HeaderHostADeploymentID, "hdr-dep"},
 			want: hostsSeen{"POST", "https://vk-res.openai.azure.com/openai/deployments/hdr-dep/chat/completions?api-version=2024-10-21",
-				hdr("Api-Key", "az-stored")},
+				hostsHeader("Api-Key", "az-stored")},
 		},
 		{
 			name: "saved config target", method: "POST", path: "/v1/embeddings",
 			hdr: []string{gateway.HeaderConfig, "pc-azure", "Authorization", "Bearer caller-token"},
 			want: hostsSeen{"POST", "https://cfg-res.openai.azure.com/openai/deployments/cfg-dep/embeddings?api-version=2024-06-01",
-				hdr("Api-Key", "az-config")},
+				hostsHeader("Api-Key", "az-config")},
 		},
 		{
 			name: "inline config target", method: "POST", path: "/v1/chat/completions",
 			hdr: []string{gateway.HeaderConfig, `{"provider":"azure-openai","api_key":"az-token","resource_name":"inl-res","deployment_id":"inl-dep","api_version":"2024-10-21"}`},
 			want: hostsSeen{"POST", "https://inl-res.openai.azure.com/openai/deployments/inl-dep/chat/completions?api-version=2024-10-21",
-				hdr("Api-Key", "az-token")},
+				hostsHeader("Api-Key", "az-token")},
 		},
 	})
 }
@@ -349,46 +349,46 @@ func TestVertexAI(t *testing.T) {
 	runHostsCases(t, []hostsCase{
 		{
 			name: "chat completions maps to the OpenAI-compatible endpoint", method: "POST", path: "/v1/chat/completions",
-			hdr: with(vertexHeaders, "Content-Type", "application/json", "X-Vertex-AI-LLM-Request-Type", "dedicated"),
+			hdr: hostsWith(vertexHeaders, "Content-Type", "application/json", "X-Vertex-AI-LLM-Request-Type", "dedicated"),
 			want: hostsSeen{"POST", "https://us-central1-aiplatform.googleapis.com/v1/projects/my-proj/locations/us-central1/endpoints/openapi/chat/completions",
-				hdr("Content-Type", "application/json", "Authorization", "Bearer ya29.token", "X-Vertex-Ai-Llm-Request-Type", "dedicated")},
+				hostsHeader("Content-Type", "application/json", "Authorization", "Bearer ya29.token", "X-Vertex-Ai-Llm-Request-Type", "dedicated")},
 		},
 		{
 			name: "global region", method: "POST", path: "/v1/chat/completions",
-			hdr: with(vertexHeaders, gateway.HeaderHostBRegion, "global"),
+			hdr: hostsWith(vertexHeaders, gateway.HeaderHostBRegion, "global"),
 			want: hostsSeen{"POST", "https://aiplatform.googleapis.com/v1/projects/my-proj/locations/global/endpoints/openapi/chat/completions",
-				hdr("Authorization", "Bearer ya29.token")},
+				hostsHeader("Authorization", "Bearer ya29.token")},
 		},
 		{
 			name: "native path appended as sent, query kept", method: "POST", path: "/v1/publishers/google/models/gemini-2.0-flash:streamGenerateContent?alt=sse",
 			hdr: vertexHeaders,
 			want: hostsSeen{"POST", "https://us-central1-aiplatform.googleapis.com/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.0-flash:streamGenerateContent?alt=sse",
-				hdr("Authorization", "Bearer ya29.token")},
+				hostsHeader("Authorization", "Bearer ya29.token")},
 		},
 		{
 			name: "project number", method: "GET", path: "/v1/batchPredictionJobs",
-			hdr: with(vertexHeaders, gateway.HeaderHostBProjectID, "123456789012"),
+			hdr: hostsWith(vertexHeaders, gateway.HeaderHostBProjectID, "123456789012"),
 			want: hostsSeen{"GET", "https://us-central1-aiplatform.googleapis.com/v1/projects/123456789012/locations/us-central1/batchPredictionJobs",
-				hdr("Authorization", "Bearer ya29.token")},
+				hostsHeader("Authorization", "Bearer ya29.token")},
 		},
 		{
 			name: "virtual key", method: "POST", path: "/v1/chat/completions",
 			hdr: []string{gateway.HeaderVirtualKey, "vertex-prod", "Authorization", "Bearer caller-token"},
 			want: hostsSeen{"POST", "https://europe-west4-aiplatform.googleapis.com/v1/projects/vk-proj/locations/europe-west4/endpoints/openapi/chat/completions",
-				hdr("Authorization", "Bearer ya29.stored")},
+				hostsHeader("Authorization", "Bearer ya29.stored")},
 		},
 		{
 			name: "inline config completed by headers", method: "POST", path: "/v1/chat/completions",
 			hdr: []string{gateway.HeaderConfig, `{"provider":"vertex-ai","api_key":"ya29.inline","project_id":"inl-proj"}`,
 				gateway.HeaderHostBRegion, "asia-southeast1"},
 			want: hostsSeen{"POST", "https://asia-southeast1-aiplatform.googleapis.com/v1/projects/inl-proj/locations/asia-southeast1/endpoints/openapi/chat/completions",
-				hdr("Authorization", "Bearer ya29.inline")},
+				hostsHeader("Authorization", "Bearer ya29.inline")},
 		},
 		{
 			name: "saved config", method: "POST", path: "/v1/chat/completions",
 			hdr: []string{gateway.HeaderConfig, "pc-vertex"},
 			want: hostsSeen{"POST", "https://aiplatform.googleapis.com/v1/projects/cfg-proj/locations/global/endpoints/openapi/chat/completions",
-				hdr("Authorization", "Bearer ya29.config")},
+				hostsHeader("Authorization", "Bearer ya29.config")},
 		},
 	})
 }
@@ -400,26 +400,26 @@ func TestAnthropic(t *testing.T) {
 			name: "token becomes x-api-key, version defaulted", method: "POST", path: "/v1/messages",
 			hdr: anthropicHeaders,
 			want: hostsSeen{"POST", "https://api.anthropic.com/v1/messages",
-				hdr("Content-Type", "application/json", "X-Api-Key", "sk-ant-token", "Anthropic-Version", "2023-06-01")},
+				hostsHeader("Content-Type", "application/json", "X-Api-Key", "sk-ant-token", "Anthropic-Version", "2023-06-01")},
 		},
 		{
 			name: "caller's version and beta pass", method: "POST", path: "/v1/messages?beta=true",
-			hdr: with(anthropicHeaders, "Anthropic-Version", "2024-10-22", "Anthropic-Beta", "prompt-caching-2024-07-31"),
+			hdr: hostsWith(anthropicHeaders, "Anthropic-Version", "2024-10-22", "Anthropic-Beta", "prompt-caching-2024-07-31"),
 			want: hostsSeen{"POST", "https://api.anthropic.com/v1/messages?beta=true",
-				hdr("Content-Type", "application/json", "X-Api-Key", "sk-ant-token", "Anthropic-Version", "2024-10-22",
+				hostsHeader("Content-Type", "application/json", "X-Api-Key", "sk-ant-token", "Anthropic-Version", "2024-10-22",
 					"Anthropic-Beta", "prompt-caching-2024-07-31")},
 		},
 		{
 			name: "virtual key", method: "GET", path: "/v1/models",
 			hdr: []string{gateway.HeaderVirtualKey, "anthropic-prod", "Authorization", "Bearer caller-token"},
 			want: hostsSeen{"GET", "https://api.anthropic.com/v1/models",
-				hdr("X-Api-Key", "sk-ant-stored", "Anthropic-Version", "2023-06-01")},
+				hostsHeader("X-Api-Key", "sk-ant-stored", "Anthropic-Version", "2023-06-01")},
 		},
 		{
 			name: "saved config through a virtual key", method: "POST", path: "/v1/complete",
 			hdr: []string{gateway.HeaderConfig, "pc-anthropic"},
 			want: hostsSeen{"POST", "https://api.anthropic.com/v1/complete",
-				hdr("X-Api-Key", "sk-ant-stored", "Anthropic-Version", "2023-06-01")},
+				hostsHeader("X-Api-Key", "sk-ant-stored", "Anthropic-Version", "2023-06-01")},
 		},
 	})
 }
@@ -455,7 +455,7 @@ func runBadHostCases(t *testing.T, cases []badHostCase) {
 			if err := json.Unmarshal(b, &e); err != nil {
 				t.Fatalf("error body %s: %v", b, err)
 			}
-			got := []string{e.Error.Type, deref(e.Error.Code), deref(e.Error.Param)}
+			got := []string{e.Error.Type, hostsDeref(e.Error.Code), hostsDeref(e.Error.Param)}
 			want := []string{"invalid_request_error", "invalid_header", tc.param}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("error type, code, param (-want +got):\n%s", diff)
@@ -467,15 +467,15 @@ func runBadHostCases(t *testing.T, cases []badHostCase) {
 	}
 }
 
-func deref(p *string) string {
+func hostsDeref(p *string) string {
 	if p == nil {
 		return ""
 	}
 	return *p
 }
 
-// without returns the header pairs of base minus those named.
-func without(base []string, names ...string) []string {
+// hostsWithout returns the header pairs of base minus those named.
+func hostsWithout(base []string, names ...string) []string {
 	var out []string
 	for i := 0; i+1 < len(base); i += 2 {
 		drop := false
@@ -496,12 +496,12 @@ func TestAzureOpenAIIncompleteHeaders(t *testing.T) {
 		ver = gateway.HeaderHostAAPIVersion
 	)
 	runBadHostCases(t, []badHostCase{
-		{"inference without resource", "/v1/chat/completions", without(azureHeaders, res), res},
-		{"inference without deployment", "/v1/chat/completions", without(azureHeaders, dep), dep},
-		{"completions without deployment", "/v1/completions", without(azureHeaders, dep), dep},
-		{"inference without api version", "/v1/embeddings", without(azureHeaders, ver), ver},
-		{"resource-scoped without resource", "/v1/files", without(azureHeaders, res, dep), res},
-		{"resource-scoped without api version", "/v1/batches", without(azureHeaders, ver, dep), ver},
+		{"inference without resource", "/v1/chat/completions", hostsWithout(azureHeaders, res), res},
+		{"inference without deployment", "/v1/chat/completions", hostsWithout(azureHeaders, dep), dep},
+		{"completions without deployment", "/v1/completions", hostsWithout(azureHeaders, dep), dep},
+		{"inference without api version", "/v1/embeddings", hostsWithout(azureHeaders, ver), ver},
+		{"resource-scoped without resource", "/v1/files", hostsWithout(azureHeaders, res, dep), res},
+		{"resource-scoped without api version", "/v1/batches", hostsWithout(azureHeaders, ver, dep), ver},
 		{"virtual key without deployment", "/v1/chat/completions", []string{gateway.HeaderVirtualKey, "azure-nodeploy"}, dep},
 	})
 }
@@ -510,8 +510,8 @@ func TestVertexAIIncompleteHeaders(t *testing.T) {
 	all := []string{gateway.HeaderProvider, "vertex-ai", "Authorization", "Bearer t",
 		gateway.HeaderHostBProjectID, "p-1", gateway.HeaderHostBRegion, "us-east1"}
 	runBadHostCases(t, []badHostCase{
-		{"without project", "/v1/chat/completions", without(all, gateway.HeaderHostBProjectID), gateway.HeaderHostBProjectID},
-		{"without region", "/v1/chat/completions", without(all, gateway.HeaderHostBRegion), gateway.HeaderHostBRegion},
+		{"without project", "/v1/chat/completions", hostsWithout(all, gateway.HeaderHostBProjectID), gateway.HeaderHostBProjectID},
+		{"without region", "/v1/chat/completions", hostsWithout(all, gateway.HeaderHostBRegion), gateway.HeaderHostBRegion},
 	})
 }
 
@@ -531,7 +531,7 @@ func TestHostURLInjection(t *testing.T) {
 	var cases []badHostCase
 	add := func(base []string, name string, values ...string) {
 		for _, v := range values {
-			cases = append(cases, badHostCase{name + " " + v, "/v1/chat/completions", with(base, name, v), name})
+			cases = append(cases, badHostCase{name + " " + v, "/v1/chat/completions", hostsWith(base, name, v), name})
 		}
 	}
 	add(azureHeaders, res, "evil.com/x", "evil.com#", "x@evil.com", "..", "a%2Fb", "evil.com:443", "a.b", "-a", "a b", "a?b=1",
@@ -549,7 +549,7 @@ func TestAzureOpenAIModelNameLogged(t *testing.T) {
 		hdr  []string
 		want string
 	}{
-		{"header", with(azureHeaders, gateway.HeaderHostAModelName, "gpt-4o-mini"), "gpt-4o-mini"},
+		{"header", hostsWith(azureHeaders, gateway.HeaderHostAModelName, "gpt-4o-mini"), "gpt-4o-mini"},
 		{"virtual key", []string{gateway.HeaderVirtualKey, "azure-prod"}, "gpt-4o"},
 	}
 	for _, tc := range cases {
