@@ -33,6 +33,11 @@ type Options struct {
 	Configs     ConfigStore
 	Policies    PolicyStore
 
+	// Limiter keeps the buckets of rate-limits policies. Nil means a
+	// MemoryLimiter of this gateway's own; replicas that must share
+	// limits need a shared Limiter.
+	Limiter Limiter
+
 	// Providers adds provider kinds, or replaces built-in ones, by slug.
 	// The built-in kinds are openai, anthropic and a few OpenAI-compatible
 	// hosts (groq, together-ai, mistral-ai, deepseek, fireworks-ai).
@@ -114,6 +119,9 @@ func New(opts Options) *Gateway {
 	}
 	if g.opts.MaxBodyBytes <= 0 {
 		g.opts.MaxBodyBytes = 32 << 20
+	}
+	if g.opts.Limiter == nil {
+		g.opts.Limiter = &MemoryLimiter{}
 	}
 	g.providers = builtinProviders()
 	for slug, p := range opts.Providers {

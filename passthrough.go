@@ -42,6 +42,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 		WriteError(w, r, err)
 		return
 	}
+	w, done, err := g.admitPolicies(w, r, st)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	defer done()
 	g.execute(w, r, st, plan, body)
 }
 

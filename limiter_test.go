@@ -1,0 +1,358 @@
+package gateway
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// limiterTake is a Take that fails the test on error.
+func limiterTake(t *testing.T, l Limiter, key string, lim Limit, cost float64) LimitDecision {
+	t.Helper()
+	d, err := l.Take(context.Background(), key, lim, cost)
+	if err != nil {
+		t.Fatalf("Take(%q): %v", key, err)
+	}
+	return d
+}
+
+func TestMemoryLimiterWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &MemoryLimiter{}
+		lim := Limit{Value: 3, Per: time.Hour}
+		var got []LimitDecision
+		for range 4 {
+			got = append(got, limiterTake(t, l, "k", lim, 1))
+		}
+		want := []LimitDecision{
+			{Allowed: true, Remaining: 2},
+			{Allowed: true, Remaining: 1},
+			{Allowed: true, Remaining: 0},
+			{Remaining: 0, RetryAfter: 20 * time.Minute}, // one request drains in an hour / 3
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("decisions within the hour (-want +got):\n%s", diff)
+		}
+
+		// Just before the retry time there is still no room; at it, one
+		// request, and only one.
+		time.Sleep(20*time.Minute - time.Second)
+		if d := limiterTake(t, l, "k", lim, 1); d.Allowed || d.RetryAfter != time.Second {
+			t.Fatalf("one second early: %+v, want refused with RetryAfter 1s", d)
+		}
+		time.Sleep(time.Second)
+		if d := limiterTake(t, l, "k", lim, 1); !d.Allowed {
+			t.Fatalf("after RetryAfter: %+v, want allowed", d)
+		}
+		if d := limiterTake(t, l, "k", lim, 1); d.Allowed {
+			t.Fatalf("second request after RetryAfter: %+v, want refused", d)
+		}
+
+		// A full idle hour drains everything: the whole value is available.
+		time.Sleep(time.Hour)
+		for i := range 3 {
+			if d := limiterTake(t, l, "k", lim, 1); !d.Allowed {
+				t.Fatalf("request %d after an idle hour refused: %+v", i+1, d)
+			}
+		}
+		if d := limiterTake(t, l, "k", lim, 1); d.Allowed {
+			t.Fatal("fourth request after an idle hour allowed")
+		}
+		if d := limiterTake(t, l, "other", lim, 1); !d.Allowed {
+			t.Fatal("another bucket was refused")
+		}
+	})
+}
+
+func TestMemoryLimiterChangedLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &MemoryLimiter{}
+		for range 3 {
+			limiterTake(t, l, "k", Limit{Value: 3, Per: time.Hour}, 1)
+		}
+		// Lowered below what was consumed: refused at once.
+		if d := limiterTake(t, l, "k", Limit{Value: 2, Per: time.Hour}, 1); d.Allowed {
+			t.Fatalf("lowered limit: %+v, want refused", d)
+		}
+		// Raised: exactly the difference re-opens.
+		allowed := 0
+		for range 5 {
+			if limiterTake(t, l, "k", Limit{Value: 5, Per: time.Hour}, 1).Allowed {
+				allowed++
+			}
+		}
+		if allowed != 2 {
+			t.Fatalf("after raising 3 to 5 with 3 used: %d allowed, want 2", allowed)
+		}
+		// A longer unit drains more slowly: 5 per day needs 24h/5 for one.
+		d := limiterTake(t, l, "k", Limit{Value: 5, Per: 24 * time.Hour}, 1)
+		if d.Allowed || d.RetryAfter != 24*time.Hour/5 {
+			t.Fatalf("unit changed to a day: %+v, want refused with RetryAfter %v", d, 24*time.Hour/5)
+		}
+	})
+}
+
+func TestMemoryLimiterTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &MemoryLimiter{}
+		ctx := context.Background()
+		lim := Limit{Value: 100, Per: time.Minute}
+		if d := limiterTake(t, l, "k", lim, 0); !d.Allowed || d.Remaining != 100 {
+			t.Fatalf("empty bucket: %+v, want allowed with 100 left", d)
+		}
+		if err := l.Charge(ctx, "k", lim, 60); err != nil {
+			t.Fatal(err)
+		}
+		if d := limiterTake(t, l, "k", lim, 0); !d.Allowed || d.Remaining != 40 {
+			t.Fatalf("60 used: %+v, want allowed with 40 left", d)
+		}
+		// Usage is charged past the limit; the bucket then refuses until
+		// it drains below the limit.
+		if err := l.Charge(ctx, "k", lim, 90); err != nil {
+			t.Fatal(err)
+		}
+		d := limiterTake(t, l, "k", lim, 0)
+		if d.Allowed || d.Remaining != -50 || d.RetryAfter != 30*time.Second {
+			t.Fatalf("150 used of 100/min: %+v, want refused, -50 left, RetryAfter 30s", d)
+		}
+		time.Sleep(30 * time.Second)
+		if d := limiterTake(t, l, "k", lim, 0); d.Allowed {
+			t.Fatalf("exactly at the limit: %+v, want refused (no tokens left)", d)
+		}
+		time.Sleep(time.Second)
+		if d := limiterTake(t, l, "k", lim, 0); !d.Allowed {
+			t.Fatalf("below the limit: %+v, want allowed", d)
+		}
+		// A refund never goes below zero.
+		if err := l.Charge(ctx, "k", lim, -1000); err != nil {
+			t.Fatal(err)
+		}
+		if d := limiterTake(t, l, "k", lim, 1); d.Remaining != 99 {
+			t.Fatalf("after a large refund: %+v, want 99 left", d)
+		}
+	})
+}
+
+func TestMemoryLimiterInvalidLimit(t *testing.T) {
+	l := &MemoryLimiter{}
+	for _, lim := range []Limit{{Value: 0, Per: time.Hour}, {Value: 1, Per: 0}, {Value: -1, Per: time.Hour}} {
+		if _, err := l.Take(context.Background(), "k", lim, 1); err == nil {
+			t.Errorf("Take with %+v: no error", lim)
+		}
+		if err := l.Charge(context.Background(), "k", lim, 1); err == nil {
+			t.Errorf("Charge with %+v: no error", lim)
+		}
+	}
+}
+
+// TestMemoryLimiterConcurrent fires 1,000 requests from 64 goroutines at a
+// limit of 100, many times over: exactly 100 are admitted each time. Fake
+// time keeps the bucket from draining while the goroutines run.
+func TestMemoryLimiterConcurrent(t *testing.T) {
+	for round := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			l := &MemoryLimiter{}
+			lim := Limit{Value: 100, Per: time.Minute}
+			var admitted atomic.Int64
+			var wg sync.WaitGroup
+			next := make(chan struct{}, 1000)
+			for range 1000 {
+				next <- struct{}{}
+			}
+			close(next)
+			for range 64 {
+				wg.Go(func() {
+					for range next {
+						d, err := l.Take(context.Background(), "shared", lim, 1)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if d.Allowed {
+							admitted.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if n := admitted.Load(); n != 100 {
+				t.Fatalf("round %d: %d of 1000 admitted, want 100", round, n)
+			}
+		})
+	}
+}
+
+func TestMemoryLimiterBounded(t *testing.T) {
+	t.Run("cap", func(t *testing.T) {
+		now := time.Unix(1_700_000_000, 0)
+		l := &MemoryLimiter{MaxBuckets: 1024, Now: func() time.Time { return now }}
+		lim := Limit{Value: 10, Per: time.Hour}
+		for i := range 50_000 {
+			limiterTake(t, l, strconv.Itoa(i), lim, 1)
+		}
+		if n := l.len(); n > 1024 {
+			t.Fatalf("%d buckets kept, want at most 1024", n)
+		}
+		// The newest bucket is kept and remembers its consumption.
+		if d := limiterTake(t, l, "49999", lim, 1); d.Remaining != 8 {
+			t.Fatalf("newest bucket: %+v, want 8 left", d)
+		}
+	})
+	t.Run("drained buckets are swept", func(t *testing.T) {
+		now := time.Unix(1_700_000_000, 0)
+		l := &MemoryLimiter{Now: func() time.Time { return now }}
+		lim := Limit{Value: 10, Per: time.Minute}
+		const n = 64 * 256
+		for i := range n {
+			limiterTake(t, l, "a"+strconv.Itoa(i), lim, 1)
+		}
+		now = now.Add(time.Minute) // everything drained
+		for i := range 2 * n {
+			limiterTake(t, l, "b"+strconv.Itoa(i), lim, 1)
+		}
+		if got := l.len(); got > 2*n+n/4 {
+			t.Fatalf("%d buckets kept after %d drained and %d live, want drained ones swept", got, n, 2*n)
+		}
+	})
+	t.Run("zero cost keeps no bucket", func(t *testing.T) {
+		l := &MemoryLimiter{}
+		for i := range 100 {
+			limiterTake(t, l, strconv.Itoa(i), Limit{Value: 10, Per: time.Hour}, 0)
+		}
+		if n := l.len(); n != 0 {
+			t.Fatalf("%d buckets kept for admission checks alone, want 0", n)
+		}
+	})
+}
+
+// BenchmarkMemoryLimiterTake measures one admission decision.
+func BenchmarkMemoryLimiterTake(b *testing.B) {
+	l := &MemoryLimiter{}
+	ctx := context.Background()
+	lim := Limit{Value: 1e15, Per: time.Hour}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Take(ctx, "0123e4567-e89b-12d3-a456-426614174000\x006:key-01", lim, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMemoryLimiterTakeParallel measures admission decisions on many
+// buckets from every CPU.
+func BenchmarkMemoryLimiterTakeParallel(b *testing.B) {
+	l := &MemoryLimiter{}
+	ctx := context.Background()
+	lim := Limit{Value: 1e15, Per: time.Hour}
+	keys := make([]string, 256)
+	for i := range keys {
+		keys[i] = "policy\x00" + strconv.Itoa(i)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := l.Take(ctx, keys[i%len(keys)], lim, 1); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}
+
+func TestUsageScanner(t *testing.T) {
+	tests := []struct {
+		name  string
+		sse   bool
+		body  string
+		want  float64
+		found bool
+	}{
+		{name: "completion", body: `{"id":"cmpl-1","object":"text_completion","choices":[{"text":"hi","index":0}],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`, want: 12, found: true},
+		{name: "usage first", body: `{"usage": {"total_tokens": 3, "prompt_tokens": 1}, "id": "x"}`, want: 3, found: true},
+		{name: "pretty", body: "{\n  \"usage\" : {\n    \"total_tokens\" : 42\n  }\n}\n", want: 42, found: true},
+		{name: "nested usage ignored", body: `{"choices":[{"usage":{"total_tokens":9}}],"data":{"usage":{"total_tokens":8}}}`},
+		{name: "total outside usage ignored", body: `{"total_tokens":7,"usage":{"prompt_tokens":1}}`},
+		{name: "deeper total ignored", body: `{"usage":{"details":{"total_tokens":7}}}`},
+		{name: "keys in strings", body: `{"text":"\"usage\":{\"total_tokens\":5}","usage":{"total_tokens":6}}`, want: 6, found: true},
+		{name: "string value", body: `{"usage":{"total_tokens":"12"}}`},
+		{name: "null usage", body: `{"usage":null}`},
+		{name: "negative", body: `{"usage":{"total_tokens":-4}}`},
+		{name: "exponent", body: `{"usage":{"total_tokens":1.5e3}}`, want: 1500, found: true},
+		{name: "top-level array", body: `[{"usage":{"total_tokens":7}}]`},
+		{name: "not json", body: `<html>usage total_tokens 5</html>`},
+		{
+			name: "stream with final usage chunk", sse: true,
+			body: "data: {\"choices\":[{\"text\":\"a\"}],\"usage\":null}\n\n" +
+				": keep-alive\n\n" +
+				"event: message\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":3,\"total_tokens\":5}}\n\n" +
+				"data: [DONE]\n\n",
+			want: 5, found: true,
+		},
+		{
+			name: "stream CRLF and no space", sse: true,
+			body: "data:{\"usage\":{\"total_tokens\":1}}\r\n\r\ndata:{\"usage\":{\"total_tokens\":21}}\r\n\r\n",
+			want: 21, found: true,
+		},
+		{
+			name: "stream data over two lines", sse: true,
+			body: "data: {\"usage\":\ndata: {\"total_tokens\":17}}\n\n",
+			want: 17, found: true,
+		},
+		{name: "stream without usage", sse: true, body: "data: {\"choices\":[]}\n\ndata: [DONE]\n\n"},
+		{name: "stream ignores other fields", sse: true, body: "id: {\"usage\":{\"total_tokens\":4}}\n\n"},
+		{name: "stream cut mid-event", sse: true, body: "data: {\"usage\":{\"total_tokens\":33", want: 33, found: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Whole, and one byte at a time: the result must not depend
+			// on how the body was split.
+			whole := usageScanner{sse: tt.sse}
+			whole.write([]byte(tt.body))
+			split := usageScanner{sse: tt.sse}
+			for i := range len(tt.body) {
+				split.write([]byte{tt.body[i]})
+			}
+			for _, s := range []*usageScanner{&whole, &split} {
+				got, found := s.total()
+				if got != tt.want || found != tt.found {
+					t.Fatalf("total = %v, %v; want %v, %v", got, found, tt.want, tt.found)
+				}
+			}
+		})
+	}
+}
+
+func FuzzUsageScanner(f *testing.F) {
+	f.Add(`{"usage":{"total_tokens":12}}`, false, 3)
+	f.Add("data: {\"usage\":{\"total_tokens\":5}}\n\ndata: [DONE]\n\n", true, 7)
+	f.Add("data: {\"a\":[{\"b\":\"\\\"}\"}]}\r\n\r\n", true, 1)
+	f.Fuzz(func(t *testing.T, body string, sse bool, cut int) {
+		whole := usageScanner{sse: sse}
+		whole.write([]byte(body))
+		parts := usageScanner{sse: sse}
+		if cut <= 0 {
+			cut = 1
+		}
+		for b := []byte(body); len(b) > 0; {
+			n := min(cut, len(b))
+			parts.write(b[:n])
+			b = b[n:]
+		}
+		w, wok := whole.total()
+		p, pok := parts.total()
+		if w != p || wok != pok {
+			t.Fatalf("whole: %v %v; in parts of %d: %v %v", w, wok, cut, p, pok)
+		}
+		if wok && !(w >= 0) {
+			t.Fatalf("negative or NaN total %v", w)
+		}
+	})
+}
