@@ -39,8 +39,10 @@ type Options struct {
 	Limiter Limiter
 
 	// Providers adds provider kinds, or replaces built-in ones, by slug.
-	// The built-in kinds are openai, anthropic and a few OpenAI-compatible
-	// hosts (groq, together-ai, mistral-ai, deepseek, fireworks-ai).
+	// The built-in kinds are openai, azure-openai, vertex-ai, anthropic and
+	// a few OpenAI-compatible hosts (groq, together-ai, mistral-ai,
+	// deepseek, fireworks-ai); bedrock lives in the bedrock sub-module and
+	// is registered here.
 	Providers map[string]Provider
 
 	// Transport sends requests to operator-configured hosts (provider

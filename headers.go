@@ -128,6 +128,15 @@ func (h *HostSettings) merge(o HostSettings) {
 	fill(&h.SessionToken, o.SessionToken)
 }
 
+// mergeUnderStored fills the empty fields of h from o when h belongs to a
+// stored credential: only the settings that cannot move the credential to
+// another owner's resource (deployment, API version, model name, region).
+// The resource name, project and key pair of a stored credential are never
+// taken from the caller.
+func (h *HostSettings) mergeUnderStored(o HostSettings) {
+	h.merge(HostSettings{DeploymentID: o.DeploymentID, APIVersion: o.APIVersion, ModelName: o.ModelName, Region: o.Region})
+}
+
 // RequestOptions are the per-request settings read from the x-gateway-*
 // headers, validated once by the ParseHeaders stage.
 type RequestOptions struct {

@@ -54,7 +54,7 @@ func (g *Gateway) selectPlan(ctx context.Context, id Identity, o *RequestOptions
 		if err != nil {
 			return nil, err
 		}
-		t.Host.merge(o.Host)
+		t.Host.mergeUnderStored(o.Host)
 		t.ForwardHeaders = o.ForwardHeaders
 		return &planNode{mode: ModeSingle, target: t}, nil
 	case o.CustomHost != "":
@@ -149,8 +149,8 @@ func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions
 	}
 	inh := inherited{
 		provider:       o.Provider,
-		apiKey:         o.Token,
-		host:           o.Host,
+		callerToken:    o.Token,
+		callerHost:     o.Host,
 		forwardHeaders: o.ForwardHeaders,
 	}
 	if o.CustomHost != "" {
@@ -180,7 +180,10 @@ func (g *Gateway) savedConfig(ctx context.Context, id Identity, ref string) (*Co
 // inherited holds what a config node passes down to its targets.
 type inherited struct {
 	provider          string
-	apiKey            string
+	apiKey            string // from the config; a stored credential when the config is saved
+	apiKeyStored      bool
+	callerToken       string       // the caller's own bearer token
+	callerHost        HostSettings // the caller's x-gateway-host* headers
 	virtualKey        string
 	customHost        string
 	customHostParam   string
@@ -197,12 +200,12 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 	// A node's own provider settings replace the inherited ones as a unit,
 	// so that an inherited credential never travels to another host.
 	if c.VirtualKey != "" || c.Provider != "" {
-		inh.provider, inh.virtualKey, inh.apiKey = c.Provider, c.VirtualKey, c.APIKey
+		inh.provider, inh.virtualKey, inh.apiKey, inh.apiKeyStored = c.Provider, c.VirtualKey, c.APIKey, trusted && c.APIKey != ""
 		if c.VirtualKey != "" {
 			inh.customHost = ""
 		}
 	} else if c.APIKey != "" {
-		inh.apiKey = c.APIKey
+		inh.apiKey, inh.apiKeyStored = c.APIKey, trusted
 	}
 	if c.CustomHost != "" {
 		inh.customHost, inh.customHostParam, inh.customHostTrusted = c.CustomHost, HeaderConfig, trusted
@@ -264,13 +267,18 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 		if err != nil {
 			return nil, err
 		}
-		vt.Host.merge(inh.host)
+		vt.Host.mergeUnderStored(inh.host)
+		vt.Host.mergeUnderStored(inh.callerHost)
 		t = vt
 	case inh.provider != "":
 		if _, err := g.provider(inh.provider, HeaderConfig); err != nil {
 			return nil, err
 		}
 		t = &Target{Provider: inh.provider, APIKey: inh.apiKey, Host: inh.host}
+		if t.APIKey == "" {
+			// The caller's own token fills in a target without credentials.
+			t.APIKey = inh.callerToken
+		}
 		if inh.customHost != "" {
 			var u *url.URL
 			var err error
@@ -285,6 +293,15 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 			}
 			t.BaseURL = u
 			t.CustomHost = !inh.customHostTrusted
+			if t.CustomHost && inh.apiKeyStored {
+				// A saved config's credential never follows a caller's host.
+				t.APIKey = inh.callerToken
+			}
+		}
+		if inh.apiKeyStored && t.APIKey == inh.apiKey {
+			t.Host.mergeUnderStored(inh.callerHost)
+		} else {
+			t.Host.merge(inh.callerHost)
 		}
 	default:
 		return nil, badRequest(CodeMissingProvider, HeaderConfig, path+" names no provider: set provider or virtual_key, or send "+HeaderProvider)

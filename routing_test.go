@@ -3,8 +3,12 @@ package gateway
 import (
 	"encoding/json"
 	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestProviderSelection(t *testing.T) {
@@ -113,5 +117,76 @@ func TestStoredCredentialStaysHome(t *testing.T) {
 	}
 	if len(evil.received()) != 0 {
 		t.Error("stored credential sent to a caller-supplied host")
+	}
+}
+
+// transportFunc adapts a function to http.RoundTripper.
+type transportFunc func(*http.Request) (*http.Response, error)
+
+func (f transportFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A stored credential is never sent to a resource the caller names: the
+// resource name and project of a virtual key or saved config come from the
+// store, not from the caller's headers; a saved config's api_key never
+// follows a caller's custom host; the caller's own token fills in an inline
+// config without credentials.
+func TestStoredCredentialNotRedirectedByHeaders(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string // "host auth"
+	rt := transportFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		sent = append(sent, r.URL.Host+" "+r.Header.Get("Api-Key")+r.Header.Get("Authorization"))
+		mu.Unlock()
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, func(o *Options) { o.Transport = rt })
+	e.store.AddVirtualKey(VirtualKey{Slug: "vk-azure", Provider: "azure-openai", APIKey: "sk-azure-stored", WorkspaceID: "ws-1",
+		HostSettings: HostSettings{APIVersion: "2024-02-01"}})
+	e.store.AddConfig(SavedConfig{ID: "pc-azure", Config: json.RawMessage(`{"provider":"azure-openai","api_key":"sk-azure-saved","api_version":"2024-02-01","deployment_id":"d"}`)})
+	e.store.AddConfig(SavedConfig{ID: "pc-openai", Config: json.RawMessage(`{"provider":"openai","api_key":"sk-openai-saved"}`)})
+	key := "x-gateway-api-key: " + coreKey
+	tests := []struct {
+		name    string
+		headers []string
+		status  int
+		sent    string // "" means nothing was sent
+	}{
+		{"virtual key ignores caller resource", []string{key, "x-gateway-virtual-key: vk-azure", "x-gateway-hosta-resource-name: evil", "x-gateway-hosta-deployment-id: d"}, 400, ""},
+		{"saved config ignores caller resource", []string{key, "x-gateway-config: pc-azure", "x-gateway-hosta-resource-name: evil"}, 400, ""},
+		{"saved key does not follow caller host", []string{key, "x-gateway-config: pc-openai", "x-gateway-custom-host: " + up.URL + "/v1"}, 200, strings.TrimPrefix(up.URL, "http://") + " "},
+		{"inline config takes caller token", []string{key, `x-gateway-config: {"provider":"openai"}`, "Authorization: Bearer sk-caller"}, 200, "api.openai.com Bearer sk-caller"},
+		{"inline config with caller resource", []string{key, `x-gateway-config: {"provider":"azure-openai","api_version":"v1","deployment_id":"d"}`, "x-gateway-hosta-resource-name: mine", "Authorization: Bearer sk-caller"}, 200, "mine.openai.azure.com sk-caller"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			before := len(sent)
+			mu.Unlock()
+			res := e.do("POST", "/v1/chat/completions", strings.NewReader(`{}`), tc.headers...)
+			if res.StatusCode != tc.status {
+				b, _ := io.ReadAll(res.Body)
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, b)
+			}
+			mu.Lock()
+			got := append([]string(nil), sent[before:]...)
+			mu.Unlock()
+			// Custom hosts go through the guarded transport, which
+			// reaches the loopback upstream, not rt.
+			if tc.status == 200 && strings.HasPrefix(tc.sent, "127.0.0.1") {
+				r := up.received()
+				if auth := r[len(r)-1].Header.Get("Authorization"); auth != "" {
+					t.Errorf("caller's custom host received Authorization %q; want none", auth)
+				}
+				return
+			}
+			var want []string
+			if tc.sent != "" {
+				want = []string{tc.sent}
+			}
+			if diff := cmp.Diff(want, got, cmpEmptyNil); diff != "" {
+				t.Errorf("sent (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
