@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -878,5 +880,150 @@ func TestPolicyLimiterDownFailsClosed(t *testing.T) {
 	// Without a matching policy the limiter is not asked.
 	if got := e.statuses(1, polMember2); got[0] != 200 {
 		t.Fatalf("key no policy matches: %d, want 200", got[0])
+	}
+}
+
+// TestPolicyTypedRoutes: typed routes are limited like pass-through, and a
+// streamed completion is charged its usage.
+func TestPolicyTypedRoutes(t *testing.T) {
+	stream := usageStream(150)
+	e := newPolEnv(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/completions" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, stream)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[],"has_more":false}`)
+	}, nil)
+	e.put(perKey3)
+	e.put(tokens100)
+	vk := "x-gateway-virtual-key: vk"
+	var got []int
+	for _, req := range []struct{ method, path, body string }{
+		{"GET", "/v1/fine_tuning/jobs?limit=2", ""},
+		{"GET", "/v1/files", ""},
+		{"POST", "/v1/completions", `{"model":"m","prompt":"hi","stream":true}`},
+		{"GET", "/v1/fine_tuning/jobs/ftjob-1", ""},
+	} {
+		res := e.do(polMember, req.method, req.path, req.body, vk, "Content-Type: application/json")
+		b, _ := io.ReadAll(res.Body)
+		if req.path == "/v1/completions" && string(b) != stream {
+			t.Errorf("streamed completion changed: %q", b)
+		}
+		got = append(got, res.StatusCode)
+	}
+	if diff := cmp.Diff([]int{200, 200, 200, 429}, got); diff != "" {
+		t.Fatalf("statuses (-want +got):\n%s", diff)
+	}
+	// The stream's 150 tokens exhausted the key's 100 tokens per hour too.
+	p := "/v1/policies/rate-limits/" + perKey3.ID
+	if res := e.do(polAdmin, "PUT", p, `{"value":100}`); res.StatusCode != 200 {
+		t.Fatalf("PUT: %d", res.StatusCode)
+	}
+	res := e.do(polMember, "GET", "/v1/files", "", vk)
+	if got := polReadError(t, res); res.StatusCode != 429 || got.Type != "tokens" {
+		t.Fatalf("after the stream: %d %+v, want 429 of type tokens", res.StatusCode, got)
+	}
+}
+
+// polTransport answers every provider request in memory, so that a
+// gateway can run inside a synctest bubble.
+type polTransport struct{ calls *int }
+
+func (p polTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	*p.calls++
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(`{}`)), Request: r}, nil
+}
+
+// TestPolicyWindowFakeTime checks the drain of a per-minute policy through
+// the whole gateway with fake time.
+func TestPolicyWindowFakeTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &gateway.MemoryStore{}
+		store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey(polMember), WorkspaceID: "ws-1", Role: gateway.RoleMember})
+		store.AddVirtualKey(gateway.VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk", BaseURL: "http://provider.test/v1", WorkspaceID: "ws-1"})
+		p := perKey3
+		p.Unit, p.Value, p.Status = "rpm", 2, gateway.PolicyActive
+		p.WorkspaceID = "ws-1"
+		store.PutPolicy(context.Background(), &p)
+		var calls int
+		gw := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Policies: store, Transport: polTransport{&calls}})
+		defer gw.Close()
+		send := func() (int, string) {
+			req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{}`))
+			req.Header.Set("x-gateway-api-key", polMember)
+			req.Header.Set("x-gateway-virtual-key", "vk")
+			rec := httptest.NewRecorder()
+			gw.ServeHTTP(rec, req)
+			return rec.Code, rec.Header().Get("Retry-After")
+		}
+		type answer struct {
+			Status     int
+			RetryAfter string
+		}
+		var got []answer
+		add := func() {
+			s, ra := send()
+			got = append(got, answer{s, ra})
+		}
+		add()
+		add()
+		add()                        // refused: one request drains in 30s
+		time.Sleep(29 * time.Second) // still refused, 1s to go
+		add()
+		time.Sleep(time.Second)
+		add() // admitted
+		add() // refused again
+		time.Sleep(time.Minute)
+		add()
+		add()
+		want := []answer{{200, ""}, {200, ""}, {429, "30"}, {429, "1"}, {200, ""}, {429, "30"}, {200, ""}, {200, ""}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("answers over fake time (-want +got):\n%s", diff)
+		}
+		if calls != 5 {
+			t.Fatalf("provider served %d, want 5", calls)
+		}
+	})
+}
+
+// BenchmarkPolicyAdmission measures a request through the whole gateway
+// (in memory, no network) without policies and with one matching
+// requests policy and one tokens policy, so the cost of enforcement reads
+// as the difference.
+func BenchmarkPolicyAdmission(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		policies []gateway.RateLimitsPolicy
+	}{
+		{"none", nil},
+		{"requests", []gateway.RateLimitsPolicy{perKey3}},
+		{"requests+tokens", []gateway.RateLimitsPolicy{perKey3, tokens100}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			store := &gateway.MemoryStore{}
+			store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey(polMember), WorkspaceID: "ws-1", Role: gateway.RoleMember})
+			store.AddVirtualKey(gateway.VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk", BaseURL: "http://provider.test/v1", WorkspaceID: "ws-1"})
+			for _, p := range bc.policies {
+				p.Value, p.Status, p.WorkspaceID = 1e15, gateway.PolicyActive, "ws-1"
+				store.PutPolicy(context.Background(), &p)
+			}
+			var calls int
+			gw := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Policies: store, Transport: polTransport{&calls}})
+			defer gw.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{}`))
+				req.Header.Set("x-gateway-api-key", polMember)
+				req.Header.Set("x-gateway-virtual-key", "vk")
+				rec := httptest.NewRecorder()
+				gw.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatal(rec.Code)
+				}
+			}
+		})
 	}
 }
