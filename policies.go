@@ -28,7 +28,14 @@ const (
 	PolicyRequests = "requests"
 	// PolicyTokens counts tokens: a request is admitted while its bucket
 	// has tokens left, and is charged the usage.total_tokens of its
-	// response afterwards.
+	// response afterwards, read from the top-level usage object of a JSON
+	// body or of the last text/event-stream event carrying one. The body
+	// is read as it passes, in constant memory, and reaches the caller
+	// unchanged. So that it can be read, the caller's Accept-Encoding is
+	// not forwarded and the transport negotiates (and decodes) compression
+	// itself; a response still compressed (e.g. through an
+	// Options.Transport that does not decode) and cache hits are not
+	// charged.
 	PolicyTokens = "tokens"
 )
 
@@ -583,6 +590,7 @@ func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requ
 	ctx := r.Context()
 	ps, err := g.opts.Policies.Policies(ctx, st.identity.WorkspaceID)
 	if err != nil {
+		g.errLog.ErrorContext(ctx, "gateway: policy store", "err", err)
 		return w, policyNoop, err
 	}
 	var hits []policyHit
@@ -606,7 +614,9 @@ func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requ
 			cost = 1
 		}
 		d, err := g.opts.Limiter.Take(ctx, h.key, h.limit, cost)
-		if err == nil && !d.Allowed {
+		if err != nil {
+			g.errLog.ErrorContext(ctx, "gateway: rate limiter", "policy", h.p.ID, "err", err)
+		} else if !d.Allowed {
 			err = &Error{Status: http.StatusTooManyRequests, Type: h.p.Type, Code: CodeRateLimitExceeded,
 				RetryAfter: d.RetryAfter, Message: "rate limit exceeded: policy " + policyLabel(h.p) +
 					" allows " + strconv.FormatFloat(h.p.Value, 'f', -1, 64) + " " + h.p.Type + " per " + policyUnitName(h.p.Unit)}
