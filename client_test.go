@@ -17,14 +17,6 @@ import (
 // typedCaller selects the coreEnv's virtual key with its member key.
 var typedCaller = Caller{APIKey: coreKey, VirtualKey: "vk-up"}
 
-func typedStatus(err error) int {
-	var e *Error
-	if !errors.As(err, &e) {
-		return 0
-	}
-	return e.Status
-}
-
 func TestCreateCompletion(t *testing.T) {
 	up := newCoreUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -38,24 +38,24 @@ const (
 // A CompletionRequest is a plain value; it is not safe for concurrent
 // modification.
 type CompletionRequest struct {
-	Model            string         `json:"model,omitempty"`
-	Prompt           Prompt         `json:"prompt,omitzero"`
-	BestOf           *int           `json:"best_of,omitempty"`
-	Echo             *bool          `json:"echo,omitempty"`
-	FrequencyPenalty *float64       `json:"frequency_penalty,omitempty"`
-	LogitBias        LogitBias      `json:"logit_bias,omitempty"`
-	Logprobs         *int           `json:"logprobs,omitempty"`
-	MaxTokens        *int           `json:"max_tokens,omitempty"`
-	N                *int           `json:"n,omitempty"`
-	PresencePenalty  *float64       `json:"presence_penalty,omitempty"`
-	Seed             *int64         `json:"seed,omitempty"`
-	Stop             Stop           `json:"stop,omitzero"`
-	Stream           *bool          `json:"stream,omitempty"`
-	StreamOptions    *StreamOptions `json:"stream_options,omitempty"`
-	Suffix           *string        `json:"suffix,omitempty"`
-	Temperature      *float64       `json:"temperature,omitempty"`
-	TopP             *float64       `json:"top_p,omitempty"`
-	User             string         `json:"user,omitempty"`
+	Model            string         `json:"model,omitempty"`             // required: the model id
+	Prompt           Prompt         `json:"prompt,omitzero"`             // string, strings, tokens or token arrays
+	BestOf           *int           `json:"best_of,omitempty"`           // 0–20, > N when both set, never with Stream
+	Echo             *bool          `json:"echo,omitempty"`              // also return the prompt
+	FrequencyPenalty *float64       `json:"frequency_penalty,omitempty"` // −2 to 2
+	LogitBias        LogitBias      `json:"logit_bias,omitempty"`        // token id → bias, −100 to 100
+	Logprobs         *int           `json:"logprobs,omitempty"`          // 0–5
+	MaxTokens        *int           `json:"max_tokens,omitempty"`        // at least 0
+	N                *int           `json:"n,omitempty"`                 // 1–128
+	PresencePenalty  *float64       `json:"presence_penalty,omitempty"`  // −2 to 2
+	Seed             *int64         `json:"seed,omitempty"`              // best-effort determinism
+	Stop             Stop           `json:"stop,omitzero"`               // at most 4 sequences
+	Stream           *bool          `json:"stream,omitempty"`            // answer with server-sent events
+	StreamOptions    *StreamOptions `json:"stream_options,omitempty"`    // only with Stream true
+	Suffix           *string        `json:"suffix,omitempty"`            // text after an inserted completion
+	Temperature      *float64       `json:"temperature,omitempty"`       // 0 to 2
+	TopP             *float64       `json:"top_p,omitempty"`             // 0 to 1
+	User             string         `json:"user,omitempty"`              // end-user identifier
 
 	// Extra holds the members the fields above do not represent: members
 	// this package does not know (a provider's own parameters), and
@@ -413,8 +413,8 @@ func (s Stop) validate() error {
 // StreamOptions are the stream_options of a completion request, allowed
 // only with stream true.
 type StreamOptions struct {
-	IncludeUsage       *bool `json:"include_usage,omitempty"`
-	IncludeObfuscation *bool `json:"include_obfuscation,omitempty"`
+	IncludeUsage       *bool `json:"include_usage,omitempty"`       // a last event carries the usage
+	IncludeObfuscation *bool `json:"include_obfuscation,omitempty"` // pad events against side channels
 
 	// Extra holds unknown members and explicit nulls; see
 	// CompletionRequest.Extra.
@@ -447,10 +447,10 @@ func (o StreamOptions) MarshalJSON() ([]byte, error) {
 type Completion struct {
 	ID                string             `json:"id"`
 	Choices           []CompletionChoice `json:"choices"`
-	Created           int64              `json:"created"`
+	Created           int64              `json:"created"` // Unix time in seconds
 	Model             string             `json:"model"`
-	Object            string             `json:"object"`
-	SystemFingerprint string             `json:"system_fingerprint,omitempty"`
+	Object            string             `json:"object"`                       // "text_completion"
+	SystemFingerprint string             `json:"system_fingerprint,omitempty"` // backend configuration, for Seed
 	Usage             *CompletionUsage   `json:"usage,omitempty"`
 
 	// Extra holds unknown members and values the fields cannot tell from
@@ -509,9 +509,9 @@ func (c *Completion) Validate() error {
 // CompletionChoice is one choice of a Completion. FinishReason is empty
 // while a streamed choice is still going (the provider writes null).
 type CompletionChoice struct {
-	FinishReason string              `json:"finish_reason"`
+	FinishReason string              `json:"finish_reason"` // stop, length or content_filter
 	Index        int                 `json:"index"`
-	Logprobs     *CompletionLogprobs `json:"logprobs"`
+	Logprobs     *CompletionLogprobs `json:"logprobs"` // nil is written as null
 	Text         string              `json:"text"`
 
 	// Extra holds unknown members and values the fields cannot tell from
@@ -684,6 +684,7 @@ type JSONFieldError struct {
 	Err  error
 }
 
+// Error returns the path and the decoding error.
 func (e *JSONFieldError) Error() string {
 	return "gateway: invalid JSON for " + e.Path + ": " + strings.TrimPrefix(e.Err.Error(), "json: ")
 }

@@ -54,22 +54,22 @@ const (
 // and encoded again is the same document.
 type FineTuningJob struct {
 	ID              string               `json:"id"`
-	CreatedAt       int64                `json:"created_at"`
-	Error           *FineTuningError     `json:"error"`
-	FineTunedModel  *string              `json:"fine_tuned_model"`
-	FinishedAt      *int64               `json:"finished_at"`
+	CreatedAt       int64                `json:"created_at"`       // Unix time in seconds
+	Error           *FineTuningError     `json:"error"`            // set when Status is failed
+	FineTunedModel  *string              `json:"fine_tuned_model"` // nil while running
+	FinishedAt      *int64               `json:"finished_at"`      // Unix seconds; nil while running
 	Hyperparameters Hyperparameters      `json:"hyperparameters"`
-	Model           string               `json:"model"`
-	Object          string               `json:"object"`
+	Model           string               `json:"model"`  // the base model
+	Object          string               `json:"object"` // "fine_tuning.job"
 	OrganizationID  string               `json:"organization_id"`
-	ResultFiles     []string             `json:"result_files"`
+	ResultFiles     []string             `json:"result_files"` // file ids
 	Status          FineTuningJobStatus  `json:"status"`
-	TrainedTokens   *int64               `json:"trained_tokens"`
+	TrainedTokens   *int64               `json:"trained_tokens"` // billable tokens; nil while running
 	TrainingFile    string               `json:"training_file"`
 	ValidationFile  *string              `json:"validation_file"`
 	Seed            int64                `json:"seed"`
-	Integrations    []TrackerIntegration `json:"integrations,omitempty"`
-	EstimatedFinish *int64               `json:"estimated_finish,omitempty"`
+	Integrations    []TrackerIntegration `json:"integrations,omitempty"`     // at most 5
+	EstimatedFinish *int64               `json:"estimated_finish,omitempty"` // Unix seconds; nil unless running
 
 	// Extra holds the members the fields above do not represent: unknown
 	// members, and members whose value a field cannot tell from its zero
@@ -428,13 +428,13 @@ func (l *FineTuningJobList) Validate() error {
 // know, such as expires_at, are kept in Extra.
 type File struct {
 	ID            string `json:"id"`
-	Bytes         int64  `json:"bytes"`
-	CreatedAt     int64  `json:"created_at"`
+	Bytes         int64  `json:"bytes"`      // size
+	CreatedAt     int64  `json:"created_at"` // Unix time in seconds
 	Filename      string `json:"filename"`
-	Object        string `json:"object"`
-	Purpose       string `json:"purpose"`
-	Status        string `json:"status"`
-	StatusDetails string `json:"status_details,omitempty"`
+	Object        string `json:"object"`                   // "file"
+	Purpose       string `json:"purpose"`                  // e.g. fine-tune, assistants
+	Status        string `json:"status"`                   // e.g. uploaded, processed, error
+	StatusDetails string `json:"status_details,omitempty"` // why validation failed
 
 	// Extra holds unknown members and values the fields cannot tell from
 	// their zero value; see FineTuningJob.Extra.
