@@ -1,0 +1,5 @@
+package gatewaytest
+
+import "net/http"
+
+func (s *Server) fileRoutes(mux *http.ServeMux) {}
