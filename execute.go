@@ -1,37 +1,572 @@
 package gateway
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 )
 
-// execute runs a plan for the request. This first executor takes the first
-// target of the plan and makes one attempt.
+// Defaults of the retry settings in Options.
+const (
+	defaultRetryBaseDelay = 200 * time.Millisecond
+	defaultRetryBudget    = 30 * time.Second
+
+	// maxHeldBody caps the body of a provider answer that is held back
+	// while another attempt is tried. A longer answer is not held: it goes
+	// to the caller as it is, and nothing more is tried.
+	maxHeldBody = 1 << 20
+)
+
+// defaultRetryStatuses are retried when a retry config names none.
+var defaultRetryStatuses = []int{429, 500, 502, 503, 504}
+
+// Cache statuses, as written in x-gateway-cache-status and RequestLog.
+const (
+	CacheHit      = "HIT"
+	CacheMiss     = "MISS"
+	CacheRefresh  = "REFRESH"
+	CacheDisabled = "DISABLED"
+)
+
+// execute runs a plan for the request: it reads the body when the plan may
+// send it more than once (retries, fallback, cache) or must look into it
+// (override_params, params.* conditions), walks the plan's strategies,
+// and answers the caller once.
 func (g *Gateway) execute(w http.ResponseWriter, r *http.Request, st *requestState, plan *planNode, body []byte) {
-	t := plan.leaves()[0]
-	a := g.newAttempt(r, st, t)
-	if a.err != nil {
-		WriteError(w, r, a.err)
+	x := &run{g: g, w: w, r: r, st: st, body: body}
+	x.path, x.rawPath = g.providerPath(r)
+	x.cacheRoute = g.cache != nil && r.Method == http.MethodPost && cacheablePath(x.path)
+	x.deadline = st.start.Add(g.retryBudget())
+	var n planNeeds
+	plan.needs(&n, x.cacheRoute)
+	switch {
+	case body != nil:
+		x.replay = true
+	case n.replay || n.read:
+		if !x.readBody(n.read) {
+			return
+		}
+	}
+	x.finish(x.node(plan))
+}
+
+// cacheablePath reports whether responses of POST path may be cached
+// (DESIGN §8).
+func cacheablePath(path string) bool {
+	switch path {
+	case "/completions", "/chat/completions", "/embeddings":
+		return true
+	}
+	return false
+}
+
+// planNeeds says what a plan needs of the request body.
+type planNeeds struct {
+	replay bool // it may be sent more than once
+	read   bool // it must be looked into
+}
+
+func (n *planNode) needs(p *planNeeds, cacheRoute bool) {
+	if t := n.target; t != nil {
+		if (t.Retry != nil && t.Retry.Attempts > 0) || (cacheRoute && t.Cache != nil) {
+			p.replay = true
+		}
+		if len(t.OverrideParams) > 0 {
+			p.read = true
+		}
 		return
 	}
-	g.try(w, r, a, body)
-	if a.err != nil {
-		WriteError(w, r, a.err)
+	if n.mode == ModeFallback && len(n.children) > 1 {
+		p.replay = true
+	}
+	if n.mode == ModeConditional {
+		for _, c := range n.conditions {
+			if c.params {
+				p.read = true
+			}
+		}
+	}
+	for _, c := range n.children {
+		c.needs(p, cacheRoute)
 	}
 }
 
-// newAttempt prepares an attempt at t; a.err is set when t's provider kind
-// is unknown.
-func (g *Gateway) newAttempt(r *http.Request, st *requestState, t *Target) *attempt {
-	a := &attempt{target: t, cache: "DISABLED"}
-	a.path, a.rawPath = g.providerPath(r)
-	a.provider, a.err = g.provider(t.Provider, HeaderProvider)
-	a.timeout = t.RequestTimeout
-	if st.opts.RequestTimeout > 0 {
-		a.timeout = st.opts.RequestTimeout
+// run is the execution of one plan for one request. It belongs to the
+// request's goroutine; a shared cache fill gets copies of what it needs.
+type run struct {
+	g       *Gateway
+	w       http.ResponseWriter
+	r       *http.Request
+	st      *requestState
+	body    []byte // nil: the body streams from the caller, once
+	path    string
+	rawPath string
+
+	replay     bool // body is buffered: attempts may be repeated
+	cacheRoute bool
+	deadline   time.Time // no retry wait may end after it
+
+	params     map[string]any // top-level fields of a JSON body, for conditions
+	paramsRead bool
+
+	frames   []*planNode   // fallback ancestors that still have targets to try
+	retries  int           // retries made so far
+	lastHeld *heldResponse // the latest provider answer not sent
+}
+
+// readBody buffers the request body up to MaxBodyBytes. A longer body goes
+// through once, unbuffered, unless the plan must look into it (mustRead),
+// which is a 413. It reports whether execution goes on.
+func (x *run) readBody(mustRead bool) bool {
+	limit := x.g.opts.MaxBodyBytes
+	if x.r.Body == nil || x.r.Body == http.NoBody {
+		x.body, x.replay = []byte{}, true
+		return true
 	}
-	st.log.Provider = t.Provider
+	if x.r.ContentLength > limit && mustRead {
+		WriteError(x.w, x.r, &http.MaxBytesError{Limit: limit})
+		return false
+	}
+	if x.r.ContentLength <= limit {
+		b, err := io.ReadAll(io.LimitReader(x.r.Body, limit+1))
+		if err != nil {
+			WriteError(x.w, x.r, errors.Join(ErrUpstreamUnreachable, err))
+			return false
+		}
+		if int64(len(b)) <= limit {
+			x.body, x.replay = b, true
+			return true
+		}
+		if mustRead {
+			WriteError(x.w, x.r, &http.MaxBytesError{Limit: limit})
+			return false
+		}
+		rest := x.r.Body
+		x.r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), rest), rest}
+	}
+	return true // too long to replay: one attempt, streamed
+}
+
+// outcome is what a plan node came to.
+type outcome struct {
+	done bool          // the caller has its answer, or went away
+	held *heldResponse // a provider answer, not yet sent
+	err  error         // why there is no answer
+}
+
+// heldResponse is a complete provider answer kept in memory: one held back
+// while other attempts are tried, or one shared by a cache fill.
+type heldResponse struct {
+	status int
+	header http.Header
+	body   []byte
+	target *Target
+	cache  string
+}
+
+// node runs one plan node.
+func (x *run) node(n *planNode) outcome {
+	if n.target != nil {
+		return x.leaf(n.target)
+	}
+	switch n.mode {
+	case ModeFallback:
+		for i, c := range n.children {
+			more := x.replay && i < len(n.children)-1
+			if more {
+				x.frames = append(x.frames, n)
+			}
+			out := x.node(c)
+			if more {
+				x.frames = x.frames[:len(x.frames)-1]
+			}
+			if !more || out.done || !n.movesOn(out) {
+				return out
+			}
+		}
+	case ModeLoadbalance:
+		return x.node(x.pick(n))
+	case ModeConditional:
+		c, err := x.choose(n)
+		if err != nil {
+			return outcome{err: err}
+		}
+		return x.node(c)
+	}
+	return x.node(n.children[0])
+}
+
+// movesOn reports whether a fallback node tries its next target after out.
+func (n *planNode) movesOn(out outcome) bool {
+	if out.held != nil {
+		return n.movesOnStatus(out.held.status)
+	}
+	return out.err != nil && !errors.Is(out.err, context.Canceled)
+}
+
+func (n *planNode) movesOnStatus(code int) bool {
+	if len(n.onStatusCodes) > 0 {
+		return slices.Contains(n.onStatusCodes, code)
+	}
+	return code < 200 || code > 299
+}
+
+// pick draws a child of a loadbalance node by weight; a child of weight 0
+// is never drawn.
+func (x *run) pick(n *planNode) *planNode {
+	total := 0.0
+	for _, c := range n.children {
+		total += c.weight
+	}
+	v := x.g.random() * total
+	var last *planNode
+	for _, c := range n.children {
+		if c.weight <= 0 {
+			continue
+		}
+		if v < c.weight {
+			return c
+		}
+		v -= c.weight
+		last = c
+	}
+	return last // rounding
+}
+
+// choose returns the child of a conditional node named by the first
+// matching condition, or by the default.
+func (x *run) choose(n *planNode) (*planNode, error) {
+	if !x.paramsRead {
+		x.paramsRead = true
+		if len(x.body) > 0 {
+			json.Unmarshal(x.body, &x.params) // not a JSON object: no params
+		}
+	}
+	in := &matchInput{metadata: x.st.opts.Metadata, params: x.params}
+	name := n.def
+	for _, c := range n.conditions {
+		if c.match != nil && c.match.match(in) {
+			name = c.Then
+			break
+		}
+	}
+	if name != "" {
+		for _, c := range n.children {
+			if c.name == name {
+				return c, nil
+			}
+		}
+	}
+	return nil, badRequest(CodeInvalidConfig, HeaderConfig, "no condition of the config matches the request, and the config names no default target")
+}
+
+// leaf runs one target: the cache, then the attempts with their retries.
+func (x *run) leaf(t *Target) outcome {
+	prov, err := x.g.provider(t.Provider, HeaderProvider)
+	if err != nil {
+		return outcome{err: err}
+	}
+	x.st.log.Provider = t.Provider
 	if t.Host.ModelName != "" {
-		st.log.Model = t.Host.ModelName
+		x.st.log.Model = t.Host.ModelName
 	}
-	return a
+	body := x.body
+	if len(t.OverrideParams) > 0 && body != nil {
+		body = applyOverrides(body, t.OverrideParams)
+	}
+	l := x.loop(t, prov, body)
+	var out outcome
+	if x.cacheRoute && x.replay && t.Cache != nil {
+		out = x.cached(l)
+	} else {
+		if t.Cache != nil {
+			x.st.log.CacheStatus = CacheDisabled // logged only where a config asked for the cache
+		}
+		out = l.run()
+		x.retries += l.retries
+	}
+	if out.held != nil {
+		x.lastHeld = out.held
+	}
+	return out
+}
+
+// loop prepares the attempts at t from the request's goroutine.
+func (x *run) loop(t *Target, prov Provider, body []byte) *attemptLoop {
+	l := &attemptLoop{
+		g: x.g, w: x.w, r: x.r, t: t, prov: prov, path: x.path, rawPath: x.rawPath,
+		replay: x.replay, cache: CacheDisabled, before: x.retries, deadline: x.deadline,
+		timeout: t.RequestTimeout,
+	}
+	if x.replay {
+		l.body = body
+	}
+	if x.st.opts.RequestTimeout > 0 {
+		l.timeout = x.st.opts.RequestTimeout
+	}
+	if len(x.frames) > 0 {
+		frames := slices.Clone(x.frames)
+		l.moveOn = func(code int) bool {
+			for _, f := range frames {
+				if f.movesOnStatus(code) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return l
+}
+
+// attemptLoop makes the attempts at one target: the first try and its
+// retries. It touches no per-request state but its own fields, so a cache
+// fill may run it on another goroutine.
+type attemptLoop struct {
+	g             *Gateway
+	w             http.ResponseWriter
+	r             *http.Request
+	t             *Target
+	prov          Provider
+	path, rawPath string
+	body          []byte // nil: stream r.Body, once
+	replay        bool
+	timeout       time.Duration
+	cache         string
+	before        int // retries made before this loop, for the header
+	deadline      time.Time
+	detached      bool // a cache fill: cancellation is not the caller leaving
+
+	// moveOn reports whether a fallback ancestor would try another
+	// target after this status, so the answer must be held back.
+	moveOn func(code int) bool
+
+	retries int // retries made by this loop
+}
+
+func (l *attemptLoop) run() outcome {
+	maxRetries := 0
+	if l.replay && l.t.Retry != nil {
+		maxRetries = l.t.Retry.Attempts
+	}
+	ctx := l.r.Context()
+	for i := 0; ; i++ {
+		canRetry := i < maxRetries
+		a := &attempt{target: l.t, provider: l.prov, index: l.before + l.retries, path: l.path, rawPath: l.rawPath,
+			cache: l.cache, timeout: l.timeout}
+		a.retryable = func(res *http.Response) bool {
+			code := res.StatusCode
+			if !(canRetry && retryStatus(l.t.Retry, code)) && !(l.moveOn != nil && l.moveOn(code)) {
+				return false
+			}
+			return a.hold(res)
+		}
+		l.g.try(l.w, l.r, a, l.body)
+		var out outcome
+		var re errRetryable
+		var te errTimeout
+		switch {
+		case a.err == nil:
+			return outcome{done: true}
+		case errors.As(a.err, &re) && a.held != nil:
+			a.held.target, a.held.cache = l.t, l.cache
+			out.held = a.held
+		case errors.As(a.err, &re):
+			out.err = ErrUpstreamUnreachable // the held answer broke off
+		case errors.Is(a.err, context.Canceled):
+			if !l.detached {
+				return outcome{done: true} // the caller went away
+			}
+			out.err = errors.Join(ErrUpstreamUnreachable, a.err)
+		case errors.As(a.err, &te), errors.Is(a.err, ErrUpstreamUnreachable):
+			out.err = a.err
+		default:
+			return outcome{err: a.err} // the gateway's own refusal: not retried
+		}
+		if !canRetry || (out.held != nil && !retryStatus(l.t.Retry, out.held.status)) {
+			return out
+		}
+		d := l.backoff(i, out.held)
+		if time.Now().Add(d).After(l.deadline) {
+			return out
+		}
+		if !sleep(ctx, d) {
+			if l.detached {
+				return out
+			}
+			return outcome{done: true}
+		}
+		l.retries++
+	}
+}
+
+// hold reads a provider answer that the plan may replace with another
+// attempt. It reports false, leaving res as it was, when the answer is too
+// long to hold, so that it goes to the caller.
+func (a *attempt) hold(res *http.Response) bool {
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxHeldBody+1))
+	if err != nil {
+		return true // broke off: a.held stays nil
+	}
+	if len(b) > maxHeldBody {
+		res.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), res.Body), res.Body}
+		return false
+	}
+	a.held = &heldResponse{status: res.StatusCode, header: res.Header, body: b}
+	return true
+}
+
+// retryStatus reports whether a provider status is retried under rc.
+func retryStatus(rc *RetryConfig, code int) bool {
+	if rc != nil && len(rc.OnStatusCodes) > 0 {
+		return slices.Contains(rc.OnStatusCodes, code)
+	}
+	return slices.Contains(defaultRetryStatuses, code)
+}
+
+// backoff is the wait before retry i+1: the provider's own retry-after
+// when the config honours it, else exponential backoff with equal jitter.
+func (l *attemptLoop) backoff(i int, held *heldResponse) time.Duration {
+	if held != nil && l.t.Retry.UseRetryAfterHeader {
+		if d, ok := retryAfterDelay(held.header, time.Now()); ok {
+			return d
+		}
+	}
+	d := l.g.retryBaseDelay() << i
+	return d/2 + time.Duration(l.g.random()*float64(d/2))
+}
+
+// retryAfterDelay reads retry-after-ms (milliseconds) or Retry-After (seconds
+// or an HTTP date).
+func retryAfterDelay(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && ms >= 0 && ms < 1e12 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 && s < 1e9 {
+			return time.Duration(s) * time.Second, true
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return max(t.Sub(now), 0), true
+		}
+	}
+	return 0, false
+}
+
+// sleep waits d, or until ctx is done; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// applyOverrides sets top-level fields of a JSON object body. A body that
+// is not a JSON object is sent as it is.
+func applyOverrides(body []byte, params map[string]any) []byte {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+		return body
+	}
+	for k, v := range params {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return body
+		}
+		obj[k] = b
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// finish answers the caller when the plan left an answer unsent: the last
+// provider answer as the provider sent it, or the error of the last
+// attempt (408 when it timed out, 502 when nothing answered).
+func (x *run) finish(out outcome) {
+	x.st.log.Attempts = x.retries
+	if out.done {
+		return
+	}
+	var te errTimeout
+	switch {
+	case out.err != nil && errors.As(out.err, &te):
+	case x.lastHeld != nil:
+		x.writeHeld(x.lastHeld, x.lastHeld.cache)
+		return
+	}
+	if out.err == nil {
+		out.err = ErrUpstreamUnreachable
+	}
+	x.w.Header().Set(HeaderRetryAttemptCount, strconv.Itoa(x.retries))
+	WriteError(x.w, x.r, out.err)
+}
+
+// writeHeld sends a complete provider answer with the gateway's headers.
+func (x *run) writeHeld(h *heldResponse, cacheStatus string) {
+	dst := x.w.Header()
+	for k, v := range h.header {
+		if !strings.HasPrefix(k, "X-Gateway-") {
+			dst[k] = v
+		}
+	}
+	dst.Set("Content-Length", strconv.Itoa(len(h.body)))
+	x.gatewayHeaders(dst, h.target, cacheStatus)
+	x.st.log.Status = h.status
+	x.w.WriteHeader(h.status)
+	x.w.Write(h.body)
+}
+
+func (x *run) gatewayHeaders(h http.Header, t *Target, cacheStatus string) {
+	h.Set(HeaderProvider, t.Provider)
+	h.Set(HeaderCacheStatus, cacheStatus)
+	h.Set(HeaderRetryAttemptCount, strconv.Itoa(x.retries))
+	if t.Index != "" {
+		h.Set(HeaderLastUsedOptionIndex, t.Index)
+	}
+}
+
+func (g *Gateway) retryBaseDelay() time.Duration {
+	if g.opts.RetryBaseDelay > 0 {
+		return g.opts.RetryBaseDelay
+	}
+	return defaultRetryBaseDelay
+}
+
+func (g *Gateway) retryBudget() time.Duration {
+	if g.opts.RetryBudget > 0 {
+		return g.opts.RetryBudget
+	}
+	return defaultRetryBudget
+}
+
+func (g *Gateway) random() float64 {
+	if g.opts.Rand != nil {
+		return g.opts.Rand()
+	}
+	return rand.Float64()
 }

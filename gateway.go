@@ -68,6 +68,31 @@ type Options struct {
 	// bodies replayed for retries, fallback or cache). Zero means 32 MiB.
 	MaxBodyBytes int64
 
+	// Cache stores provider responses for configs that enable caching.
+	// Nil means a MemoryCache with its default bounds, of this gateway's
+	// own; replicas that must share a cache need a shared Cache.
+	Cache Cache
+
+	// DisableCache turns the response cache off, whatever configs say:
+	// every response then carries x-gateway-cache-status: DISABLED.
+	DisableCache bool
+
+	// RetryBaseDelay is the backoff before the first retry; each later
+	// retry waits twice as long, with equal jitter (half fixed, half
+	// random). Zero means 200ms.
+	RetryBaseDelay time.Duration
+
+	// RetryBudget bounds the time from a request's arrival within which a
+	// retry may still start: a retry whose wait would end later is not
+	// made, and the last answer stands. Zero means 30 seconds.
+	RetryBudget time.Duration
+
+	// Rand returns pseudo-random numbers in [0, 1), for load balancing and
+	// backoff jitter. It is called concurrently, so it must be safe for
+	// concurrent use. Nil means math/rand/v2.Float64; tests set a seeded
+	// source for reproducible draws.
+	Rand func() float64
+
 	// LogSink receives one RequestLog per request, from a goroutine of the
 	// gateway's own so that a slow sink never delays a response. Nil means
 	// no request logs.
@@ -104,6 +129,7 @@ type Gateway struct {
 	logs      *logQueue
 	errLog    *slog.Logger
 
+	cache         *responseCache // nil: caching disabled
 	inlineConfigs *lru.Cache[[sha256.Size]byte, *Config]
 	savedConfigs  savedConfigCache
 }
@@ -142,6 +168,7 @@ func New(opts Options) *Gateway {
 	}
 	g.guard = newGuard(opts.CustomHostAllow, opts.Resolver, opts.DialContext)
 	g.custom = g.guard.transport(g.base)
+	g.cache = newResponseCache(opts)
 	g.inlineConfigs, _ = lru.New[[sha256.Size]byte, *Config](1024)
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,

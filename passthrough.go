@@ -66,6 +66,7 @@ type attempt struct {
 	status   int    // the provider's status, once headers arrived
 	timer    *time.Timer
 	timeout  time.Duration
+	held     *heldResponse // the answer retryable dropped, read in full
 
 	// retryable, when set, is asked whether a response with this status
 	// should be dropped in favour of another attempt.
@@ -108,7 +109,6 @@ func (g *Gateway) try(w http.ResponseWriter, r *http.Request, a *attempt, body [
 	if body != nil {
 		out.Body = io.NopCloser(bytes.NewReader(body))
 		out.ContentLength = int64(len(body))
-		out.Header.Set("Content-Length", strconv.Itoa(len(body)))
 		if len(body) == 0 {
 			out.Body = http.NoBody
 		}
@@ -203,14 +203,16 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.As(err, &re), errors.As(err, &ge), errors.As(err, &be):
 		a.err = err
 	case r.Context().Err() != nil:
-		if cause := context.Cause(r.Context()); cause != nil {
-			var te errTimeout
-			if errors.As(cause, &te) {
-				a.err = te
-				return
-			}
+		cause := context.Cause(r.Context())
+		var te errTimeout
+		switch {
+		case errors.As(cause, &te):
+			a.err = te
+		case errors.Is(cause, context.Canceled):
+			a.err = context.Canceled
+		default: // e.g. a cache fill's own deadline
+			a.err = errors.Join(ErrUpstreamUnreachable, cause)
 		}
-		a.err = context.Canceled
 	default:
 		var te errTimeout
 		if errors.As(err, &te) {

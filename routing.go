@@ -213,10 +213,10 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 	own := c.HostSettings
 	own.merge(inh.host)
 	inh.host = own
-	if c.ForwardHeaders != nil {
+	if len(c.ForwardHeaders) > 0 {
 		inh.forwardHeaders = canonicalNames(c.ForwardHeaders)
 	}
-	if c.OverrideParams != nil {
+	if len(c.OverrideParams) > 0 {
 		m := make(map[string]any, len(inh.overrides)+len(c.OverrideParams))
 		for k, v := range inh.overrides {
 			m[k] = v
@@ -236,9 +236,9 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 		inh.timeout = time.Duration(c.RequestTimeout) * time.Millisecond
 	}
 
-	n := &planNode{mode: ModeSingle, name: c.Name, weight: c.weight()}
+	n := &planNode{mode: c.mode(), name: c.Name, weight: c.weight()}
 	if c.Strategy != nil {
-		n.mode, n.onStatusCodes, n.conditions, n.def = c.Strategy.Mode, c.Strategy.OnStatusCodes, c.Strategy.Conditions, c.Strategy.Default
+		n.onStatusCodes, n.conditions, n.def = c.Strategy.OnStatusCodes, c.Strategy.Conditions, c.Strategy.Default
 	}
 	if len(c.Targets) > 0 {
 		n.children = make([]*planNode, len(c.Targets))
