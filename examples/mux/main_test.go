@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/modelgateway/gateway/gatewaytest"
 )
 
 // waitLimit bounds every wait for the program under test; it is a
@@ -97,20 +98,18 @@ func (l *lines) wait(t *testing.T, what string, stopped <-chan struct{}, match f
 
 var listenRE = regexp.MustCompile(`^gateway: listening on (http://\S+)$`)
 
-// fakeProvider answers POST /v1/chat/completions like an OpenAI-compatible
-// provider and records the Authorization header it got.
-func fakeProvider(t *testing.T) (*httptest.Server, <-chan string) {
+// fakeProvider starts a fake provider that answers only requests carrying
+// token, and scripts its next chat completion as chatBody.
+func fakeProvider(t *testing.T, token string) *gatewaytest.Server {
 	t.Helper()
-	auth := make(chan string, 16)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth <- r.Method + " " + r.URL.Path + " " + r.Header.Get("Authorization")
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Fake-Upstream", "yes")
-		io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion"}`)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, auth
+	fake := gatewaytest.NewServer()
+	t.Cleanup(fake.Close)
+	fake.RequireToken(token)
+	fake.Script("/v1/chat/completions", gatewaytest.Response{Body: chatBody})
+	return fake
 }
+
+const chatBody = `{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`
 
 type response struct {
 	Status      int
@@ -146,7 +145,7 @@ func get(t *testing.T, method, url string, hdr map[string]string) response {
 
 // checkRoutes drives the host's routes and the mounted gateway. It
 // returns how many requests reached the gateway.
-func checkRoutes(t *testing.T, base, gwKey, upKey string, upstream <-chan string) int {
+func checkRoutes(t *testing.T, base, gwKey, upKey string, fake *gatewaytest.Server) int {
 	t.Helper()
 	withKey := map[string]string{"x-gateway-api-key": gwKey, "x-gateway-virtual-key": "openai"}
 	tests := []struct {
@@ -166,7 +165,7 @@ func checkRoutes(t *testing.T, base, gwKey, upKey string, upstream <-chan string
 		{"gateway refuses a missing key", "POST", "/v1/chat/completions", nil,
 			response{401, "application/json", "", true}, true},
 		{"gateway passes through", "POST", "/v1/chat/completions", withKey,
-			response{200, "application/json", `{"id":"chatcmpl-1","object":"chat.completion"}`, true}, true},
+			response{200, "application/json", chatBody, true}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,13 +184,12 @@ func checkRoutes(t *testing.T, base, gwKey, upKey string, upstream <-chan string
 			}
 		})
 	}
-	select {
-	case got := <-upstream:
-		if want := "POST /v1/chat/completions Bearer " + upKey; got != want {
-			t.Errorf("the provider got %q, want %q", got, want)
-		}
-	default:
-		t.Error("the provider received nothing")
+	var got []string
+	for _, r := range fake.Requests() {
+		got = append(got, r.Method+" "+r.Path+" "+r.Header.Get("Authorization"))
+	}
+	if want := []string{"POST /v1/chat/completions Bearer " + upKey}; !cmp.Equal(got, want) {
+		t.Errorf("the provider received %q, want %q", got, want)
 	}
 	n := 0
 	for _, tc := range tests {
@@ -233,7 +231,7 @@ func TestMuxBinary(t *testing.T) {
 	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	up, upstream := fakeProvider(t)
+	up := fakeProvider(t, "sk-mux-upstream")
 
 	stdout, stderr := newLines(), newLines()
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
@@ -243,7 +241,7 @@ func TestMuxBinary(t *testing.T) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "GATEWAY_API_KEY=gw-mux-test", "OPENAI_API_KEY=sk-mux-upstream", "OPENAI_BASE_URL="+up.URL+"/v1")
+	cmd.Env = append(cmd.Env, "GATEWAY_API_KEY=gw-mux-test", "OPENAI_API_KEY=sk-mux-upstream", "OPENAI_BASE_URL="+up.URL)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +257,7 @@ func TestMuxBinary(t *testing.T) {
 	})
 	base := listenRE.FindStringSubmatch(stderr.wait(t, "listening line", done, listenRE.MatchString))[1]
 
-	n := checkRoutes(t, base, "gw-mux-test", "sk-mux-upstream", upstream)
+	n := checkRoutes(t, base, "gw-mux-test", "sk-mux-upstream", up)
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -279,10 +277,10 @@ func TestMuxBinary(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
-	up, upstream := fakeProvider(t)
+	up := fakeProvider(t, "sk-in-process")
 	t.Setenv("GATEWAY_API_KEY", "")
 	t.Setenv("OPENAI_API_KEY", "sk-in-process")
-	t.Setenv("OPENAI_BASE_URL", up.URL+"/v1")
+	t.Setenv("OPENAI_BASE_URL", up.URL)
 	stdout, stderr := newLines(), newLines()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -299,7 +297,7 @@ func TestRun(t *testing.T) {
 		t.Fatalf("no generated key in:\n%s", stderr)
 	}
 
-	n := checkRoutes(t, base, m[1], "sk-in-process", upstream)
+	n := checkRoutes(t, base, m[1], "sk-in-process", up)
 
 	cancel()
 	select {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/modelgateway/gateway/gatewaytest"
 )
 
 // waitLimit bounds every wait for the server under test; it is a deadline,
@@ -132,88 +133,62 @@ func logFor(t *testing.T, stdout *lines, stopped <-chan struct{}, traceID string
 	return rec
 }
 
-// received is what the fake provider saw of one request.
-type received struct {
-	Method, Path, Query string
-	Authorization       string
-	GatewayHeaders      []string // x-gateway-* headers that reached the provider
-	Body                string
-}
-
-// fakeProvider is an OpenAI-compatible provider for the tests. POST
-// /v1/chat/completions answers JSON; /v1/status/{code} answers that status;
-// POST /v1/stream answers an SSE stream that holds after its first event
-// until the test sends on gate.
-type fakeProvider struct {
-	*httptest.Server
-	got  chan received
-	gate chan struct{}
-}
-
-func newFakeProvider(t *testing.T) *fakeProvider {
+// newProvider starts a fake OpenAI-compatible provider that answers only
+// requests carrying token, the credential of the virtual key under test.
+func newProvider(t *testing.T, token string) *gatewaytest.Server {
 	t.Helper()
-	f := &fakeProvider{got: make(chan received, 64), gate: make(chan struct{})}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Fake-Upstream", "chat")
-		w.Header().Set("Openai-Processing-Ms", "12")
-		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}`)
-	})
-	mux.HandleFunc("/v1/status/{code}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Retry-After", "7")
-		w.WriteHeader(atoi(r.PathValue("code")))
-		fmt.Fprintf(w, `{"error":{"message":"status %s","type":"fake","param":null,"code":"fake_%s"}}`, r.PathValue("code"), r.PathValue("code"))
-	})
-	mux.HandleFunc("POST /v1/stream", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"n\":1}\n\n")
-		http.NewResponseController(w).Flush()
-		select {
-		case <-f.gate:
-		case <-r.Context().Done():
-			return
-		}
-		fmt.Fprint(w, "data: {\"n\":2}\n\ndata: [DONE]\n\n")
-	})
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		rec := received{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Authorization: r.Header.Get("Authorization"), Body: string(body)}
-		for name := range r.Header {
-			if strings.HasPrefix(strings.ToLower(name), "x-gateway-") {
-				rec.GatewayHeaders = append(rec.GatewayHeaders, name)
-			}
-		}
-		f.got <- rec
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		mux.ServeHTTP(w, r)
-	}))
-	t.Cleanup(f.Close)
-	return f
+	fake := gatewaytest.NewServer()
+	t.Cleanup(fake.Close)
+	fake.RequireToken(token)
+	return fake
 }
 
-func atoi(s string) int {
-	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 500
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
+// holdStream scripts the next request to path as a server-sent event stream
+// of two events that the provider holds after the first until the returned
+// gate is released.
+func holdStream(fake *gatewaytest.Server, path string) *gatewaytest.StreamGate {
+	fake.Script(path, gatewaytest.Response{Events: []string{`{"n":1}`, `{"n":2}`}})
+	return fake.HoldStream(path, 1)
 }
 
-// next returns the next request the fake received.
-func (f *fakeProvider) next(t *testing.T) received {
+const (
+	firstEvent = "data: {\"n\":1}\n"
+	restEvents = "data: {\"n\":2}\n\ndata: [DONE]\n\n"
+)
+
+// waitHeld waits until the provider holds the stream behind gate.
+func waitHeld(t *testing.T, gate *gatewaytest.StreamGate) {
 	t.Helper()
 	select {
-	case r := <-f.got:
-		return r
+	case <-gate.Held():
 	case <-time.After(waitLimit):
-		t.Fatal("the fake provider received no request")
-		return received{}
+		t.Fatal("the provider's stream never reached its gate")
 	}
+}
+
+// received is what the provider saw of one request.
+type received struct {
+	Method, Path, RawQuery string
+	Authorization          string
+	GatewayHeaders         []string // x-gateway-* headers that reached the provider
+	Body                   string
+}
+
+// lastReceived returns the last request the provider received.
+func lastReceived(t *testing.T, fake *gatewaytest.Server) received {
+	t.Helper()
+	reqs := fake.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the provider received no request")
+	}
+	r := reqs[len(reqs)-1]
+	got := received{Method: r.Method, Path: r.Path, RawQuery: r.RawQuery, Authorization: r.Header.Get("Authorization"), Body: string(r.Body)}
+	for name := range r.Header {
+		if strings.HasPrefix(strings.ToLower(name), "x-gateway-") {
+			got.GatewayHeaders = append(got.GatewayHeaders, name)
+		}
+	}
+	return got
 }
 
 // proc is the server binary running under test.
@@ -355,7 +330,7 @@ const configTemplate = `{
   ],
   "virtual_keys": [
     {"slug": "fake", "provider": "openai", "api_key": "${E2E_UPSTREAM_KEY}",
-     "base_url": "${E2E_FAKE_URL}/v1", "workspace_id": "ws-1"}
+     "base_url": "${E2E_FAKE_URL}", "workspace_id": "ws-1"}
   ],
   "configs": [
     {"id": "pc-fake", "workspace_id": "ws-1", "config": {"virtual_key": "fake"}}
@@ -388,8 +363,8 @@ func TestServerBinary(t *testing.T) {
 	bin := buildServer(t)
 
 	t.Run("config file", func(t *testing.T) {
-		fake := newFakeProvider(t)
 		gwKey, hashedKey, upKey := secret("gw-e2e-"), secret("gw-hashed-"), secret("sk-up-")
+		fake := newProvider(t, upKey)
 		cfg := writeConfig(t, hashedKey)
 		p := startProc(t, bin, []string{"E2E_GATEWAY_KEY=" + gwKey, "E2E_UPSTREAM_KEY=" + upKey, "E2E_FAKE_URL=" + fake.URL},
 			"-addr", "127.0.0.1:0", "-config", cfg)
@@ -426,20 +401,29 @@ func TestServerBinary(t *testing.T) {
 		})
 
 		t.Run("passes requests through unchanged", func(t *testing.T) {
+			viaVK := map[string]string{"x-gateway-virtual-key": "fake"}
 			for _, tc := range []struct {
-				name       string
-				key        string
-				hdr        map[string]string
-				path       string
-				wantStatus int
-				wantKeyID  string
+				name   string
+				key    string
+				hdr    map[string]string
+				path   string
+				script *gatewaytest.Response // nil: the provider's own answer
+				keyID  string
 			}{
-				{"virtual key", gwKey, map[string]string{"x-gateway-virtual-key": "fake"}, "/v1/chat/completions?trace=1", 200, "key-e2e"},
-				{"saved config", gwKey, map[string]string{"x-gateway-config": "pc-fake"}, "/v1/chat/completions", 200, "key-e2e"},
-				{"key given as sha256", hashedKey, map[string]string{"x-gateway-virtual-key": "fake"}, "/v1/chat/completions", 200, "key-hashed"},
-				{"provider error status", gwKey, map[string]string{"x-gateway-virtual-key": "fake"}, "/v1/status/429", 429, "key-e2e"},
+				{"virtual key", gwKey, viaVK, "/v1/chat/completions?trace=1",
+					&gatewaytest.Response{Status: 201, Header: http.Header{"X-Fake-Upstream": {"chat"}, "Openai-Processing-Ms": {"12"}},
+						Body: `{"id":"chatcmpl-fixed","object":"chat.completion","choices":[]}`}, "key-e2e"},
+				{"provider error status", gwKey, viaVK, "/v1/chat/completions",
+					&gatewaytest.Response{Status: 429, Header: http.Header{"Retry-After": {"7"}},
+						Body: `{"error":{"message":"slow down","type":"requests","param":null,"code":"rate_limit_exceeded"}}`}, "key-e2e"},
+				{"saved config", gwKey, map[string]string{"x-gateway-config": "pc-fake"}, "/v1/chat/completions", nil, "key-e2e"},
+				{"key given as sha256", hashedKey, viaVK, "/v1/chat/completions", nil, "key-hashed"},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
+					path, query, _ := strings.Cut(tc.path, "?")
+					if tc.script != nil {
+						fake.Script(path, *tc.script)
+					}
 					hdr := map[string]string{"x-gateway-api-key": tc.key, "Content-Type": "application/json", "Authorization": "Bearer caller-token"}
 					for k, v := range tc.hdr {
 						hdr[k] = v
@@ -448,68 +432,71 @@ func TestServerBinary(t *testing.T) {
 					res := call(t, "POST", base+tc.path, reqBody, hdr)
 					body := readAll(t, res)
 
-					// Compare with what the fake answers when asked directly.
-					direct, err := http.Post(fake.URL+strings.Split(tc.path, "?")[0], "application/json", strings.NewReader(reqBody))
-					if err != nil {
-						t.Fatal(err)
-					}
-					directBody := readAll(t, direct)
-					viaGateway := fake.next(t)
-					fake.next(t) // the direct call
-					if res.StatusCode != tc.wantStatus || res.StatusCode != direct.StatusCode {
-						t.Errorf("status %d, want %d (as the provider answered)", res.StatusCode, direct.StatusCode)
-					}
-					if body != directBody {
-						t.Errorf("body %q, want the provider's %q", body, directBody)
-					}
-					for _, h := range []string{"Content-Type", "X-Fake-Upstream", "Openai-Processing-Ms", "Retry-After"} {
-						if got, want := res.Header.Get(h), direct.Header.Get(h); got != want {
-							t.Errorf("header %s = %q, want the provider's %q", h, got, want)
+					wantStatus := http.StatusOK
+					if tc.script != nil {
+						wantStatus = tc.script.Status
+						if body != tc.script.Body {
+							t.Errorf("body %q, want the provider's %q", body, tc.script.Body)
 						}
+						for h, v := range tc.script.Header {
+							if got := res.Header.Values(h); !cmp.Equal(got, v) {
+								t.Errorf("header %s = %q, want the provider's %q", h, got, v)
+							}
+						}
+					} else {
+						var c struct {
+							Object  string
+							Choices []struct{ Message struct{ Content string } }
+						}
+						if err := json.Unmarshal([]byte(body), &c); err != nil || c.Object != "chat.completion" || len(c.Choices) != 1 ||
+							c.Choices[0].Message.Content != gatewaytest.CompletionText("hello") {
+							t.Errorf("body %s, want the provider's chat completion of \"hello\"", body)
+						}
+					}
+					if res.StatusCode != wantStatus {
+						t.Errorf("status %d, want the provider's %d", res.StatusCode, wantStatus)
 					}
 					trace := res.Header.Get("x-gateway-trace-id")
 					if trace == "" {
 						t.Error("no x-gateway-trace-id on the response")
 					}
 
-					wantGot := received{Method: "POST", Path: strings.Split(tc.path, "?")[0], Authorization: "Bearer " + upKey, Body: reqBody}
-					if _, q, ok := strings.Cut(tc.path, "?"); ok {
-						wantGot.Query = q
-					}
-					if diff := cmp.Diff(wantGot, viaGateway); diff != "" {
+					want := received{Method: "POST", Path: path, RawQuery: query, Authorization: "Bearer " + upKey, Body: reqBody}
+					if diff := cmp.Diff(want, lastReceived(t, fake)); diff != "" {
 						t.Errorf("the provider received (-want +got):\n%s", diff)
 					}
 
 					rec := logFor(t, p.stdout, p.done, trace)
-					want := logRecord{Msg: "request", TraceID: trace, KeyID: tc.wantKeyID, WorkspaceID: "ws-1", Provider: "openai",
-						Method: "POST", Path: strings.Split(tc.path, "?")[0], Status: tc.wantStatus}
-					if diff := cmp.Diff(want, rec); diff != "" {
+					wantRec := logRecord{Msg: "request", TraceID: trace, KeyID: tc.keyID, WorkspaceID: "ws-1", Provider: "openai",
+						Method: "POST", Path: path, Status: wantStatus}
+					if diff := cmp.Diff(wantRec, rec); diff != "" {
 						t.Errorf("request log line (-want +got):\n%s", diff)
 					}
 				})
 			}
 		})
 
+		streamHdr := map[string]string{"x-gateway-api-key": gwKey, "x-gateway-virtual-key": "fake"}
+		const streamBody = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}],"stream":true}`
+
 		t.Run("streams server-sent events as they come", func(t *testing.T) {
-			res := call(t, "POST", base+"/v1/stream", `{"stream":true}`, map[string]string{"x-gateway-api-key": gwKey, "x-gateway-virtual-key": "fake"})
+			gate := holdStream(fake, "/v1/chat/completions")
+			res := call(t, "POST", base+"/v1/chat/completions", streamBody, streamHdr)
 			defer res.Body.Close()
-			fake.next(t)
 			if ct := res.Header.Get("Content-Type"); res.StatusCode != 200 || ct != "text/event-stream" {
 				t.Fatalf("got %d %q, want 200 text/event-stream", res.StatusCode, ct)
 			}
+			waitHeld(t, gate)
 			br := bufio.NewReader(res.Body)
 			// The first event arrives while the provider still holds the
 			// stream open, so the gateway did not buffer it.
-			if ev := readEvent(t, br); ev != "data: {\"n\":1}\n" {
-				t.Errorf("first event %q", ev)
+			if ev := readEvent(t, br); ev != firstEvent {
+				t.Errorf("first event %q, want %q", ev, firstEvent)
 			}
-			fake.gate <- struct{}{}
+			gate.Release()
 			rest, err := io.ReadAll(br)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(rest) != "data: {\"n\":2}\n\ndata: [DONE]\n\n" {
-				t.Errorf("rest of the stream %q", rest)
+			if err != nil || string(rest) != restEvents {
+				t.Errorf("rest of the stream %q, %v; want %q", rest, err, restEvents)
 			}
 			rec := logFor(t, p.stdout, p.done, res.Header.Get("x-gateway-trace-id"))
 			if rec.Status != 200 || rec.Aborted {
@@ -518,15 +505,18 @@ func TestServerBinary(t *testing.T) {
 		})
 
 		t.Run("SIGTERM lets a held stream finish and exits 0", func(t *testing.T) {
-			res := call(t, "POST", base+"/v1/stream", `{"stream":true}`, map[string]string{"x-gateway-api-key": gwKey, "x-gateway-virtual-key": "fake"})
+			gate := holdStream(fake, "/v1/chat/completions")
+			res := call(t, "POST", base+"/v1/chat/completions", streamBody, streamHdr)
 			defer res.Body.Close()
-			fake.next(t)
+			waitHeld(t, gate)
 			br := bufio.NewReader(res.Body)
 			readEvent(t, br)
 			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
 			p.stderr.wait(t, "shutdown message", p.done, func(s string) bool { return strings.HasPrefix(s, "gateway: shutting down") })
+			// The listener is closed by now: new connections are refused
+			// while the stream goes on.
 			fresh := &http.Client{Transport: &http.Transport{}}
 			if res, err := fresh.Get(base + "/v1/models"); err == nil {
 				res.Body.Close()
@@ -537,10 +527,10 @@ func TestServerBinary(t *testing.T) {
 				t.Fatalf("the server exited while a stream was in flight; stderr:\n%s", p.stderr)
 			default:
 			}
-			fake.gate <- struct{}{}
+			gate.Release()
 			rest, err := io.ReadAll(br)
-			if err != nil || string(rest) != "data: {\"n\":2}\n\ndata: [DONE]\n\n" {
-				t.Errorf("rest of the stream %q, %v; want the last events and a clean end", rest, err)
+			if err != nil || string(rest) != restEvents {
+				t.Errorf("rest of the stream %q, %v; want %q and a clean end", rest, err, restEvents)
 			}
 			if code := p.exit(t); code != 0 {
 				t.Errorf("exit code %d, want 0; stderr:\n%s", code, p.stderr)
@@ -548,9 +538,6 @@ func TestServerBinary(t *testing.T) {
 			rec := logFor(t, p.stdout, p.done, res.Header.Get("x-gateway-trace-id"))
 			if rec.Status != 200 || rec.Aborted {
 				t.Errorf("log line: status %d aborted %v, want 200 and not aborted", rec.Status, rec.Aborted)
-			}
-			if _, err := http.Get(base + "/v1/models"); err == nil {
-				t.Error("the server still answers after exiting")
 			}
 		})
 
@@ -747,16 +734,19 @@ func TestRunShutdown(t *testing.T) {
 		{"zero grace cuts the stream", "0s", false, "gateway: grace period expired"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake := newFakeProvider(t)
+			fake := newProvider(t, "sk-shutdown")
+			gate := holdStream(fake, "/v1/chat/completions")
 			cfg := filepath.Join(t.TempDir(), "gateway.json")
-			data := fmt.Sprintf(`{"api_keys": [{"id": "k", "key": "gw-shutdown"}], "virtual_keys": [{"slug": "fake", "provider": "openai", "base_url": %q}]}`, fake.URL+"/v1")
+			data := fmt.Sprintf(`{"api_keys": [{"id": "k", "key": "gw-shutdown"}],
+				"virtual_keys": [{"slug": "fake", "provider": "openai", "api_key": "sk-shutdown", "base_url": %q}]}`, fake.URL)
 			if err := os.WriteFile(cfg, []byte(data), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			base, stdout, stderr, stop := runServer(t, "-config", cfg, "-grace", tc.grace)
-			res := call(t, "POST", base+"/v1/stream", "{}", map[string]string{"x-gateway-api-key": "gw-shutdown", "x-gateway-virtual-key": "fake"})
+			res := call(t, "POST", base+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`,
+				map[string]string{"x-gateway-api-key": "gw-shutdown", "x-gateway-virtual-key": "fake"})
 			defer res.Body.Close()
-			fake.next(t)
+			waitHeld(t, gate)
 			br := bufio.NewReader(res.Body)
 			readEvent(t, br)
 
@@ -771,10 +761,10 @@ func TestRunShutdown(t *testing.T) {
 				t.Errorf("a new request got %d during the shutdown, want a refused connection", res.StatusCode)
 			}
 			if tc.complete {
-				fake.gate <- struct{}{}
+				gate.Release()
 			}
 			rest, err := io.ReadAll(br)
-			if got := err == nil && string(rest) == "data: {\"n\":2}\n\ndata: [DONE]\n\n"; got != tc.complete {
+			if got := err == nil && string(rest) == restEvents; got != tc.complete {
 				t.Errorf("rest of the stream %q, %v; want complete = %v", rest, err, tc.complete)
 			}
 			if err := <-stopped; err != nil {
