@@ -160,13 +160,12 @@ func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions
 }
 
 func (g *Gateway) savedConfig(ctx context.Context, id Identity, ref string) (*Config, error) {
-	unknown := badRequest(CodeUnknownConfig, HeaderConfig, "unknown config "+quoteShort(ref))
 	if g.opts.Configs == nil {
-		return nil, unknown
+		return nil, unknownConfig(ref)
 	}
 	sc, err := g.opts.Configs.Config(ctx, ref)
 	if errors.Is(err, ErrNotFound) {
-		return nil, unknown
+		return nil, unknownConfig(ref)
 	} else if err != nil {
 		return nil, err
 	}
@@ -175,6 +174,12 @@ func (g *Gateway) savedConfig(ctx context.Context, id Identity, ref string) (*Co
 			Message: "config " + quoteShort(ref) + " belongs to another workspace"}
 	}
 	return g.savedConfigs.parse(sc)
+}
+
+// unknownConfig is built only when needed: a hot request with a known id
+// allocates nothing to find its config.
+func unknownConfig(ref string) error {
+	return badRequest(CodeUnknownConfig, HeaderConfig, "unknown config "+quoteShort(ref))
 }
 
 // inherited holds what a config node passes down to its targets.
