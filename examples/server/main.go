@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/bedrock"
 )
 
 func main() {
@@ -199,9 +200,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // built-in ones, by slug.
 func providers() map[string]gateway.Provider {
 	return map[string]gateway.Provider{
-		// Extra provider kinds are registered here. The Bedrock provider
-		// (module github.com/modelgateway/gateway/bedrock) goes here as
-		// "bedrock".
+		// Extra provider kinds are registered here, beside the built-in
+		// ones. Bedrock lives in its own module so that the core does not
+		// depend on the AWS SDK.
+		gateway.ProviderBedrock: bedrock.New(bedrock.Options{}),
 	}
 }
 
