@@ -229,9 +229,9 @@ func (x *run) cached(l *attemptLoop) outcome {
 	// touches the state of the caller who happened to start it.
 	fctx := context.WithValue(context.WithoutCancel(ctx), stateKey{}, (*requestState)(nil))
 	fl := *l
-	fl.detached, fl.moveOn = true, nil
+	fl.detached, fl.moveOn, fl.r = true, nil, x.r.Clone(fctx)
 	ch := x.g.cache.fills.DoChan(status+key, func() (any, error) {
-		return x.g.fill(fctx, x.r, &fl, key, ttl), nil
+		return x.g.fill(fctx, &fl, key, ttl), nil
 	})
 	select {
 	case <-ctx.Done():
@@ -253,13 +253,14 @@ func (x *run) cached(l *attemptLoop) outcome {
 }
 
 // fill makes a shared cache fill's attempts into memory and stores a
-// complete 200 answer. It runs on a goroutine of singleflight's, bounded
-// by cacheFillTimeout rather than by any caller.
-func (g *Gateway) fill(ctx context.Context, in *http.Request, l *attemptLoop, key string, ttl time.Duration) (fr *fillResult) {
+// complete 200 answer; l.r is a clone of the request of the caller who
+// started it. It runs on a goroutine of singleflight's, bounded by
+// cacheFillTimeout rather than by any caller.
+func (g *Gateway) fill(ctx context.Context, l *attemptLoop, key string, ttl time.Duration) (fr *fillResult) {
 	ctx, cancel := context.WithTimeoutCause(ctx, cacheFillTimeout, errors.New("gateway: cache fill timed out"))
 	defer cancel()
 	rec := &fillRecorder{header: make(http.Header), limit: g.opts.MaxBodyBytes}
-	l.w, l.r = rec, in.Clone(ctx)
+	l.w, l.r = rec, l.r.WithContext(ctx)
 	defer func() {
 		if p := recover(); p != nil {
 			// The provider's answer broke off (http.ErrAbortHandler from

@@ -138,7 +138,14 @@ func (x *run) readBody(mustRead bool) bool {
 	if x.r.ContentLength <= limit {
 		b, err := io.ReadAll(io.LimitReader(x.r.Body, limit+1))
 		if err != nil {
-			WriteError(x.w, x.r, errors.Join(ErrUpstreamUnreachable, err))
+			var mbe *http.MaxBytesError
+			switch {
+			case errors.As(err, &mbe):
+				WriteError(x.w, x.r, err)
+			case x.r.Context().Err() == nil:
+				WriteError(x.w, x.r, &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest,
+					Message: "the request body could not be read", Err: err})
+			}
 			return false
 		}
 		if int64(len(b)) <= limit {
