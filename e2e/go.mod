@@ -9,8 +9,12 @@ require (
 )
 
 require (
+	github.com/aws/aws-sdk-go-v2 v1.47.7 // indirect
+	github.com/aws/smithy-go v1.28.8 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	github.com/modelgateway/gateway/bedrock v0.0.0-00010101000000-000000000000 // indirect
+	github.com/modelgateway/gateway/examples v0.0.0 // indirect
 	github.com/tidwall/gjson v1.19.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
@@ -19,3 +23,10 @@ require (
 )
 
 replace github.com/modelgateway/gateway => ../
+
+replace (
+	github.com/modelgateway/gateway/bedrock => ../bedrock
+	github.com/modelgateway/gateway/examples => ../examples
+)
+
+tool github.com/modelgateway/gateway/examples/server
