@@ -205,11 +205,14 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET "+p+"/files", g.serveFiles)
 	g.mux.HandleFunc(p+"/policies/rate-limits", g.servePolicies)
 	g.mux.HandleFunc(p+"/policies/rate-limits/{id}", g.servePolicies)
+	g.mux.HandleFunc(p+"/policies/rate-limits/", g.notFound) // the control plane's namespace is never passed through
 	g.mux.HandleFunc(p+"/", g.passThrough)
-	g.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
-			Message: "no route for " + r.Method + " " + r.URL.Path})
-	})
+	g.mux.HandleFunc("/", g.notFound)
+}
+
+func (g *Gateway) notFound(w http.ResponseWriter, r *http.Request) {
+	WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+		Message: "no route for " + r.Method + " " + r.URL.Path})
 }
 
 // ServeHTTP runs the whole pipeline: trace id, gateway key, headers, then
