@@ -25,18 +25,6 @@ type planNode struct {
 	target        *Target // non-nil on leaves only
 }
 
-// leaves returns the leaves under n in order.
-func (n *planNode) leaves() []*Target {
-	if n.target != nil {
-		return []*Target{n.target}
-	}
-	var out []*Target
-	for _, c := range n.children {
-		out = append(out, c.leaves()...)
-	}
-	return out
-}
-
 // selectPlan applies the provider-selection rules to the request: exactly
 // one of config, virtual key, custom host + provider, provider + token.
 func (g *Gateway) selectPlan(ctx context.Context, id Identity, o *RequestOptions) (*planNode, error) {
