@@ -7,6 +7,8 @@ require (
 	github.com/modelgateway/gateway v0.0.0
 )
 
+require golang.org/x/sync v0.22.0 // indirect
+
 require (
 	github.com/aws/aws-sdk-go-v2 v1.47.7
 	github.com/aws/smithy-go v1.28.8 // indirect
