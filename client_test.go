@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/modelgateway/gateway/gatewaytest"
 )
 
 // typedCaller selects the coreEnv's virtual key with its member key.
@@ -320,4 +322,87 @@ func typedIDs(jobs []FineTuningJob) []string {
 		ids = append(ids, j.ID)
 	}
 	return ids
+}
+
+// TestClientAgainstGatewaytest runs the in-process client against the
+// package's own fake provider: every job state it produces passes
+// FineTuningJob.Validate, and its JSON survives a round trip through the
+// typed values.
+func TestClientAgainstGatewaytest(t *testing.T) {
+	fake := gatewaytest.NewServer()
+	t.Cleanup(fake.Close)
+	store := &MemoryStore{}
+	store.AddAPIKey(APIKey{ID: "key-1", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1"})
+	store.AddVirtualKey(VirtualKey{Slug: "fake", Provider: ProviderOpenAI, APIKey: "sk-fake", BaseURL: fake.URL, WorkspaceID: "ws-1"})
+	gw := New(Options{Keys: store, VirtualKeys: store})
+	t.Cleanup(func() { gw.Close() })
+	caller := Caller{APIKey: coreKey, VirtualKey: "fake"}
+	ctx := context.Background()
+
+	var ids []string
+	for range 6 {
+		ids = append(ids, fake.AddJob(gatewaytest.FineTuningJob{Model: "gpt-4o-mini", TrainingFile: "file-t"}).ID)
+	}
+	steps := map[string][]string{
+		ids[0]: {"queued", "running"},
+		ids[1]: {"queued", "running", "succeeded"},
+		ids[2]: {"failed"},
+		ids[3]: {"queued", "cancelled"},
+		ids[4]: {"queued"},
+	}
+	for id, path := range steps {
+		for _, st := range path {
+			if err := fake.SetJobStatus(id, st); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	statuses := map[string]FineTuningJobStatus{}
+	for j, err := range gw.FineTuningJobs(ctx, 2, caller) {
+		if err != nil {
+			t.Fatalf("listing (every job is validated): %v", err)
+		}
+		statuses[j.ID] = j.Status
+		raw, _ := fake.Job(j.ID)
+		want, _ := json.Marshal(raw)
+		got, _ := json.Marshal(j)
+		typedSameJSON(t, got, want)
+	}
+	want := map[string]FineTuningJobStatus{ids[0]: StatusRunning, ids[1]: StatusSucceeded, ids[2]: StatusFailed,
+		ids[3]: StatusCancelled, ids[4]: StatusQueued, ids[5]: StatusValidatingFiles}
+	if diff := cmp.Diff(want, statuses); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	failed, err := gw.FineTuningJob(ctx, ids[2], caller)
+	if err != nil || failed.Error == nil || failed.Error.Code == "" || failed.Error.Param == nil {
+		t.Errorf("failed job %+v, %v: want its error with code and param", failed, err)
+	}
+
+	fake.AddFile(gatewaytest.File{Filename: "a.jsonl", Purpose: "fine-tune", Bytes: 10})
+	fake.AddFile(gatewaytest.File{Filename: "b.pdf", Purpose: "assistants", Bytes: 20})
+	files, err := gw.ListFiles(ctx, "assistants", caller)
+	if err != nil || len(files.Data) != 1 || files.Data[0].Filename != "b.pdf" {
+		t.Errorf("ListFiles(assistants) = %+v, %v", files, err)
+	}
+
+	gate := fake.HoldStream("/v1/completions", 1)
+	defer gate.Release()
+	var text strings.Builder
+	held := false
+	for c, err := range gw.StreamCompletion(ctx, &CompletionRequest{Model: "gpt-3.5-turbo-instruct", Prompt: TextPrompt("hello there")}, caller) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range c.Choices {
+			text.WriteString(ch.Text)
+		}
+		if !held {
+			<-gate.Held() // the first event arrived while the rest was held
+			gate.Release()
+			held = true
+		}
+	}
+	if got, want := text.String(), gatewaytest.CompletionText("hello there"); got != want {
+		t.Errorf("streamed %q, want %q", got, want)
+	}
 }
