@@ -529,7 +529,7 @@ func (x *run) finish(out outcome) {
 	if out.err == nil {
 		out.err = ErrUpstreamUnreachable
 	}
-	x.w.Header().Set(HeaderRetryAttemptCount, strconv.Itoa(x.retries))
+	setHeader(x.w.Header(), HeaderRetryAttemptCount, strconv.Itoa(x.retries))
 	WriteError(x.w, x.r, out.err)
 }
 
@@ -549,11 +549,11 @@ func (x *run) writeHeld(h *heldResponse, cacheStatus string) {
 }
 
 func (x *run) gatewayHeaders(h http.Header, t *Target, cacheStatus string) {
-	h.Set(HeaderProvider, t.Provider)
-	h.Set(HeaderCacheStatus, cacheStatus)
-	h.Set(HeaderRetryAttemptCount, strconv.Itoa(x.retries))
+	setHeader(h, HeaderProvider, t.Provider)
+	setHeader(h, HeaderCacheStatus, cacheStatus)
+	setHeader(h, HeaderRetryAttemptCount, strconv.Itoa(x.retries))
 	if t.Index != "" {
-		h.Set(HeaderLastUsedOptionIndex, t.Index)
+		setHeader(h, HeaderLastUsedOptionIndex, t.Index)
 	}
 }
 

@@ -48,7 +48,9 @@ var canonicalHeaders = func() map[string]string {
 		HeaderTraceID, HeaderMetadata, HeaderCacheForceRefresh, HeaderCacheNamespace, HeaderRequestTimeout,
 		HeaderForwardHeaders, HeaderHostAResourceName, HeaderHostADeploymentID, HeaderHostAAPIVersion,
 		HeaderHostAModelName, HeaderHostBProjectID, HeaderHostBRegion, HeaderHostCAccessKeyID, HeaderHostCSecretKey,
-		HeaderHostCSessionToken, HeaderHostCRegion} {
+		HeaderHostCSessionToken, HeaderHostCRegion, HeaderCacheStatus, HeaderRetryAttemptCount,
+		HeaderLastUsedOptionIndex, HeaderRateLimitRequests, HeaderRateLimitRemainingRequests,
+		HeaderRateLimitTokens, HeaderRateLimitRemainingTokens} {
 		m[n] = textproto.CanonicalMIMEHeaderKey(n)
 	}
 	return m
@@ -60,6 +62,16 @@ func headerValues(h http.Header, name string) []string {
 		return h[c]
 	}
 	return h.Values(name)
+}
+
+// setHeader sets the gateway header name in h, without canonicalizing the
+// name on every call.
+func setHeader(h http.Header, name, value string) {
+	if c, ok := canonicalHeaders[name]; ok {
+		h[c] = []string{value}
+		return
+	}
+	h.Set(name, value)
 }
 
 // headerValue returns the first value of the gateway header name.
@@ -324,34 +336,87 @@ func (st *requestState) parseHeaders(r *http.Request) error {
 	if st.parsed {
 		return nil
 	}
-	opts, err := parseRequestOptions(r.Header, st.identity.Metadata)
-	if err != nil {
+	if err := st.opts.parse(r.Header, st.identity.Metadata); err != nil {
 		return err
 	}
-	st.opts = *opts
 	st.parsed = true
-	st.log.Metadata = opts.Metadata
+	st.log.Metadata = st.opts.Metadata
 	return nil
 }
 
 // parseRequestOptions validates the gateway headers of h. defaults is the
 // key's default metadata, which request metadata overrides key by key.
 func parseRequestOptions(h http.Header, defaults map[string]string) (*RequestOptions, error) {
-	o := &RequestOptions{}
-	for _, name := range []string{HeaderVirtualKey, HeaderProvider, HeaderConfig, HeaderCustomHost,
-		HeaderMetadata, HeaderCacheForceRefresh, HeaderCacheNamespace, HeaderRequestTimeout, HeaderForwardHeaders,
-		HeaderHostAResourceName, HeaderHostADeploymentID, HeaderHostAAPIVersion, HeaderHostAModelName,
-		HeaderHostBProjectID, HeaderHostBRegion,
-		HeaderHostCAccessKeyID, HeaderHostCSecretKey, HeaderHostCSessionToken, HeaderHostCRegion} {
-		if len(headerValues(h, name)) > 1 {
-			return nil, invalidHeader(name, "must be sent once")
+	o := new(RequestOptions)
+	if err := o.parse(h, defaults); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Indexes of the option headers in the array parse collects them in.
+const (
+	hVirtualKey = iota
+	hProvider
+	hConfig
+	hCustomHost
+	hMetadata
+	hCacheForceRefresh
+	hCacheNamespace
+	hRequestTimeout
+	hForwardHeaders
+	hHostAResourceName
+	hHostADeploymentID
+	hHostAAPIVersion
+	hHostAModelName
+	hHostBProjectID
+	hHostBRegion
+	hHostCAccessKeyID
+	hHostCSecretKey
+	hHostCSessionToken
+	hHostCRegion
+	numOptionHeaders
+)
+
+// optionHeaders maps the canonical name of each option header to its index.
+var optionHeaders = func() map[string]int {
+	m := make(map[string]int, numOptionHeaders)
+	for i, n := range optionHeaderNames {
+		m[textproto.CanonicalMIMEHeaderKey(n)] = i
+	}
+	return m
+}()
+
+var optionHeaderNames = [numOptionHeaders]string{HeaderVirtualKey, HeaderProvider, HeaderConfig, HeaderCustomHost,
+	HeaderMetadata, HeaderCacheForceRefresh, HeaderCacheNamespace, HeaderRequestTimeout, HeaderForwardHeaders,
+	HeaderHostAResourceName, HeaderHostADeploymentID, HeaderHostAAPIVersion, HeaderHostAModelName,
+	HeaderHostBProjectID, HeaderHostBRegion,
+	HeaderHostCAccessKeyID, HeaderHostCSecretKey, HeaderHostCSessionToken, HeaderHostCRegion}
+
+// parse reads the option headers of h into o in one pass over h.
+func (o *RequestOptions) parse(h http.Header, defaults map[string]string) error {
+	var vals [numOptionHeaders]string
+	var sent [numOptionHeaders]bool
+	for k, v := range h {
+		if len(k) < len("X-Gateway-") || k[:len("X-Gateway-")] != "X-Gateway-" {
+			continue
+		}
+		i, ok := optionHeaders[k]
+		if !ok {
+			continue
+		}
+		if len(v) > 1 {
+			return invalidHeader(optionHeaderNames[i], "must be sent once")
+		}
+		if len(v) == 1 {
+			vals[i], sent[i] = v[0], true
 		}
 	}
-	get := func(name string) string { return strings.TrimSpace(headerValue(h, name)) }
+	get := func(i int) string { return strings.TrimSpace(vals[i]) }
 
-	md, err := parseMetadata(headerValue(h, HeaderMetadata))
+	md, err := parseMetadata(vals[hMetadata])
 	if err != nil {
-		return nil, err
+		return err
 	}
 	switch {
 	case len(defaults) == 0:
@@ -368,68 +433,80 @@ func parseRequestOptions(h http.Header, defaults map[string]string) (*RequestOpt
 		}
 	}
 
-	if v := get(HeaderCacheForceRefresh); v != "" {
+	if v := get(hCacheForceRefresh); v != "" {
 		switch strings.ToLower(v) {
 		case "true":
 			o.CacheForceRefresh = true
 		case "false":
 		default:
-			return nil, invalidHeader(HeaderCacheForceRefresh, "must be true or false")
+			return invalidHeader(HeaderCacheForceRefresh, "must be true or false")
 		}
 	}
-	if v := headerValue(h, HeaderCacheNamespace); v != "" {
+	if v := vals[hCacheNamespace]; v != "" {
 		if len(v) > maxCacheNamespaceLen || !utf8.ValidString(v) {
-			return nil, invalidHeader(HeaderCacheNamespace, "must be at most 256 characters")
+			return invalidHeader(HeaderCacheNamespace, "must be at most 256 characters")
 		}
 		o.CacheNamespace = v
 	}
-	if v := get(HeaderRequestTimeout); v != "" {
+	if v := get(hRequestTimeout); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || ms <= 0 || ms > int64(24*time.Hour/time.Millisecond) {
-			return nil, invalidHeader(HeaderRequestTimeout, "must be a positive integer number of milliseconds")
+			return invalidHeader(HeaderRequestTimeout, "must be a positive integer number of milliseconds")
 		}
 		o.RequestTimeout = time.Duration(ms) * time.Millisecond
 	}
-	if v := headerValue(h, HeaderForwardHeaders); v != "" {
+	if v := vals[hForwardHeaders]; v != "" {
 		names, err := ParseForwardHeaders(v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		o.ForwardHeaders = names
 	}
 
-	o.Provider = strings.ToLower(get(HeaderProvider))
-	if headerValues(h, HeaderProvider) != nil && o.Provider == "" {
-		return nil, invalidHeader(HeaderProvider, "must not be empty")
+	o.Provider = get(hProvider)
+	if sent[hProvider] && o.Provider == "" {
+		return invalidHeader(HeaderProvider, "must not be empty")
 	}
-	o.VirtualKey = get(HeaderVirtualKey)
-	o.Config = get(HeaderConfig)
-	o.CustomHost = get(HeaderCustomHost)
-	if auth := h.Get("Authorization"); auth != "" {
-		scheme, tok, ok := strings.Cut(auth, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-			return nil, invalidHeader("Authorization", "must be Bearer followed by the provider token")
+	if hasUpper(o.Provider) {
+		o.Provider = strings.ToLower(o.Provider)
+	}
+	o.VirtualKey = get(hVirtualKey)
+	o.Config = get(hConfig)
+	o.CustomHost = get(hCustomHost)
+	if auth := h["Authorization"]; len(auth) > 0 && auth[0] != "" {
+		scheme, tok, ok := strings.Cut(auth[0], " ")
+		if len(auth) > 1 || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+			return invalidHeader("Authorization", "must be Bearer followed by the provider token")
 		}
 		o.Token = strings.TrimSpace(tok)
 	}
 	o.Host = HostSettings{
-		ResourceName:    get(HeaderHostAResourceName),
-		DeploymentID:    get(HeaderHostADeploymentID),
-		APIVersion:      get(HeaderHostAAPIVersion),
-		ModelName:       get(HeaderHostAModelName),
-		ProjectID:       get(HeaderHostBProjectID),
-		Region:          get(HeaderHostBRegion),
-		AccessKeyID:     get(HeaderHostCAccessKeyID),
-		SecretAccessKey: get(HeaderHostCSecretKey),
-		SessionToken:    get(HeaderHostCSessionToken),
+		ResourceName:    get(hHostAResourceName),
+		DeploymentID:    get(hHostADeploymentID),
+		APIVersion:      get(hHostAAPIVersion),
+		ModelName:       get(hHostAModelName),
+		ProjectID:       get(hHostBProjectID),
+		Region:          get(hHostBRegion),
+		AccessKeyID:     get(hHostCAccessKeyID),
+		SecretAccessKey: get(hHostCSecretKey),
+		SessionToken:    get(hHostCSessionToken),
 	}
-	if r := get(HeaderHostCRegion); r != "" {
+	if r := get(hHostCRegion); r != "" {
 		if o.Host.Region != "" && o.Host.Region != r {
-			return nil, invalidHeader(HeaderHostCRegion, "conflicts with "+HeaderHostBRegion)
+			return invalidHeader(HeaderHostCRegion, "conflicts with "+HeaderHostBRegion)
 		}
 		o.Host.Region = r
 	}
-	return o, nil
+	return nil
+}
+
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 // parseMetadata validates x-gateway-metadata: a JSON object of string

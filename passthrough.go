@@ -67,6 +67,7 @@ type attempt struct {
 	timer    *time.Timer
 	timeout  time.Duration
 	held     *heldResponse // the answer retryable dropped, read in full
+	pr       ProxyRequest  // kept here so that rewrite allocates none
 
 	// retryable, when set, is asked whether a response with this status
 	// should be dropped in favour of another attempt.
@@ -140,8 +141,8 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 		h["User-Agent"] = nil // keep Go's default User-Agent out
 	}
 	out.Header = h
-	p := ProxyRequest{In: in, Out: out, Path: a.path, RawPath: a.rawPath, Target: a.target}
-	if err := a.provider.Rewrite(&p); err != nil {
+	a.pr = ProxyRequest{In: in, Out: out, Path: a.path, RawPath: a.rawPath, Target: a.target}
+	if err := a.provider.Rewrite(&a.pr); err != nil {
 		a.err = err
 		out.URL = &url.URL{Scheme: "http", Host: "provider.invalid"}
 	}
@@ -177,11 +178,11 @@ func (g *Gateway) modifyResponse(res *http.Response) error {
 		return errRetryable{res}
 	}
 	h := res.Header
-	h.Set(HeaderProvider, a.target.Provider)
-	h.Set(HeaderCacheStatus, a.cache)
-	h.Set(HeaderRetryAttemptCount, strconv.Itoa(a.index))
+	setHeader(h, HeaderProvider, a.target.Provider)
+	setHeader(h, HeaderCacheStatus, a.cache)
+	setHeader(h, HeaderRetryAttemptCount, strconv.Itoa(a.index))
 	if a.target.Index != "" {
-		h.Set(HeaderLastUsedOptionIndex, a.target.Index)
+		setHeader(h, HeaderLastUsedOptionIndex, a.target.Index)
 	}
 	if st := stateFrom(res.Request.Context()); st != nil {
 		st.log.Status = res.StatusCode

@@ -743,12 +743,12 @@ func (lw *limitWriter) start() {
 	lw.started = true
 	h := lw.Header()
 	if lw.req {
-		h.Set(HeaderRateLimitRequests, strconv.FormatFloat(lw.reqLim, 'f', -1, 64))
-		h.Set(HeaderRateLimitRemainingRequests, strconv.FormatFloat(max(0, math.Floor(lw.reqRem)), 'f', -1, 64))
+		setHeader(h, HeaderRateLimitRequests, strconv.FormatFloat(lw.reqLim, 'f', -1, 64))
+		setHeader(h, HeaderRateLimitRemainingRequests, strconv.FormatFloat(max(0, math.Floor(lw.reqRem)), 'f', -1, 64))
 	}
 	if lw.tok {
-		h.Set(HeaderRateLimitTokens, strconv.FormatFloat(lw.tokLim, 'f', -1, 64))
-		h.Set(HeaderRateLimitRemainingTokens, strconv.FormatFloat(max(0, math.Floor(lw.tokRem)), 'f', -1, 64))
+		setHeader(h, HeaderRateLimitTokens, strconv.FormatFloat(lw.tokLim, 'f', -1, 64))
+		setHeader(h, HeaderRateLimitRemainingTokens, strconv.FormatFloat(max(0, math.Floor(lw.tokRem)), 'f', -1, 64))
 	}
 	if lw.tokens == nil || h.Get(HeaderCacheStatus) == "HIT" {
 		return // a cache hit used no provider tokens

@@ -153,7 +153,7 @@ func (p openAI) Rewrite(pr *ProxyRequest) error {
 	if pr.Target.APIKey != "" {
 		pr.Out.Header.Set("Authorization", "Bearer "+pr.Target.APIKey)
 	}
-	pr.CopyHeaders("OpenAI-Organization", "OpenAI-Project", "OpenAI-Beta")
+	pr.CopyHeaders("Openai-Organization", "Openai-Project", "Openai-Beta")
 	return nil
 }
 
