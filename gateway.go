@@ -20,7 +20,8 @@ import (
 // refuses every request, since it knows no API keys.
 type Options struct {
 	// Prefix is the path under which the gateway serves, e.g. "/v1"; every
-	// path below it is a provider path. Empty means "/v1".
+	// path below it is a provider path. Empty means "/v1"; "/" serves at
+	// the root.
 	Prefix string
 
 	// Keys authenticates gateway API keys. Nil refuses every request.
@@ -47,7 +48,9 @@ type Options struct {
 
 	// Transport sends requests to operator-configured hosts (provider
 	// defaults, virtual keys, saved configs). Nil means
-	// http.DefaultTransport.
+	// http.DefaultTransport. Caller-supplied custom hosts use a clone of it
+	// (of http.DefaultTransport when it is not an *http.Transport) that
+	// dials through the custom-host guard and never through a proxy.
 	Transport http.RoundTripper
 
 	// CustomHostAllow lists custom hosts, as "host" or "host:port" matched
@@ -99,7 +102,7 @@ type Options struct {
 	LogSink LogSink
 
 	// LogBuffer is how many records may wait for a slow LogSink before new
-	// ones are dropped (and counted in Stats). Zero means 4096.
+	// ones are dropped (and counted by DroppedLogs). Zero means 4096.
 	LogBuffer int
 
 	// ErrorLog receives errors the gateway cannot answer with, e.g. a store
