@@ -53,7 +53,8 @@ type CacheOptions struct {
 // as a miss: the request goes to the provider and the caller notices
 // nothing but the latency. A Put that fails is logged and dropped. So an
 // outage of Redis never fails requests; bound what it costs each of them
-// with the client's DialTimeout, ReadTimeout and MaxRetries.
+// with the client's DialTimeout, DialerRetries, ReadTimeout and
+// MaxRetries.
 //
 // A Cache is safe for concurrent use, by any number of goroutines and
 // processes. It holds no state besides the client and never closes it.

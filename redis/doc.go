@@ -11,8 +11,8 @@
 // and the gateway refuses the request with a 500 (it fails closed, so an
 // outage never lifts the limits), while the gateway treats a Cache error
 // as a miss and serves the request from the provider (it fails open).
-// Configure the client's DialTimeout, ReadTimeout and MaxRetries to bound
-// what an outage costs each request.
+// Configure the client's DialTimeout, DialerRetries, ReadTimeout and
+// MaxRetries to bound what an outage costs each request.
 //
 // Security: bucket keys hold policy ids and the values of group-by keys
 // (API key ids, workspace ids, metadata values), never gateway API keys or

@@ -16,10 +16,11 @@ func Example() {
 	client := goredis.NewClient(&goredis.Options{
 		Addr: "127.0.0.1:6379",
 		// Bound what an outage of Redis costs each request.
-		DialTimeout:  200 * time.Millisecond,
-		ReadTimeout:  200 * time.Millisecond,
-		WriteTimeout: 200 * time.Millisecond,
-		MaxRetries:   1,
+		DialTimeout:   200 * time.Millisecond,
+		DialerRetries: 1,
+		ReadTimeout:   200 * time.Millisecond,
+		WriteTimeout:  200 * time.Millisecond,
+		MaxRetries:    1,
 	})
 	defer client.Close()
 

@@ -58,15 +58,15 @@ type LimiterOptions struct {
 // the time the bucket needs to drain completely, so idle buckets vanish
 // on their own and memory stays proportional to the active groups. It
 // works on a single server, a Sentinel setup or a Cluster (one key per
-// call), with Redis 5 or later.
+// call), with Redis 4.0 or later (tested with 7.0).
 //
 // Failures: an error from Redis (unreachable, timeout, a cancelled
 // context) is returned, wrapped, and no decision is made. The gateway
 // then refuses the request with a 500: it fails closed, so that an outage
 // of Redis never lifts the limits. Bound the wait with the client's
-// DialTimeout, ReadTimeout and MaxRetries. A refund or a token charge
-// that fails is logged by the gateway and lost: the bucket then holds
-// slightly more, or less, than was used.
+// DialTimeout, DialerRetries, ReadTimeout and MaxRetries. A refund or a
+// token charge that fails is logged by the gateway and lost: the bucket
+// then holds slightly more, or less, than was used.
 //
 // A Limiter is safe for concurrent use, by any number of goroutines and
 // processes. It holds no state besides the client and never closes it.
@@ -154,7 +154,7 @@ store(u)
 return 0
 `)
 
-// key returns the Redis key of a bucket or cache entry named k.
+// redisKey returns the Redis key of a bucket or cache entry named k.
 func redisKey(prefix, k string) string {
 	if len(k) <= maxRawKey && (k == "" || k[0] != '#') {
 		return prefix + k

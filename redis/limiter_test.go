@@ -296,3 +296,30 @@ func TestNewLimiterNilClientPanics(t *testing.T) {
 	}()
 	gwredis.NewLimiter(nil, gwredis.LimiterOptions{})
 }
+
+// TestLimiterScriptsFlushed: after the server lost its scripts (a restart,
+// a failover, SCRIPT FLUSH), calls load them again and buckets are kept.
+func TestLimiterScriptsFlushed(t *testing.T) {
+	srv := startRedis(t)
+	client := srv.client(t)
+	l := gwredis.NewLimiter(client, gwredis.LimiterOptions{Prefix: srv.prefix})
+	ctx := context.Background()
+	for i, want := range []float64{2, 1} {
+		if err := client.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		d, err := l.Take(ctx, "k", threePerHour, 1)
+		if err != nil || !d.Allowed || d.Remaining < want || d.Remaining > want+0.001 {
+			t.Fatalf("Take %d after SCRIPT FLUSH: %+v, %v; want allowed with about %v left", i+1, d, err, want)
+		}
+	}
+	if err := client.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Charge(ctx, "k", threePerHour, 5); err != nil {
+		t.Fatalf("Charge after SCRIPT FLUSH: %v", err)
+	}
+	if d, err := l.Take(ctx, "k", threePerHour, 0); err != nil || d.Allowed {
+		t.Fatalf("Take after charging past the limit: %+v, %v; want refused", d, err)
+	}
+}
