@@ -74,14 +74,6 @@ func setHeader(h http.Header, name, value string) {
 	h.Set(name, value)
 }
 
-// headerValue returns the first value of the gateway header name.
-func headerValue(h http.Header, name string) string {
-	if v := headerValues(h, name); len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
 // Response headers added by the gateway.
 const (
 	HeaderCacheStatus         = "x-gateway-cache-status"
