@@ -91,7 +91,8 @@ var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[
 const maxPolicyName = 255
 
 // Validate checks the fields of p: a UUID id, a known type, unit and
-// status, a value above zero, and known condition and group keys.
+// status, a value above zero (at least 1 for a requests policy, whose
+// every request costs 1), and known condition and group keys.
 func (p *RateLimitsPolicy) Validate() error {
 	if !uuidRE.MatchString(p.ID) {
 		return errors.New("gateway: policy id must be a UUID")
@@ -117,6 +118,9 @@ func (p *RateLimitsPolicy) check() *Error {
 		return policyInvalid("unit", "policy unit must be rpm, rph or rpd")
 	case !(p.Value > 0) || math.IsInf(p.Value, 0):
 		return policyInvalid("value", "policy value must be a number greater than 0")
+	case p.Type == PolicyRequests && p.Value < 1:
+		// Each request costs 1: below 1 no request could ever be admitted.
+		return policyInvalid("value", "a requests policy's value must be at least 1, since each request costs 1; use a longer unit for fewer requests")
 	}
 	for i, c := range p.Conditions {
 		if !policyKeyValid(c.Key) {
@@ -485,6 +489,9 @@ func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store Pol
 	if unit != "" {
 		p.Unit = unit
 	}
+	if e := p.check(); e != nil {
+		return e // e.g. a requests policy lowered below 1
+	}
 	p.LastUpdatedAt = policyNow()
 	if err := store.PutPolicy(r.Context(), p); err != nil {
 		return err
@@ -572,6 +579,11 @@ type policyHit struct {
 	limit Limit
 }
 
+// maxRetryAfter caps the Retry-After of a refusal. A bucket overdrawn by
+// a huge usage can need longer than a time.Duration holds (a Limiter then
+// answers math.MaxInt64), and the header must stay a positive number.
+const maxRetryAfter = 100 * 365 * 24 * time.Hour
+
 // policyNoop is the completion of a request no policy applied to.
 func policyNoop() {}
 
@@ -618,7 +630,7 @@ func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requ
 			g.errLog.ErrorContext(ctx, "gateway: rate limiter", "policy", h.p.ID, "err", err)
 		} else if !d.Allowed {
 			err = &Error{Status: http.StatusTooManyRequests, Type: h.p.Type, Code: CodeRateLimitExceeded,
-				RetryAfter: d.RetryAfter, Message: "rate limit exceeded: policy " + policyLabel(h.p) +
+				RetryAfter: min(max(d.RetryAfter, time.Second), maxRetryAfter), Message: "rate limit exceeded: policy " + policyLabel(h.p) +
 					" allows " + strconv.FormatFloat(h.p.Value, 'f', -1, 64) + " " + h.p.Type + " per " + policyUnitName(h.p.Unit)}
 			limitHeader, remainingHeader := HeaderRateLimitRequests, HeaderRateLimitRemainingRequests
 			if h.p.Type == PolicyTokens {

@@ -250,6 +250,7 @@ func TestPolicyControlPlaneStatuses(t *testing.T) {
 		{name: "create zero value", key: polAdmin, method: "POST", path: coll, body: strings.Replace(validCreate, `"value":100`, `"value":0`, 1), status: 400, err: invalid("value")},
 		{name: "create negative value", key: polAdmin, method: "POST", path: coll, body: strings.Replace(validCreate, `"value":100`, `"value":-3`, 1), status: 400, err: invalid("value")},
 		{name: "create string value", key: polAdmin, method: "POST", path: coll, body: strings.Replace(validCreate, `"value":100`, `"value":"100"`, 1), status: 400, err: invalid("value")},
+		{name: "create requests below one", key: polAdmin, method: "POST", path: coll, body: strings.Replace(validCreate, `"value":100`, `"value":0.5`, 1), status: 400, err: invalid("value")},
 		{name: "create without value", key: polAdmin, method: "POST", path: coll, body: strings.Replace(validCreate, `,"value":100`, ``, 1), status: 400, err: invalid("value")},
 		{name: "create long name", key: polAdmin, method: "POST", path: coll, body: strings.Replace(validCreate, `"100 RPM per API key"`, `"`+strings.Repeat("n", 256)+`"`, 1), status: 400, err: invalid("name")},
 		{name: "create bad organisation", key: polAdmin, method: "POST", path: coll, body: strings.Replace(validCreate, `"value":100`, `"value":100,"organisation_id":"org-1"`, 1), status: 400, err: invalid("organisation_id")},
@@ -288,6 +289,8 @@ func TestPolicyControlPlaneStatuses(t *testing.T) {
 		{name: "put bad unit", key: polAdmin, method: "PUT", path: one(polIDActive), body: `{"unit":"rpw"}`, status: 400, err: invalid("unit")},
 		{name: "put zero value", key: polAdmin, method: "PUT", path: one(polIDActive), body: `{"value":0}`, status: 400, err: invalid("value")},
 		{name: "put negative value", key: polAdmin, method: "PUT", path: one(polIDActive), body: `{"value":-1}`, status: 400, err: invalid("value")},
+		{name: "put requests value below one", key: polAdmin, method: "PUT", path: one(polIDActive), body: `{"value":0.5}`, status: 400, err: invalid("value")},
+		{name: "put tokens value below one", key: polAdmin, method: "PUT", path: one(polIDArchived), body: `{"value":0.5}`, status: 200},
 		{name: "put null value", key: polAdmin, method: "PUT", path: one(polIDActive), body: `{"value":null}`, status: 400, err: invalid("value")},
 		{name: "put string value", key: polAdmin, method: "PUT", path: one(polIDActive), body: `{"value":"5"}`, status: 400, err: invalid("value")},
 		{name: "put numeric name", key: polAdmin, method: "PUT", path: one(polIDActive), body: `{"name":5}`, status: 400, err: invalid("name")},
@@ -796,6 +799,60 @@ func TestPolicyTokens(t *testing.T) {
 			t.Fatalf("after 101 of 100 tokens: %d, want 429", got[0])
 		}
 	})
+}
+
+// refusingLimiter refuses every Take with the RetryAfter it is given.
+type refusingLimiter struct{ retryAfter time.Duration }
+
+func (l refusingLimiter) Take(context.Context, string, gateway.Limit, float64) (gateway.LimitDecision, error) {
+	return gateway.LimitDecision{RetryAfter: l.retryAfter}, nil
+}
+
+func (refusingLimiter) Charge(context.Context, string, gateway.Limit, float64) error { return nil }
+
+// TestPolicyRetryAfterBounds: every 429 carries Retry-After as whole
+// seconds of at least 1, however long the wait or whatever the Limiter
+// answers.
+func TestPolicyRetryAfterBounds(t *testing.T) {
+	perDay := tokens100
+	perDay.Unit, perDay.Value = "rpd", 1
+	tests := []struct {
+		name    string
+		limiter gateway.Limiter
+		usage   int // total_tokens of the provider's answer
+		atLeast int // seconds
+	}{
+		// 1e12 tokens at 1 per day drain in millions of years, past what
+		// a time.Duration holds.
+		{name: "wait beyond a Duration", usage: 1e12, atLeast: 100 * 365 * 24 * 3600},
+		{name: "limiter says zero", limiter: refusingLimiter{0}, usage: 1, atLeast: 1},
+		{name: "limiter says negative", limiter: refusingLimiter{-time.Hour}, usage: 1, atLeast: 1},
+		{name: "limiter says a few ns", limiter: refusingLimiter{3}, usage: 1, atLeast: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newPolEnv(t, usageJSON(tt.usage), func(o *gateway.Options) {
+				if tt.limiter != nil {
+					o.Limiter = tt.limiter
+				}
+			})
+			e.put(perDay)
+			var res *http.Response
+			for range 2 {
+				if res = e.complete(polMember); res.StatusCode == 429 {
+					break
+				}
+				io.Copy(io.Discard, res.Body)
+			}
+			if res.StatusCode != 429 {
+				t.Fatalf("status %d, want 429", res.StatusCode)
+			}
+			ra := res.Header.Get("Retry-After")
+			if n, err := strconv.ParseInt(ra, 10, 64); err != nil || n < int64(tt.atLeast) {
+				t.Errorf("Retry-After = %q, want whole seconds of at least %d", ra, tt.atLeast)
+			}
+		})
+	}
 }
 
 func polDeref(p *string) string {
