@@ -96,8 +96,9 @@ func (r *CompletionRequest) Streaming() bool { return r.Stream != nil && *r.Stre
 // least 0; temperature 0–2; top_p 0–1; frequency and presence penalties
 // −2 to 2; logit_bias keys token ids and values −100 to 100; stream_options
 // only with stream true; the prompt in one of its four forms. The first
-// violation, in that order of fields, is returned as a 400
-// invalid_request_error *Error whose Param names the field.
+// violation is returned as a 400 invalid_request_error *Error whose Param
+// names the field; fields are checked model, prompt, n, best_of, then the
+// others in alphabetical order.
 func (r *CompletionRequest) Validate() error {
 	if r.Model == "" {
 		return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Code: CodeMissingParameter,
@@ -105,6 +106,13 @@ func (r *CompletionRequest) Validate() error {
 	}
 	if err := r.Prompt.validate(); err != nil {
 		return err
+	}
+	// n before best_of, so that best_of is not blamed for an n out of
+	// bounds.
+	if r.N != nil {
+		if err := intRange("n", *r.N, 1, maxCompletionN); err != nil {
+			return err
+		}
 	}
 	if r.BestOf != nil {
 		if err := intRange("best_of", *r.BestOf, 0, maxCompletionBestOf); err != nil {
@@ -130,11 +138,6 @@ func (r *CompletionRequest) Validate() error {
 	}
 	if r.MaxTokens != nil && *r.MaxTokens < 0 {
 		return invalidValue("max_tokens", fmt.Sprintf("max_tokens must be at least 0, got %d", *r.MaxTokens))
-	}
-	if r.N != nil {
-		if err := intRange("n", *r.N, 1, maxCompletionN); err != nil {
-			return err
-		}
 	}
 	if err := floatRange("presence_penalty", r.PresencePenalty, -2, 2); err != nil {
 		return err

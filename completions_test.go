@@ -61,6 +61,8 @@ func TestCompletionRequestValidate(t *testing.T) {
 		{"best_of equal to n", `,"best_of":2,"n":2`, "best_of"},
 		{"best_of below n", `,"best_of":1,"n":2`, "best_of"},
 		{"best_of with stream", `,"best_of":2,"stream":true`, "best_of"},
+		{"n above beside a valid best_of", `,"best_of":5,"n":129`, "n"},
+		{"n below beside best_of 0", `,"best_of":0,"n":0`, "n"},
 		{"best_of with stream false", `,"best_of":2,"stream":false`, ""},
 		{"logprobs low edge", `,"logprobs":0`, ""},
 		{"logprobs below", `,"logprobs":-1`, "logprobs"},
@@ -318,6 +320,7 @@ func TestServeCompletions(t *testing.T) {
 	}{
 		{"best_of with stream", `{"model":"m","prompt":"p","best_of":2,"stream":true}`, 400, "best_of"},
 		{"n above", `{"model":"m","prompt":"p","n":129}`, 400, "n"},
+		{"n above beside best_of", `{"model":"m","prompt":"p","best_of":5,"n":129}`, 400, "n"},
 		{"missing model", `{"prompt":"p"}`, 400, "model"},
 		{"wrong type", `{"model":"m","temperature":"hot"}`, 400, "temperature"},
 		{"malformed", `{"model":"m",`, 400, "<null>"},
