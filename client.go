@@ -100,8 +100,10 @@ func (o responseHeader) applyCall(c *call) { c.header = o.dst }
 func ResponseHeader(dst *http.Header) CallOption { return responseHeader{dst} }
 
 // ErrInvalidResponse is wrapped by the in-process client's errors when a
-// provider's successful answer does not decode as the resource, or fails
-// its Validate (for example a fine-tuning job with an unknown status).
+// provider's successful answer does not decode as the resource, fails its
+// Validate (for example a fine-tuning job with an unknown status), or is
+// longer than Options.MaxBodyBytes (for a stream: one event longer than
+// that), which bounds the memory a call holds.
 var ErrInvalidResponse = errors.New("gateway: invalid provider response")
 
 type invalidResponse struct{ err error }
@@ -191,7 +193,7 @@ func (g *Gateway) StreamCompletion(ctx context.Context, req *CompletionRequest, 
 		}
 		if !strings.HasPrefix(w.sent.Get("Content-Type"), "text/event-stream") {
 			// The provider answered with one object instead of a stream.
-			yield(decodeCompletion(pr))
+			yield(decodeCompletion(pr, g.opts.MaxBodyBytes))
 			return
 		}
 		for c, err := range readCompletionEvents(pr, g.opts.MaxBodyBytes) {
@@ -207,10 +209,14 @@ var errStreamStopped = errors.New("gateway: the caller stopped reading the strea
 // maxErrorBody bounds how much of an error answer is read.
 const maxErrorBody = 1 << 20
 
-func decodeCompletion(r io.Reader) (*Completion, error) {
-	b, err := io.ReadAll(r)
+// decodeCompletion reads one Completion of at most limit bytes from r.
+func decodeCompletion(r io.Reader, limit int64) (*Completion, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &invalidResponse{errTooLarge(limit)}
 	}
 	var c Completion
 	if err := json.Unmarshal(b, &c); err != nil {
@@ -238,11 +244,13 @@ func noResponse(ctx context.Context, err error) error {
 // Completion in each data field until data: [DONE]. An event whose data is
 // an OpenAI error body is yielded as an *Error; a stream ending without
 // [DONE] yields an error wrapping io.ErrUnexpectedEOF, since it was cut.
+// An event whose data, all its lines together, is longer than maxEvent
+// bytes is an error wrapping ErrInvalidResponse.
 func readCompletionEvents(r io.Reader, maxEvent int64) iter.Seq2[*Completion, error] {
 	return func(yield func(*Completion, error) bool) {
 		sc := bufio.NewScanner(r)
 		max := int(min(maxEvent, 1<<30))
-		sc.Buffer(make([]byte, 0, 64<<10), max)
+		sc.Buffer(make([]byte, 0, min(max, 64<<10)), max)
 		var data []byte
 		dispatch := func() bool {
 			defer func() { data = data[:0] }()
@@ -286,6 +294,10 @@ func readCompletionEvents(r io.Reader, maxEvent int64) iter.Seq2[*Completion, er
 			}
 			if len(data) > 0 {
 				data = append(data, '\n')
+			}
+			if len(data)+len(value) > max {
+				yield(nil, &invalidResponse{fmt.Errorf("gateway: an event is longer than %d bytes", max)})
+				return
 			}
 			data = append(data, value...)
 		}
@@ -404,7 +416,7 @@ func (g *Gateway) newCall(ctx context.Context, method, escapedPath string, q url
 // checked with its Validate.
 func (g *Gateway) do(ctx context.Context, method, path string, q url.Values, body []byte, v interface{ Validate() error }, opts []CallOption) error {
 	cl := g.newCall(ctx, method, path, q, body, "application/json", opts)
-	w := &bufferResponse{header: make(http.Header)}
+	w := &bufferResponse{header: make(http.Header), limit: g.opts.MaxBodyBytes}
 	err := g.serveCall(w, cl.req)
 	if w.status == 0 {
 		return noResponse(ctx, err)
@@ -417,6 +429,9 @@ func (g *Gateway) do(ctx context.Context, method, path string, q url.Values, bod
 	}
 	if w.status < 200 || w.status > 299 {
 		return responseError(w.status, w.sent, w.body.Bytes())
+	}
+	if w.tooLarge {
+		return &invalidResponse{errTooLarge(w.limit)}
 	}
 	if err := json.Unmarshal(w.body.Bytes(), v); err != nil {
 		return &invalidResponse{err}
@@ -492,12 +507,15 @@ func retryAfter(h http.Header) time.Duration {
 }
 
 // bufferResponse is the in-memory ResponseWriter of a call answered with
-// one object.
+// one object. It holds at most limit bytes: a Write past it fails, which
+// ends the call.
 type bufferResponse struct {
-	header http.Header
-	sent   http.Header // header as of WriteHeader
-	status int
-	body   bytes.Buffer
+	header   http.Header
+	sent     http.Header // header as of WriteHeader
+	status   int
+	body     bytes.Buffer
+	limit    int64
+	tooLarge bool // a Write was refused for going past limit
 }
 
 func (w *bufferResponse) Header() http.Header { return w.header }
@@ -512,7 +530,16 @@ func (w *bufferResponse) WriteHeader(code int) {
 
 func (w *bufferResponse) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
+	if int64(w.body.Len())+int64(len(p)) > w.limit {
+		w.tooLarge = true
+		return 0, errTooLarge(w.limit)
+	}
 	return w.body.Write(p)
+}
+
+// errTooLarge is the error of an answer longer than limit bytes.
+func errTooLarge(limit int64) error {
+	return fmt.Errorf("gateway: the answer is longer than %d bytes (Options.MaxBodyBytes)", limit)
 }
 
 // Flush does nothing: the whole answer is read when the call returns.

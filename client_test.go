@@ -406,3 +406,69 @@ func TestClientAgainstGatewaytest(t *testing.T) {
 		t.Errorf("streamed %q, want %q", got, want)
 	}
 }
+
+// TestClientAnswerBounded: the in-process client holds at most
+// Options.MaxBodyBytes of a provider's answer, however much the provider
+// sends; a successful answer over it is an error wrapping
+// ErrInvalidResponse, and the provider sees the call end.
+func TestClientAnswerBounded(t *testing.T) {
+	const limit = 4096
+	pad := strings.Repeat("x", 8<<20) // 8 MiB in one string member
+	ended := make(chan string, 8)
+	up := newCoreUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		defer func() { ended <- r.URL.Path }()
+		switch r.URL.Path {
+		case "/v1/files":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"object":"list","data":[],"pad":"`+pad+`"}`)
+		case "/v1/completions":
+			if strings.Contains(r.URL.RawQuery, "sse") {
+				// One event whose data is split over many short lines.
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, `data: {"id":"c","object":"text_completion","created":1,"model":"m","choices":[],"pad":[`+"\n")
+				for range 1 << 14 {
+					io.WriteString(w, `data: "`+strings.Repeat("x", 512)+`",`+"\n")
+				}
+				io.WriteString(w, "data: \"\"]}\n\ndata: [DONE]\n\n")
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c","object":"text_completion","created":1,"model":"m","choices":[],"pad":"`+pad+`"}`)
+		}
+	})
+	env := newCoreEnv(t, up, func(o *Options) { o.MaxBodyBytes = limit })
+	ctx := context.Background()
+
+	t.Run("one object", func(t *testing.T) {
+		if _, err := env.gw.ListFiles(ctx, "", typedCaller); !errors.Is(err, ErrInvalidResponse) {
+			t.Errorf("ListFiles of an 8 MiB answer: %v, want ErrInvalidResponse", err)
+		}
+		<-ended
+	})
+	t.Run("stream answered with one object", func(t *testing.T) {
+		var errs []error
+		for _, err := range env.gw.StreamCompletion(ctx, &CompletionRequest{Model: "m"}, typedCaller) {
+			errs = append(errs, err)
+		}
+		if len(errs) != 1 || !errors.Is(errs[0], ErrInvalidResponse) {
+			t.Errorf("errors %v, want one wrapping ErrInvalidResponse", errs)
+		}
+		<-ended
+	})
+	t.Run("event of many data lines", func(t *testing.T) {
+		var errs []error
+		for _, err := range env.gw.StreamCompletion(ctx, &CompletionRequest{Model: "m"}, typedCaller, CallHeader("X-Unused", "1"), callQuery("sse")) {
+			errs = append(errs, err)
+		}
+		if len(errs) != 1 || !errors.Is(errs[0], ErrInvalidResponse) {
+			t.Errorf("errors %v, want one wrapping ErrInvalidResponse", errs)
+		}
+		<-ended
+	})
+}
+
+// callQuery is a CallOption that sets the raw query of the call, to tell
+// the fake provider which answer to give.
+type callQuery string
+
+func (q callQuery) applyCall(c *call) { c.req.URL.RawQuery = string(q) }
