@@ -36,6 +36,15 @@ const (
 	// itself; a response still compressed (e.g. through an
 	// Options.Transport that does not decode) and cache hits are not
 	// charged.
+	//
+	// Security: only a response that reports usage.total_tokens is
+	// charged. A streamed OpenAI response reports usage only when the
+	// caller asks for it (stream_options.include_usage), a response in
+	// another shape (e.g. Anthropic's input_tokens and output_tokens, or
+	// usage nested in a Responses API event) reports none this reads, and
+	// a caller that hangs up before the last event is charged nothing. So
+	// a tokens policy bounds cooperating callers; pair it with a requests
+	// policy to bound the others.
 	PolicyTokens = "tokens"
 )
 
@@ -57,6 +66,14 @@ const (
 // GroupBy makes one bucket. A request lacking a group key's value is
 // counted in the bucket of the empty value, so omitting metadata never
 // escapes a limit.
+//
+// Security: api_key and workspace_id come from the gateway key and cannot
+// be forged. organisation_id and metadata.<name> come from the caller's
+// x-gateway-metadata header, which wins over the key's defaults: a caller
+// can leave a condition on them unmet, or spread its requests over many
+// group values. Use them to split the traffic of trusted callers (a
+// backend passing its end users as _user), and api_key or workspace_id to
+// bound untrusted ones.
 //
 // Its JSON form is the RateLimitsPolicy schema of the public API.
 type RateLimitsPolicy struct {
