@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error codes of the typed endpoints, as written in the "code" field of an
@@ -608,10 +609,11 @@ func (u CompletionUsage) MarshalJSON() ([]byte, error) {
 }
 
 // serveCompletions serves POST /completions: the body is read (up to
-// Options.MaxBodyBytes, else 413), decoded and validated (else 400 naming
-// the field), then sent as the caller wrote it to the selected provider,
-// whose answer, streamed or not, comes back unchanged. Other methods get
-// 405 with Allow: POST, since providers serve nothing else there.
+// Options.MaxBodyBytes, else 413), checked (checkCompletionBody, else the
+// lossless decode and Validate: 400 naming the field), then sent as the
+// caller wrote it to the selected provider, whose answer, streamed or not,
+// comes back unchanged. Other methods get 405 with Allow: POST, since
+// providers serve nothing else there.
 func (g *Gateway) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		methodNotAllowed(w, r, http.MethodPost)
@@ -622,19 +624,147 @@ func (g *Gateway) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	var req CompletionRequest
-	if err := decodeBody(body, &req); err != nil {
-		WriteError(w, r, err)
-		return
+	model, ok := checkCompletionBody(body)
+	if !ok {
+		// The full decode is the authority: it names the field at fault,
+		// or accepts what the quick check declined.
+		var req CompletionRequest
+		if err = decodeBody(body, &req); err == nil {
+			err = req.Validate()
+		}
+		model = req.Model
 	}
 	if st := stateFrom(r.Context()); st != nil {
-		st.log.Model = req.Model
+		st.log.Model = model
 	}
-	if err := req.Validate(); err != nil {
+	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
 	g.forward(w, r, body)
+}
+
+// checkCompletionBody is the quick check of a POST /completions body: it
+// reports whether decodeBody and Validate would accept body, and its
+// model, without building the lossless CompletionRequest, which the route
+// does not need since the body is forwarded as sent. It is conservative:
+// ok is true only when the full decode would accept the body
+// (FuzzCheckCompletionBody holds it to that); it is false for every body the full
+// decode refuses, and for rare forms it does not read itself (escaped
+// member names, an escaped model, a member given twice with a value that
+// fails on its first occurrence), which the full decode then settles.
+//
+// Member names match exactly, as in decodeObject: "N" is not "n".
+func checkCompletionBody(body []byte) (model string, ok bool) {
+	if !json.Valid(body) {
+		return "", false
+	}
+	i := skipJSONSpace(body, 0)
+	if i == len(body) || body[i] != '{' {
+		return "", false
+	}
+	var (
+		req                          CompletionRequest
+		n, bestOf, logprobs, maxToks int
+		freq, pres, temp, topP       float64
+		echo, stream                 bool
+		so                           StreamOptions
+	)
+	isNull := func(v []byte) bool { return v[0] == 'n' }
+	// The setters point the request's fields at the locals above, so
+	// that Validate, the one statement of the bounds, reads them.
+	setInt := func(dst **int, v []byte, val *int) bool {
+		if isNull(v) {
+			*dst = nil
+			return true
+		}
+		x, ok := jsonInt(v, strconv.IntSize)
+		*val, *dst = int(x), val
+		return ok
+	}
+	setFloat := func(dst **float64, v []byte, val *float64) bool {
+		if isNull(v) {
+			*dst = nil
+			return true
+		}
+		x, ok := jsonFloat(v)
+		*val, *dst = x, val
+		return ok
+	}
+	setBool := func(dst **bool, v []byte, val *bool) bool {
+		if isNull(v) {
+			*dst = nil
+			return true
+		}
+		*val, *dst = v[0] == 't', val
+		return v[0] == 't' || v[0] == 'f'
+	}
+	ok = eachJSONMember(body[i:], func(key, v []byte) bool {
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false // an escaped name could spell a known one
+		}
+		switch string(key) {
+		case "model":
+			switch {
+			case isNull(v):
+				model = ""
+			case v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
+				// encoding/json would replace invalid UTF-8: the full
+				// decode reads those.
+				model = string(v[1 : len(v)-1])
+			default:
+				return false
+			}
+			req.Model = model
+			return true
+		case "suffix", "user":
+			return isNull(v) || v[0] == '"'
+		case "prompt":
+			return isNull(v) || checkPrompt(v)
+		case "stop":
+			return isNull(v) || checkStop(v)
+		case "logit_bias":
+			return isNull(v) || checkLogitBias(v)
+		case "stream_options":
+			if isNull(v) {
+				req.StreamOptions = nil
+				return true
+			}
+			req.StreamOptions = &so
+			return checkStreamOptions(v)
+		case "n":
+			return setInt(&req.N, v, &n)
+		case "best_of":
+			return setInt(&req.BestOf, v, &bestOf)
+		case "logprobs":
+			return setInt(&req.Logprobs, v, &logprobs)
+		case "max_tokens":
+			return setInt(&req.MaxTokens, v, &maxToks)
+		case "seed":
+			if isNull(v) {
+				return true
+			}
+			_, ok := jsonInt(v, 64)
+			return ok
+		case "frequency_penalty":
+			return setFloat(&req.FrequencyPenalty, v, &freq)
+		case "presence_penalty":
+			return setFloat(&req.PresencePenalty, v, &pres)
+		case "temperature":
+			return setFloat(&req.Temperature, v, &temp)
+		case "top_p":
+			return setFloat(&req.TopP, v, &topP)
+		case "echo":
+			return setBool(&req.Echo, v, &echo)
+		case "stream":
+			return setBool(&req.Stream, v, &stream)
+		}
+		return true // a member the gateway does not check
+	})
+	if !ok || req.Validate() != nil {
+		return "", false
+	}
+	return model, true
 }
 
 // readBody reads the whole request body, at most limit bytes; a longer
@@ -901,4 +1031,219 @@ func encodeObject(v any, extra map[string]json.RawMessage) ([]byte, error) {
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// The helpers below read JSON already checked by json.Valid, so they only
+// find boundaries; none of them is safe on other input.
+
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipJSONString returns the index after the string that starts at b[i].
+func skipJSONString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipJSONValue returns the index after the value that starts at b[i].
+func skipJSONValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipJSONString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipJSONString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
+}
+
+// eachJSONMember calls fn with the name (between its quotes, escapes
+// kept) and the value of each member of the object b, in order, while fn
+// returns true. It reports whether fn always did.
+func eachJSONMember(b []byte, fn func(name, v []byte) bool) bool {
+	i := skipJSONSpace(b, 0) + 1 // past '{'
+	for {
+		i = skipJSONSpace(b, i)
+		if b[i] == ',' {
+			i = skipJSONSpace(b, i+1)
+		}
+		if b[i] == '}' {
+			return true
+		}
+		end := skipJSONString(b, i)
+		name := b[i+1 : end-1]
+		i = skipJSONSpace(b, end) // at ':'
+		i = skipJSONSpace(b, i+1) // at the value
+		end = skipJSONValue(b, i)
+		if !fn(name, b[i:end]) {
+			return false
+		}
+		i = end
+	}
+}
+
+// eachJSONElem calls fn with each element of the array b, in order, while
+// fn returns true. It reports whether fn always did.
+func eachJSONElem(b []byte, fn func(v []byte) bool) bool {
+	i := 1 // past '['
+	for {
+		i = skipJSONSpace(b, i)
+		if b[i] == ',' {
+			i = skipJSONSpace(b, i+1)
+		}
+		if b[i] == ']' {
+			return true
+		}
+		end := skipJSONValue(b, i)
+		if !fn(b[i:end]) {
+			return false
+		}
+		i = end
+	}
+}
+
+// jsonInt reads v as encoding/json reads an integer of the given bit
+// size: digits with an optional minus sign, in range; a fraction or an
+// exponent is not an integer.
+func jsonInt(v []byte, bits int) (int64, bool) {
+	d := v
+	neg := len(d) > 0 && d[0] == '-'
+	if neg {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 19 {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	limit := uint64(1) << (bits - 1)
+	switch {
+	case neg && u <= limit:
+		return int64(-u), true // -limit wraps to the least value exactly
+	case !neg && u < limit:
+		return int64(u), true
+	}
+	return 0, false
+}
+
+// jsonFloat reads v as encoding/json reads a float64.
+func jsonFloat(v []byte) (float64, bool) {
+	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	return f, err == nil
+}
+
+// checkPrompt reports whether v is a prompt Prompt.UnmarshalJSON and
+// Prompt.validate accept: a string, or an array of strings, of integers or
+// of non-empty integer arrays, without null elements.
+func checkPrompt(v []byte) bool {
+	switch v[0] {
+	case '"':
+		return true
+	case '[':
+	default:
+		return false
+	}
+	var first byte
+	return eachJSONElem(v, func(e []byte) bool {
+		if first == 0 {
+			first = e[0]
+			if first == '-' || first >= '0' && first <= '9' {
+				first = '0'
+			}
+		}
+		switch first {
+		case '"':
+			return e[0] == '"'
+		case '0':
+			_, ok := jsonInt(e, strconv.IntSize)
+			return ok
+		case '[':
+			n := 0
+			ok := e[0] == '[' && eachJSONElem(e, func(t []byte) bool {
+				n++
+				_, ok := jsonInt(t, strconv.IntSize)
+				return ok
+			})
+			return ok && n > 0
+		}
+		return false
+	})
+}
+
+// checkStop reports whether v is a stop Stop.UnmarshalJSON and
+// Stop.validate accept: a string, or an array of at most 4 strings.
+func checkStop(v []byte) bool {
+	if v[0] == '"' {
+		return true
+	}
+	n := 0
+	return v[0] == '[' && eachJSONElem(v, func(e []byte) bool {
+		n++
+		return e[0] == '"' && n <= maxStopSequences
+	})
+}
+
+// checkLogitBias reports whether v is a logit_bias validateLogitBias
+// accepts: an object whose names are token ids written plainly and whose
+// values are numbers from -100 to 100.
+func checkLogitBias(v []byte) bool {
+	return v[0] == '{' && eachJSONMember(v, func(name, b []byte) bool {
+		if len(name) == 0 || name[0] == '-' || len(name) > 1 && name[0] == '0' {
+			return false
+		}
+		if _, ok := jsonInt(name, 64); !ok {
+			return false
+		}
+		f, ok := jsonFloat(b)
+		return ok && f >= -maxLogitBias && f <= maxLogitBias
+	})
+}
+
+// checkStreamOptions reports whether v is stream_options StreamOptions
+// decodes: an object whose include_usage and include_obfuscation are
+// booleans or null.
+func checkStreamOptions(v []byte) bool {
+	return v[0] == '{' && eachJSONMember(v, func(name, b []byte) bool {
+		switch string(name) {
+		case "include_usage", "include_obfuscation":
+			return b[0] == 't' || b[0] == 'f' || b[0] == 'n'
+		}
+		return bytes.IndexByte(name, '\\') < 0
+	})
 }

@@ -40,74 +40,78 @@ func typedParam(err error) string {
 	return e.Param
 }
 
+// validateBase is the start of every body of validateCases.
+const validateBase = `"model":"gpt-3.5-turbo-instruct","prompt":"Say this is a test"`
+
+// validateCases are completion requests at and past every bound.
+var validateCases = []struct {
+	name  string
+	extra string // members added to validateBase
+	param string // "" means valid
+}{
+	{"minimal", ``, ""},
+	{"missing model", `,"model":""`, "model"},
+	{"n low edge", `,"n":1`, ""},
+	{"n below", `,"n":0`, "n"},
+	{"n high edge", `,"n":128`, ""},
+	{"n above", `,"n":129`, "n"},
+	{"best_of low edge", `,"best_of":0`, ""},
+	{"best_of below", `,"best_of":-1`, "best_of"},
+	{"best_of high edge", `,"best_of":20`, ""},
+	{"best_of above", `,"best_of":21`, "best_of"},
+	{"best_of greater than n", `,"best_of":3,"n":2`, ""},
+	{"best_of equal to n", `,"best_of":2,"n":2`, "best_of"},
+	{"best_of below n", `,"best_of":1,"n":2`, "best_of"},
+	{"best_of with stream", `,"best_of":2,"stream":true`, "best_of"},
+	{"n above beside a valid best_of", `,"best_of":5,"n":129`, "n"},
+	{"n below beside best_of 0", `,"best_of":0,"n":0`, "n"},
+	{"best_of with stream false", `,"best_of":2,"stream":false`, ""},
+	{"logprobs low edge", `,"logprobs":0`, ""},
+	{"logprobs below", `,"logprobs":-1`, "logprobs"},
+	{"logprobs high edge", `,"logprobs":5`, ""},
+	{"logprobs above", `,"logprobs":6`, "logprobs"},
+	{"stop four", `,"stop":["a","b","c","d"]`, ""},
+	{"stop five", `,"stop":["a","b","c","d","e"]`, "stop"},
+	{"stop string", `,"stop":"\n"`, ""},
+	{"max_tokens edge", `,"max_tokens":0`, ""},
+	{"max_tokens below", `,"max_tokens":-1`, "max_tokens"},
+	{"temperature low edge", `,"temperature":0`, ""},
+	{"temperature below", `,"temperature":-0.01`, "temperature"},
+	{"temperature high edge", `,"temperature":2`, ""},
+	{"temperature above", `,"temperature":2.01`, "temperature"},
+	{"top_p low edge", `,"top_p":0`, ""},
+	{"top_p below", `,"top_p":-0.01`, "top_p"},
+	{"top_p high edge", `,"top_p":1`, ""},
+	{"top_p above", `,"top_p":1.01`, "top_p"},
+	{"frequency_penalty low edge", `,"frequency_penalty":-2`, ""},
+	{"frequency_penalty below", `,"frequency_penalty":-2.01`, "frequency_penalty"},
+	{"frequency_penalty high edge", `,"frequency_penalty":2`, ""},
+	{"frequency_penalty above", `,"frequency_penalty":2.01`, "frequency_penalty"},
+	{"presence_penalty low edge", `,"presence_penalty":-2`, ""},
+	{"presence_penalty below", `,"presence_penalty":-2.01`, "presence_penalty"},
+	{"presence_penalty high edge", `,"presence_penalty":2`, ""},
+	{"presence_penalty above", `,"presence_penalty":2.01`, "presence_penalty"},
+	{"logit_bias low edge", `,"logit_bias":{"50256":-100}`, ""},
+	{"logit_bias below", `,"logit_bias":{"50256":-101}`, "logit_bias"},
+	{"logit_bias high edge", `,"logit_bias":{"50256":100}`, ""},
+	{"logit_bias above", `,"logit_bias":{"50256":101}`, "logit_bias"},
+	{"logit_bias key not a token id", `,"logit_bias":{"hello":1}`, "logit_bias"},
+	{"logit_bias negative key", `,"logit_bias":{"-1":1}`, "logit_bias"},
+	{"stream_options with stream", `,"stream":true,"stream_options":{"include_usage":true}`, ""},
+	{"stream_options without stream", `,"stream_options":{"include_usage":true}`, "stream_options"},
+	{"stream_options with stream false", `,"stream":false,"stream_options":{}`, "stream_options"},
+	{"stream_options null", `,"stream_options":null`, ""},
+	{"nulls everywhere", `,"n":null,"best_of":null,"logprobs":null,"stop":null,"temperature":null,"top_p":null,"seed":null`, ""},
+	{"seed extremes", `,"seed":-9223372036854775808`, ""},
+	{"empty token list", `,"prompt":[[1,2],[]]`, "prompt"},
+	{"token list", `,"prompt":[[1,2],[3]]`, ""},
+}
+
 func TestCompletionRequestValidate(t *testing.T) {
-	base := `"model":"gpt-3.5-turbo-instruct","prompt":"Say this is a test"`
-	tests := []struct {
-		name  string
-		extra string // members added to base
-		param string // "" means valid
-	}{
-		{"minimal", ``, ""},
-		{"missing model", `,"model":""`, "model"},
-		{"n low edge", `,"n":1`, ""},
-		{"n below", `,"n":0`, "n"},
-		{"n high edge", `,"n":128`, ""},
-		{"n above", `,"n":129`, "n"},
-		{"best_of low edge", `,"best_of":0`, ""},
-		{"best_of below", `,"best_of":-1`, "best_of"},
-		{"best_of high edge", `,"best_of":20`, ""},
-		{"best_of above", `,"best_of":21`, "best_of"},
-		{"best_of greater than n", `,"best_of":3,"n":2`, ""},
-		{"best_of equal to n", `,"best_of":2,"n":2`, "best_of"},
-		{"best_of below n", `,"best_of":1,"n":2`, "best_of"},
-		{"best_of with stream", `,"best_of":2,"stream":true`, "best_of"},
-		{"n above beside a valid best_of", `,"best_of":5,"n":129`, "n"},
-		{"n below beside best_of 0", `,"best_of":0,"n":0`, "n"},
-		{"best_of with stream false", `,"best_of":2,"stream":false`, ""},
-		{"logprobs low edge", `,"logprobs":0`, ""},
-		{"logprobs below", `,"logprobs":-1`, "logprobs"},
-		{"logprobs high edge", `,"logprobs":5`, ""},
-		{"logprobs above", `,"logprobs":6`, "logprobs"},
-		{"stop four", `,"stop":["a","b","c","d"]`, ""},
-		{"stop five", `,"stop":["a","b","c","d","e"]`, "stop"},
-		{"stop string", `,"stop":"\n"`, ""},
-		{"max_tokens edge", `,"max_tokens":0`, ""},
-		{"max_tokens below", `,"max_tokens":-1`, "max_tokens"},
-		{"temperature low edge", `,"temperature":0`, ""},
-		{"temperature below", `,"temperature":-0.01`, "temperature"},
-		{"temperature high edge", `,"temperature":2`, ""},
-		{"temperature above", `,"temperature":2.01`, "temperature"},
-		{"top_p low edge", `,"top_p":0`, ""},
-		{"top_p below", `,"top_p":-0.01`, "top_p"},
-		{"top_p high edge", `,"top_p":1`, ""},
-		{"top_p above", `,"top_p":1.01`, "top_p"},
-		{"frequency_penalty low edge", `,"frequency_penalty":-2`, ""},
-		{"frequency_penalty below", `,"frequency_penalty":-2.01`, "frequency_penalty"},
-		{"frequency_penalty high edge", `,"frequency_penalty":2`, ""},
-		{"frequency_penalty above", `,"frequency_penalty":2.01`, "frequency_penalty"},
-		{"presence_penalty low edge", `,"presence_penalty":-2`, ""},
-		{"presence_penalty below", `,"presence_penalty":-2.01`, "presence_penalty"},
-		{"presence_penalty high edge", `,"presence_penalty":2`, ""},
-		{"presence_penalty above", `,"presence_penalty":2.01`, "presence_penalty"},
-		{"logit_bias low edge", `,"logit_bias":{"50256":-100}`, ""},
-		{"logit_bias below", `,"logit_bias":{"50256":-101}`, "logit_bias"},
-		{"logit_bias high edge", `,"logit_bias":{"50256":100}`, ""},
-		{"logit_bias above", `,"logit_bias":{"50256":101}`, "logit_bias"},
-		{"logit_bias key not a token id", `,"logit_bias":{"hello":1}`, "logit_bias"},
-		{"logit_bias negative key", `,"logit_bias":{"-1":1}`, "logit_bias"},
-		{"stream_options with stream", `,"stream":true,"stream_options":{"include_usage":true}`, ""},
-		{"stream_options without stream", `,"stream_options":{"include_usage":true}`, "stream_options"},
-		{"stream_options with stream false", `,"stream":false,"stream_options":{}`, "stream_options"},
-		{"stream_options null", `,"stream_options":null`, ""},
-		{"nulls everywhere", `,"n":null,"best_of":null,"logprobs":null,"stop":null,"temperature":null,"top_p":null,"seed":null`, ""},
-		{"seed extremes", `,"seed":-9223372036854775808`, ""},
-		{"empty token list", `,"prompt":[[1,2],[]]`, "prompt"},
-		{"token list", `,"prompt":[[1,2],[3]]`, ""},
-	}
-	for _, tt := range tests {
+	for _, tt := range validateCases {
 		t.Run(tt.name, func(t *testing.T) {
 			var req CompletionRequest
-			if err := json.Unmarshal([]byte("{"+base+tt.extra+"}"), &req); err != nil {
+			if err := json.Unmarshal([]byte("{"+validateBase+tt.extra+"}"), &req); err != nil {
 				t.Fatalf("decode: %v", err)
 			}
 			err := req.Validate()
@@ -313,6 +317,16 @@ func TestServeCompletions(t *testing.T) {
 		}
 	})
 
+	t.Run("valid request the quick check declines", func(t *testing.T) {
+		body := `{"model":"m","\u006e":2,"logit_bias":{"1":500,"1":1}}` // decided by the lossless decode
+		res := env.do(http.MethodPost, "/v1/completions", strings.NewReader(body), typedHeaders...)
+		io.Copy(io.Discard, res.Body)
+		rec := up.received()
+		if res.StatusCode != http.StatusOK || rec[len(rec)-1].Body != body {
+			t.Errorf("status %d, provider got %q; want 200 and the body byte for byte", res.StatusCode, rec[len(rec)-1].Body)
+		}
+	})
+
 	tests := []struct {
 		name, body string
 		status     int
@@ -321,6 +335,7 @@ func TestServeCompletions(t *testing.T) {
 		{"best_of with stream", `{"model":"m","prompt":"p","best_of":2,"stream":true}`, 400, "best_of"},
 		{"n above", `{"model":"m","prompt":"p","n":129}`, 400, "n"},
 		{"n above beside best_of", `{"model":"m","prompt":"p","best_of":5,"n":129}`, 400, "n"},
+		{"escaped n above", `{"model":"m","prompt":"p","\u006e":129}`, 400, "n"},
 		{"missing model", `{"prompt":"p"}`, 400, "model"},
 		{"wrong type", `{"model":"m","temperature":"hot"}`, 400, "temperature"},
 		{"malformed", `{"model":"m",`, 400, "<null>"},
@@ -435,6 +450,66 @@ func TestServeCompletionsStreamIncremental(t *testing.T) {
 	}
 }
 
+// fullCheck is what POST /completions decides with the lossless decode:
+// whether body is accepted, and its model.
+func fullCheck(body []byte) (string, bool) {
+	var req CompletionRequest
+	err := decodeBody(body, &req)
+	if err == nil {
+		err = req.Validate()
+	}
+	return req.Model, err == nil
+}
+
+// TestCheckCompletionBody: the quick check of the hot route decides like
+// the lossless decode on every bound, every decoding error and the forms a
+// caller writes, so that the route answers alike whichever decides.
+func TestCheckCompletionBody(t *testing.T) {
+	bodies := []string{
+		`{"model":"m"}`, ` { "model" : "m" , "prompt" : [ 1 , -2 ] } `, `{"model":"m","prompt":[]}`,
+		`{"model":"m","prompt":[[1],[2,3]],"stop":[]}`, `{"model":"m","N":500,"Best_Of":-1}`,
+		`{"model":"m","logit_bias":{}}`, `{"model":"m","logit_bias":{"01":1}}`, `{"model":"m","logit_bias":{"9223372036854775808":1}}`,
+		`{"model":"m","n":5,"n":null,"best_of":5}`, `{"model":"m","stream":true,"stream_options":{},"stream_options":null}`,
+		`{"model":"m","stream_options":{"include_usage":"yes"},"stream":true}`, `{"model":"m","stream_options":{"x":[1]},"stream":true}`,
+		`{"model":"m","prompt":[[1],null]}`, `{"model":"m","prompt":[null]}`, `{"model":"m","prompt":[1,"a"]}`, `{"model":"m","prompt":5}`,
+		`{"model":"m","prompt":[9223372036854775807]}`, `{"model":"m","prompt":[9223372036854775808]}`, `{"model":"m","prompt":[1.0]}`,
+		`{"model":"m","seed":-9223372036854775808}`, `{"model":"m","temperature":1e400}`, `{"model":"m","temperature":2e0}`,
+		`{"model":"m","echo":"true"}`, `{"model":"m","user":5}`, `{"model":"m","suffix":null,"user":null}`,
+		`{"model":null}`, `{"model":5}`, `{"model":""}`, `null`, `[]`, `{}`, `{"model":"m"} x`, `{"model":"m","stop":["a",null]}`,
+		`{"model":"m","vendor":{"n":500,"nested":["}",{"]":"\""}]}}`,
+	}
+	for _, c := range validateCases {
+		bodies = append(bodies, "{"+validateBase+c.extra+"}")
+	}
+	for _, b := range bodies {
+		wantModel, want := fullCheck([]byte(b))
+		model, got := checkCompletionBody([]byte(b))
+		if got != want || got && model != wantModel {
+			t.Errorf("%s: quick check (%q, %t), lossless decode (%q, %t)", b, model, got, wantModel, want)
+		}
+	}
+}
+
+// FuzzCheckCompletionBody holds the quick check to never accepting a body
+// the lossless decode refuses, nor reading another model.
+func FuzzCheckCompletionBody(f *testing.F) {
+	for _, c := range validateCases {
+		f.Add([]byte("{" + validateBase + c.extra + "}"))
+	}
+	f.Add([]byte(`{"model":"m","prompt":[[1],[2]],"stop":"x","logit_bias":{"0":-100},"stream":true,"stream_options":{"include_usage":null}}`))
+	f.Add([]byte(`{"model":"m","\u006e":500,"n":1}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		model, ok := checkCompletionBody(body)
+		if !ok {
+			return
+		}
+		wantModel, want := fullCheck(body)
+		if !want || model != wantModel {
+			t.Fatalf("%s: quick check accepted model %q; lossless decode: accepted %t, model %q", body, model, want, wantModel)
+		}
+	})
+}
+
 func FuzzCompletionRequest(f *testing.F) {
 	for _, seed := range []string{
 		`{"model":"m","prompt":"p"}`,
@@ -490,10 +565,11 @@ func FuzzCompletionRequest(f *testing.F) {
 	})
 }
 
-// BenchmarkCompletionRequestDecode measures what POST /completions adds per
-// request (exact-name decoding with Extra, then Validate) against a plain
-// encoding/json decode of the same body into a struct without custom
-// methods, so the figure to read is the ratio.
+// BenchmarkCompletionRequestDecode measures the typed decode (exact-name
+// decoding with Extra, then Validate) and the quick check POST
+// /completions runs, against a plain encoding/json decode of the same
+// body into a struct without custom methods, so the figures to read are
+// the ratios.
 func BenchmarkCompletionRequestDecode(b *testing.B) {
 	body := []byte(`{"model":"gpt-3.5-turbo-instruct","prompt":["Say this is a test","and another"],"max_tokens":64,
 		"temperature":0.7,"top_p":1,"n":2,"best_of":3,"stop":["\n","END"],"logit_bias":{"50256":-100},"user":"user-1234","vendor":{"x":1}}`)
@@ -507,6 +583,17 @@ func BenchmarkCompletionRequestDecode(b *testing.B) {
 			}
 			if err := req.Validate(); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("route check", func(b *testing.B) {
+		// What POST /completions runs: the quick check, which leaves the
+		// lossless decode to bodies it declines.
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, ok := checkCompletionBody(body); !ok {
+				b.Fatal("declined")
 			}
 		}
 	})
