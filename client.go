@@ -350,12 +350,17 @@ func (g *Gateway) ListFineTuningJobs(ctx context.Context, after string, limit in
 // FineTuningJobs yields every fine-tuning job, fetching pages of pageSize
 // jobs (0: the provider's default) with ListFineTuningJobs and following
 // has_more with the last job's id as the cursor. An error is yielded once,
-// as the last value.
+// as the last value; a page that does not move the cursor is an error
+// wrapping ErrInvalidResponse, so a faulty provider cannot make the
+// iteration loop.
 func (g *Gateway) FineTuningJobs(ctx context.Context, pageSize int, opts ...CallOption) iter.Seq2[*FineTuningJob, error] {
 	return func(yield func(*FineTuningJob, error) bool) {
 		after := ""
 		for {
 			page, err := g.ListFineTuningJobs(ctx, after, pageSize, opts...)
+			if err == nil && after != "" && len(page.Data) > 0 && page.Data[len(page.Data)-1].ID == after {
+				err = &invalidResponse{fmt.Errorf("gateway: the page after job %q ends with that job", after)}
+			}
 			if err != nil {
 				yield(nil, err)
 				return

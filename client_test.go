@@ -472,3 +472,27 @@ func TestClientAnswerBounded(t *testing.T) {
 type callQuery string
 
 func (q callQuery) applyCall(c *call) { c.req.URL.RawQuery = string(q) }
+
+// TestFineTuningJobsCursorStuck: a provider that answers has_more with the
+// same last job forever ends the iteration with an error instead of
+// looping on it.
+func TestFineTuningJobsCursorStuck(t *testing.T) {
+	up := newCoreUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"object":"list","data":[%s],"has_more":true}`, jobDocs["queued"])
+	})
+	env := newCoreEnv(t, up, nil)
+	var jobs, errs int
+	for _, err := range env.gw.FineTuningJobs(context.Background(), 1, typedCaller) {
+		if err != nil {
+			errs++
+			continue
+		}
+		if jobs++; jobs > 10 {
+			t.Fatal("the iteration follows a cursor that does not move")
+		}
+	}
+	if jobs != 1 || errs != 1 {
+		t.Errorf("%d jobs and %d errors, want the job once then one error", jobs, errs)
+	}
+}

@@ -92,7 +92,8 @@ const minSweep = 64
 // replicas that must share limits need a shared Limiter.
 type MemoryLimiter struct {
 	// MaxBuckets caps how many buckets are kept at once (about 100 bytes
-	// plus the key each). Zero means 1<<18.
+	// plus the key each). Zero means 1<<18. The cap is kept per shard, so
+	// it is rounded up to a multiple of 64.
 	MaxBuckets int
 
 	// Now returns the current time. Nil means time.Now, which
