@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -342,18 +343,29 @@ func (w *responseRecorder) Flush() {
 // Unwrap returns the underlying ResponseWriter, for http.ResponseController.
 func (w *responseRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// countingBody counts the bytes read from a request body.
+// countingBody counts the bytes read from a request body. Once the body
+// has returned io.EOF it keeps returning io.EOF without reading the
+// underlying body again: http.Transport reads once more past the declared
+// Content-Length to check for extra bytes, and when the provider answered
+// quickly the server may already have closed the body by then (see
+// https://go.dev/issue/40747); that read must not fail the upstream
+// connection and cut the answer being streamed.
 type countingBody struct {
 	rc interface {
 		Read([]byte) (int, error)
 		Close() error
 	}
-	n int64
+	n   int64
+	eof bool
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
+	if b.eof {
+		return 0, io.EOF
+	}
 	n, err := b.rc.Read(p)
 	b.n += int64(n)
+	b.eof = err == io.EOF
 	return n, err
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -421,5 +422,91 @@ func TestLogBufferRing(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"c", "d", "e"}, ids); diff != "" {
 		t.Errorf("kept records (-want +got):\n%s", diff)
+	}
+}
+
+// answerFirst is a provider transport that behaves like http.Transport
+// when a provider answers quickly: it reads the body up to its declared
+// Content-Length and starts the answer, and only then reads the body once
+// more to check that nothing follows; an error on that last read tears down
+// the connection and cuts the answer. It makes that read after the client
+// holds the first event (clientHasFirst), and reports it on read.
+type answerFirst struct {
+	clientHasFirst chan struct{}
+	read           chan bodyRead
+}
+
+type bodyRead struct {
+	n   int64
+	err error
+}
+
+func (a *answerFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	n, err := io.CopyN(io.Discard, req.Body, req.ContentLength)
+	if err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		io.WriteString(pw, "data: {\"n\":1}\n\n")
+		<-a.clientHasFirst
+		m, err := io.Copy(io.Discard, req.Body) // nil err: io.EOF reached
+		a.read <- bodyRead{n + m, err}
+		if err != nil {
+			pw.CloseWithError(err) // what http.Transport does: the connection is closed
+			return
+		}
+		io.WriteString(pw, "data: {\"n\":2}\n\ndata: [DONE]\n\n")
+		pw.Close()
+	}()
+	return &http.Response{StatusCode: 200, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr, ContentLength: -1, Request: req}, nil
+}
+
+// hiddenWriter hides the http.ResponseController methods of the writer it
+// wraps, as some host middlewares do.
+type hiddenWriter struct{ w http.ResponseWriter }
+
+func (h hiddenWriter) Header() http.Header         { return h.w.Header() }
+func (h hiddenWriter) Write(p []byte) (int, error) { return h.w.Write(p) }
+func (h hiddenWriter) WriteHeader(code int)        { h.w.WriteHeader(code) }
+func (h hiddenWriter) Flush()                      { h.w.(http.Flusher).Flush() }
+
+// TestBodyStillReadableOnceAnswerStarted covers https://go.dev/issue/40747:
+// an HTTP/1 server drains and closes a request body when the handler starts
+// its answer, and http.Transport reads the body once more after that. The
+// stream must come through whole, and the provider must get the whole body.
+func TestBodyStillReadableOnceAnswerStarted(t *testing.T) {
+	const size = 64
+	for _, tc := range []struct {
+		name string
+		hide bool // the host wraps the writer without Unwrap
+	}{
+		{name: "gateway mounted as is"},
+		{name: "behind a host wrapper", hide: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &answerFirst{clientHasFirst: make(chan struct{}), read: make(chan bodyRead, 1)}
+			e := newCoreEnv(t, newCoreUpstream(t, nil), func(o *Options) { o.Transport = tr })
+			if tc.hide {
+				e.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					e.gw.ServeHTTP(hiddenWriter{w}, r)
+				})
+			}
+			res := e.do("POST", "/v1/chat/completions", bytes.NewReader(make([]byte, size)), vkHeaders...)
+			br := bufio.NewReader(res.Body)
+			if ev, err := br.ReadString('\n'); err != nil || ev != "data: {\"n\":1}\n" {
+				t.Fatalf("first event %q, %v", ev, err)
+			}
+			close(tr.clientHasFirst)
+			got := <-tr.read
+			if got.err != nil || got.n != size {
+				t.Errorf("the provider read %d bytes of the body, then %v; want %d and io.EOF", got.n, got.err, size)
+			}
+			rest, err := io.ReadAll(br)
+			if err != nil || string(rest) != "\ndata: {\"n\":2}\n\ndata: [DONE]\n\n" {
+				t.Errorf("rest of the stream %q, %v; want the two last events and a clean end", rest, err)
+			}
+		})
 	}
 }
