@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -278,8 +279,32 @@ func TestUsageScanner(t *testing.T) {
 		{name: "completion", body: `{"id":"cmpl-1","object":"text_completion","choices":[{"text":"hi","index":0}],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`, want: 12, found: true},
 		{name: "usage first", body: `{"usage": {"total_tokens": 3, "prompt_tokens": 1}, "id": "x"}`, want: 3, found: true},
 		{name: "pretty", body: "{\n  \"usage\" : {\n    \"total_tokens\" : 42\n  }\n}\n", want: 42, found: true},
-		{name: "nested usage ignored", body: `{"choices":[{"usage":{"total_tokens":9}}],"data":{"usage":{"total_tokens":8}}}`},
-		{name: "total outside usage ignored", body: `{"total_tokens":7,"usage":{"prompt_tokens":1}}`},
+		{name: "usage in an array ignored", body: `{"choices":[{"usage":{"total_tokens":9}}]}`},
+		{name: "usage one object down", body: `{"type":"response.completed","response":{"id":"r","usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}}`, want: 8, found: true},
+		{name: "usage two objects down ignored", body: `{"a":{"b":{"usage":{"total_tokens":8}}}}`},
+		{name: "usage inside usage ignored", body: `{"usage":{"details":{"usage":{"total_tokens":8}}}}`},
+		{name: "total outside usage ignored", body: `{"total_tokens":7,"usage":{"prompt_tokens":1}}`, want: 1, found: true},
+		{name: "prompt and completion without total", body: `{"usage":{"prompt_tokens":4,"completion_tokens":6}}`, want: 10, found: true},
+		{
+			name: "anthropic message",
+			body: `{"id":"msg_1","type":"message","usage":{"input_tokens":10,"cache_creation_input_tokens":2,"cache_read_input_tokens":3,"output_tokens":5}}`,
+			want: 20, found: true,
+		},
+		{
+			name: "anthropic stream", sse: true,
+			body: "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n" +
+				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n" +
+				"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":15}}\n\n" +
+				"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+			want: 40, found: true,
+		},
+		{
+			name: "responses api stream", sse: true,
+			body: "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"usage\":null}}\n\n" +
+				"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n" +
+				"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"usage\":{\"input_tokens\":9,\"input_tokens_details\":{\"cached_tokens\":4},\"output_tokens\":2,\"total_tokens\":11}}}\n\n",
+			want: 11, found: true,
+		},
 		{name: "deeper total ignored", body: `{"usage":{"details":{"total_tokens":7}}}`},
 		{name: "keys in strings", body: `{"text":"\"usage\":{\"total_tokens\":5}","usage":{"total_tokens":6}}`, want: 6, found: true},
 		{name: "string value", body: `{"usage":{"total_tokens":"12"}}`},
@@ -334,6 +359,7 @@ func FuzzUsageScanner(f *testing.F) {
 	f.Add(`{"usage":{"total_tokens":12}}`, false, 3)
 	f.Add("data: {\"usage\":{\"total_tokens\":5}}\n\ndata: [DONE]\n\n", true, 7)
 	f.Add("data: {\"a\":[{\"b\":\"\\\"}\"}]}\r\n\r\n", true, 1)
+	f.Add("data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":25,\"cache_read_input_tokens\":3}}}\n\n", true, 5)
 	f.Fuzz(func(t *testing.T, body string, sse bool, cut int) {
 		whole := usageScanner{sse: sse}
 		whole.write([]byte(body))
@@ -354,5 +380,28 @@ func FuzzUsageScanner(f *testing.F) {
 		if wok && !(w >= 0) {
 			t.Fatalf("negative or NaN total %v", w)
 		}
+		if we, pe := whole.estimate(), parts.estimate(); we != pe || !(we >= 0) {
+			t.Fatalf("estimate whole: %v; in parts of %d: %v", we, cut, pe)
+		}
 	})
+}
+
+// BenchmarkUsageScanner scans a streamed chat completion of 100 chunks and
+// a final usage chunk, as a tokens policy does with every streamed answer.
+func BenchmarkUsageScanner(b *testing.B) {
+	var sb strings.Builder
+	for range 100 {
+		sb.WriteString("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"token\"},\"finish_reason\":null}],\"usage\":null}\n\n")
+	}
+	sb.WriteString("data: {\"id\":\"chatcmpl-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":100,\"total_tokens\":109}}\n\ndata: [DONE]\n\n")
+	stream := []byte(sb.String())
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := usageScanner{sse: true}
+		s.write(stream)
+		if total, ok := s.total(); !ok || total != 109 {
+			b.Fatalf("total %v, %v", total, ok)
+		}
+	}
 }

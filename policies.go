@@ -27,24 +27,29 @@ const (
 	// PolicyRequests counts requests: each admitted request costs 1.
 	PolicyRequests = "requests"
 	// PolicyTokens counts tokens: a request is admitted while its bucket
-	// has tokens left, and is charged the usage.total_tokens of its
-	// response afterwards, read from the top-level usage object of a JSON
-	// body or of the last text/event-stream event carrying one. The body
-	// is read as it passes, in constant memory, and reaches the caller
-	// unchanged. So that it can be read, the caller's Accept-Encoding is
-	// not forwarded and the transport negotiates (and decodes) compression
-	// itself; a response still compressed (e.g. through an
-	// Options.Transport that does not decode) and cache hits are not
+	// has tokens left, and is charged the tokens its response used
+	// afterwards. They are read from the usage object of a JSON body, or
+	// of the text/event-stream events that carry one, at the top level or
+	// one object down (a Responses API event's response.usage, an
+	// Anthropic message_start's message.usage): total_tokens, else
+	// prompt_tokens + completion_tokens, else input_tokens (with Anthropic's
+	// cache_creation_input_tokens and cache_read_input_tokens) +
+	// output_tokens, each the largest value seen, since streams report
+	// running totals. The body is read as it passes, in constant memory,
+	// and reaches the caller unchanged. So that it can be read, the
+	// caller's Accept-Encoding is not forwarded and the transport
+	// negotiates (and decodes) compression itself. Cache hits are not
 	// charged.
 	//
-	// Security: only a response that reports usage.total_tokens is
-	// charged. A streamed OpenAI response reports usage only when the
-	// caller asks for it (stream_options.include_usage), a response in
-	// another shape (e.g. Anthropic's input_tokens and output_tokens, or
-	// usage nested in a Responses API event) reports none this reads, and
-	// a caller that hangs up before the last event is charged nothing. So
-	// a tokens policy bounds cooperating callers; pair it with a requests
-	// policy to bound the others.
+	// A successful answer to a POST that reports no usage (a stream whose
+	// caller did not ask for it with stream_options.include_usage, a
+	// caller that hung up before the last event, a compressed or non-JSON
+	// answer) is charged an estimate instead, so that no caller escapes the
+	// policy: a token per 4 bytes of the request body, plus a token per
+	// event of a stream or per 4 bytes of any other JSON answer. Uploads
+	// (multipart, octet-stream, audio, image and video bodies) are charged
+	// only the usage their answer reports. Callers that ask for usage are
+	// charged exactly.
 	PolicyTokens = "tokens"
 )
 
@@ -636,7 +641,8 @@ func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requ
 	if len(hits) == 0 {
 		return w, policyNoop, nil
 	}
-	lw := &limitWriter{ResponseWriter: w, g: g, ctx: ctx}
+	lw := &limitWriter{ResponseWriter: w, g: g, ctx: ctx, reqBytes: &st.body,
+		estimate: r.Method == http.MethodPost && !uploadBody(r.Header.Get("Content-Type"))}
 	for i, h := range hits {
 		cost := 0.0
 		if h.p.Type == PolicyRequests {
@@ -749,9 +755,13 @@ type limitWriter struct {
 	tokLim, tokRem float64 // the tightest tokens policy
 	tokens         []policyHit
 
-	started bool
-	scan    bool // the body is being scanned
-	usage   usageScanner
+	started  bool
+	status   int  // the status sent
+	hit      bool // a cache hit: no provider tokens used
+	scan     bool // the body is being scanned
+	estimate bool // no reported usage: charge an estimate
+	reqBytes *countingBody
+	usage    usageScanner
 }
 
 // note records a policy that admitted the request with rem left.
@@ -768,8 +778,8 @@ func (lw *limitWriter) note(h policyHit, rem float64) {
 	}
 }
 
-func (lw *limitWriter) start() {
-	lw.started = true
+func (lw *limitWriter) start(code int) {
+	lw.started, lw.status = true, code
 	h := lw.Header()
 	if lw.req {
 		setHeader(h, HeaderRateLimitRequests, strconv.FormatFloat(lw.reqLim, 'f', -1, 64))
@@ -779,8 +789,12 @@ func (lw *limitWriter) start() {
 		setHeader(h, HeaderRateLimitTokens, strconv.FormatFloat(lw.tokLim, 'f', -1, 64))
 		setHeader(h, HeaderRateLimitRemainingTokens, strconv.FormatFloat(max(0, math.Floor(lw.tokRem)), 'f', -1, 64))
 	}
-	if lw.tokens == nil || h.Get(HeaderCacheStatus) == "HIT" {
-		return // a cache hit used no provider tokens
+	if lw.tokens == nil {
+		return
+	}
+	if h.Get(HeaderCacheStatus) == "HIT" {
+		lw.hit = true // a cache hit used no provider tokens
+		return
 	}
 	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		return
@@ -798,7 +812,7 @@ func (lw *limitWriter) start() {
 // WriteHeader adds the rate-limit headers before the status goes out.
 func (lw *limitWriter) WriteHeader(code int) {
 	if !lw.started && code >= 200 {
-		lw.start()
+		lw.start(code)
 	}
 	lw.ResponseWriter.WriteHeader(code)
 }
@@ -806,7 +820,7 @@ func (lw *limitWriter) WriteHeader(code int) {
 // Write passes p on, reading the usage in it.
 func (lw *limitWriter) Write(p []byte) (int, error) {
 	if !lw.started {
-		lw.start()
+		lw.start(http.StatusOK)
 	}
 	n, err := lw.ResponseWriter.Write(p)
 	if lw.scan {
@@ -823,15 +837,22 @@ func (lw *limitWriter) Flush() {
 // Unwrap returns the underlying ResponseWriter, for http.ResponseController.
 func (lw *limitWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
 
-// done charges the tokens the response reported to every token policy that
-// admitted the request. It runs even when the response was aborted, for
-// the usage that was seen.
+// done charges the tokens the response used to every token policy that
+// admitted the request: the usage it reported, else an estimate. It runs
+// even when the response was aborted or the caller went away, for what was
+// seen.
 func (lw *limitWriter) done() {
-	if !lw.scan {
+	if lw.tokens == nil || !lw.started || lw.hit {
 		return
 	}
 	total, ok := lw.usage.total()
-	if !ok || total <= 0 {
+	if !ok {
+		if !lw.estimate || lw.status < 200 || lw.status > 299 {
+			return
+		}
+		total = math.Ceil(float64(lw.reqBytes.n)/4) + lw.usage.estimate()
+	}
+	if total <= 0 {
 		return
 	}
 	ctx := context.WithoutCancel(lw.ctx)
@@ -842,19 +863,33 @@ func (lw *limitWriter) done() {
 	}
 }
 
-// usageScanner finds usage.total_tokens in a JSON document, or the last one
-// in the data of a text/event-stream, reading bytes as they pass in
-// constant memory. It understands just enough JSON to track nesting,
-// strings and the keys of the top-level object and of its usage object.
+// uploadBody reports whether a request body of this content type is an
+// upload rather than a request for tokens.
+func uploadBody(contentType string) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case strings.HasPrefix(mt, "multipart/"), mt == "application/octet-stream",
+		strings.HasPrefix(mt, "audio/"), strings.HasPrefix(mt, "image/"), strings.HasPrefix(mt, "video/"):
+		return true
+	}
+	return false
+}
+
+// usageScanner finds the token counts of a JSON document, or of the data
+// of a text/event-stream, reading bytes as they pass in constant memory. It
+// understands just enough JSON to track nesting, strings and the keys of
+// the objects on the way to a usage object: the top-level one, and the
+// top-level object's member objects.
 type usageScanner struct {
 	sse bool
 
 	// SSE framing.
-	field  int  // bytes of "data:" matched at the start of the line; -1 skips the line
-	inData bool // feeding the rest of a data line to the JSON scanner
-	space  bool // the data value just began: one space may be skipped
-	cr     bool // the previous byte was '\r'
-	dirty  bool // the line is not empty
+	field   int  // bytes of "data:" matched at the start of the line; -1 skips the line
+	inData  bool // feeding the rest of a data line to the JSON scanner
+	space   bool // the data value just began: one space may be skipped
+	cr      bool // the previous byte was '\r'
+	dirty   bool // the line is not empty
+	hasData bool // the event has a data line
 
 	// JSON.
 	depth      int
@@ -863,31 +898,74 @@ type usageScanner struct {
 	escape     bool
 	isKey      bool // the current string is an object key
 	expectKey  bool // the next string in the current object is a key
-	key        [16]byte
+	key        [32]byte
 	keyLen     int // len(key) + 1 means too long
 	pending    uint8
-	usageDepth int // depth of the top-level usage object; 0 outside it
+	usageDepth int // depth of the usage object's members; 0 outside it
 	inNum      bool
+	numKey     uint8 // the usage key of the number being read
 	num        [32]byte
 	numLen     int
 
-	found bool
-	last  float64
+	found  bool
+	max    [usageKeys]float64 // the largest value seen of each usage key
+	bytes  int64              // bytes scanned
+	events int64              // SSE events with data
 }
 
-// Keys the scanner waits for the value of.
+// Keys the scanner waits for the value of: usage, and the token counts in
+// a usage object.
 const (
 	usageKeyNone uint8 = iota
 	usageKeyUsage
 	usageKeyTotal
+	usageKeyPrompt
+	usageKeyCompletion
+	usageKeyInput
+	usageKeyOutput
+	usageKeyCacheCreation
+	usageKeyCacheRead
+	usageKeys
 )
 
+// usageCountKeys are the token counts read in a usage object.
+var usageCountKeys = map[string]uint8{
+	"total_tokens":                usageKeyTotal,
+	"prompt_tokens":               usageKeyPrompt,
+	"completion_tokens":           usageKeyCompletion,
+	"input_tokens":                usageKeyInput,
+	"output_tokens":               usageKeyOutput,
+	"cache_creation_input_tokens": usageKeyCacheCreation,
+	"cache_read_input_tokens":     usageKeyCacheRead,
+}
+
+// total returns the tokens the usage seen adds up to, and whether any was
+// seen.
 func (s *usageScanner) total() (float64, bool) {
 	s.endNumber()
-	return s.last, s.found
+	if !s.found {
+		return 0, false
+	}
+	m := &s.max
+	return max(m[usageKeyTotal], m[usageKeyPrompt]+m[usageKeyCompletion],
+		m[usageKeyInput]+m[usageKeyCacheCreation]+m[usageKeyCacheRead]+m[usageKeyOutput]), true
+}
+
+// estimate returns the tokens an answer that reported no usage is charged
+// for what was scanned of it: one per event of a stream, else one per 4
+// bytes.
+func (s *usageScanner) estimate() float64 {
+	if s.sse {
+		if s.hasData {
+			return float64(s.events + 1) // an event cut before its blank line
+		}
+		return float64(s.events)
+	}
+	return math.Ceil(float64(s.bytes) / 4)
 }
 
 func (s *usageScanner) write(p []byte) {
+	s.bytes += int64(len(p))
 	if !s.sse {
 		for _, c := range p {
 			s.jsonByte(c)
@@ -923,17 +1001,21 @@ func (s *usageScanner) write(p []byte) {
 			if c != "data:"[s.field] {
 				s.field = -1
 			} else if s.field++; s.field == len("data:") {
-				s.inData, s.space = true, true
+				s.inData, s.space, s.hasData = true, true, true
 			}
 		}
 	}
 }
 
-// endEvent resets the JSON scanner between events, keeping what was found.
+// endEvent resets the JSON scanner between events, keeping what was found
+// and counted.
 func (s *usageScanner) endEvent() {
 	s.endNumber()
-	found, last := s.found, s.last
-	*s = usageScanner{sse: true, found: found, last: last}
+	events := s.events
+	if s.hasData {
+		events++
+	}
+	*s = usageScanner{sse: true, found: s.found, max: s.max, bytes: s.bytes, events: events}
 }
 
 func (s *usageScanner) inObject() bool {
@@ -949,7 +1031,8 @@ func (s *usageScanner) endNumber() {
 		return
 	}
 	if v, err := strconv.ParseFloat(string(s.num[:s.numLen]), 64); err == nil && v >= 0 && !math.IsInf(v, 0) {
-		s.last, s.found = v, true
+		s.max[s.numKey] = max(s.max[s.numKey], v)
+		s.found = true
 	}
 }
 
@@ -996,15 +1079,17 @@ func (s *usageScanner) jsonByte(c byte) {
 		}
 		k := s.key[:s.keyLen]
 		switch {
-		case s.depth == 1 && string(k) == "usage":
+		case s.usageDepth != 0:
+			if s.depth == s.usageDepth {
+				s.pending = usageCountKeys[string(k)]
+			}
+		case string(k) == "usage" && (s.depth == 1 || s.depth == 2 && s.objects&1 != 0):
 			s.pending = usageKeyUsage
-		case s.usageDepth != 0 && s.depth == s.usageDepth && string(k) == "total_tokens":
-			s.pending = usageKeyTotal
 		}
 		s.isKey = false
 	case '{', '[':
-		if c == '{' && s.depth == 1 && s.pending == usageKeyUsage {
-			s.usageDepth = 2
+		if c == '{' && s.pending == usageKeyUsage {
+			s.usageDepth = s.depth + 1
 		}
 		s.depth++
 		if s.depth <= 64 {
@@ -1029,8 +1114,8 @@ func (s *usageScanner) jsonByte(c byte) {
 		s.expectKey = s.inObject()
 		s.pending = usageKeyNone
 	default:
-		if s.pending == usageKeyTotal && (c >= '0' && c <= '9' || c == '-') {
-			s.inNum = true
+		if s.pending > usageKeyUsage && (c >= '0' && c <= '9' || c == '-') {
+			s.inNum, s.numKey = true, s.pending
 			s.num[0] = c
 			s.numLen = 1
 		}

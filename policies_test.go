@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -797,6 +798,112 @@ func TestPolicyTokens(t *testing.T) {
 		}
 		if got := e.statuses(1, polMember); got[0] != 429 {
 			t.Fatalf("after 101 of 100 tokens: %d, want 429", got[0])
+		}
+	})
+}
+
+// chargeLimiter is a MemoryLimiter that reports every Charge on charged.
+type chargeLimiter struct {
+	gateway.MemoryLimiter
+	charged chan float64
+}
+
+func (l *chargeLimiter) Charge(ctx context.Context, key string, limit gateway.Limit, n float64) error {
+	l.charged <- n
+	return l.MemoryLimiter.Charge(ctx, key, limit, n)
+}
+
+// TestPolicyTokensCharged: what a tokens policy charges for each kind of
+// answer, usage reported or not. An answer without usage is charged an
+// estimate (a token per 4 bytes of the request body, plus a token per
+// event or per 4 bytes of JSON), so that leaving usage out escapes nothing.
+func TestPolicyTokensCharged(t *testing.T) {
+	const reqBody = `{"model":"m","stream":true,"messages":[]}` // 41 bytes: 11 tokens
+	sse := func(events ...string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, ev := range events {
+				io.WriteString(w, ev)
+				http.NewResponseController(w).Flush()
+			}
+		}
+	}
+	answer := func(status int, contentType, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", contentType)
+			w.WriteHeader(status)
+			io.WriteString(w, body)
+		}
+	}
+	tests := []struct {
+		name        string
+		up          http.HandlerFunc
+		contentType string // of the request; JSON when empty
+		want        float64
+	}{
+		{name: "stream with usage", up: sse("data: {\"choices\":[]}\n\n", "data: {\"choices\":[],\"usage\":{\"total_tokens\":30}}\n\n", "data: [DONE]\n\n"), want: 30},
+		{name: "stream without usage", up: sse("data: {\"choices\":[]}\n\n", "data: {\"choices\":[]}\n\n", "data: [DONE]\n\n"), want: 11 + 3},
+		{
+			name: "anthropic stream",
+			up: sse("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n",
+				"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n"),
+			want: 40,
+		},
+		{name: "json without usage", up: answer(200, "application/json", `{"id":"x","choices":[{"text":"ok"}]}`), want: 11 + 9},
+		{name: "binary answer", up: answer(200, "audio/mpeg", "ID3\x03\x00"), want: 11},
+		{name: "provider error without usage", up: answer(400, "application/json", `{"error":{"message":"bad"}}`), want: 0},
+		{name: "upload without usage", up: answer(200, "application/json", `{"id":"file-1"}`), contentType: "multipart/form-data; boundary=x", want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lim := &chargeLimiter{charged: make(chan float64, 10)}
+			e := newPolEnv(t, tt.up, func(o *gateway.Options) { o.Limiter = lim })
+			e.put(tokens100)
+			ct := tt.contentType
+			if ct == "" {
+				ct = "application/json"
+			}
+			res := e.do(polMember, "POST", "/v1/chat/completions", reqBody, "x-gateway-virtual-key: vk", "Content-Type: "+ct)
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			e.srv.Close() // waits for the handler, which charges before it returns
+			got := 0.0
+			select {
+			case got = <-lim.charged:
+			default:
+			}
+			if got != tt.want {
+				t.Errorf("charged %v tokens, want %v", got, tt.want)
+			}
+		})
+	}
+
+	t.Run("caller hangs up mid-stream", func(t *testing.T) {
+		release := make(chan struct{})
+		lim := &chargeLimiter{charged: make(chan float64, 10)}
+		e := newPolEnv(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"choices\":[]}\n\n")
+			http.NewResponseController(w).Flush()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}, func(o *gateway.Options) { o.Limiter = lim })
+		t.Cleanup(func() { close(release) })
+		e.put(tokens100)
+		res := e.do(polMember, "POST", "/v1/chat/completions", reqBody, "x-gateway-virtual-key: vk", "Content-Type: application/json")
+		if _, err := bufio.NewReader(res.Body).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		select {
+		case got := <-lim.charged:
+			if got != 11+1 {
+				t.Errorf("charged %v tokens for one event, want %v", got, 11+1)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a caller that hung up was charged nothing")
 		}
 	})
 }
