@@ -90,10 +90,29 @@ type RateLimitsPolicy struct {
 	Unit           string            `json:"unit"`  // PolicyPerMinute, PolicyPerHour or PolicyPerDay
 	Value          float64           `json:"value"` // > 0
 	Status         string            `json:"status"`
-	WorkspaceID    string            `json:"workspace_id,omitempty"`
-	OrganisationID string            `json:"organisation_id,omitempty"`
-	CreatedAt      string            `json:"created_at,omitempty"`      // RFC 3339, UTC
-	LastUpdatedAt  string            `json:"last_updated_at,omitempty"` // RFC 3339, UTC
+	WorkspaceID    string            `json:"workspace_id"`
+	OrganisationID string            `json:"organisation_id"`
+	CreatedAt      string            `json:"created_at"`      // RFC 3339, UTC
+	LastUpdatedAt  string            `json:"last_updated_at"` // RFC 3339, UTC
+}
+
+// MarshalJSON writes p in its public shape: every required field present,
+// empty or not, and conditions and group_by as arrays, never null.
+func (p RateLimitsPolicy) MarshalJSON() ([]byte, error) {
+	return json.Marshal(p.wire())
+}
+
+// policyWire is RateLimitsPolicy without its MarshalJSON.
+type policyWire RateLimitsPolicy
+
+func (p RateLimitsPolicy) wire() policyWire {
+	if p.Conditions == nil {
+		p.Conditions = []PolicyCondition{}
+	}
+	if p.GroupBy == nil {
+		p.GroupBy = []PolicyGroupBy{}
+	}
+	return policyWire(p)
 }
 
 // PolicyCondition matches requests whose key has the given value.
@@ -288,6 +307,10 @@ func lookupPolicy(ctx context.Context, store PolicyStore, id Identity, pid strin
 
 func (g *Gateway) listPolicies(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity) error {
 	q := r.URL.Query()
+	if ws, ok := q["workspace_id"]; ok && (len(ws) != 1 || ws[0] != id.WorkspaceID) {
+		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "workspace_id",
+			Message: "a key may list policies only in its own workspace"}
+	}
 	status, err := policyEnum(q, "status", PolicyActive, PolicyActive, PolicyArchived)
 	if err != nil {
 		return err
@@ -360,9 +383,9 @@ func policyInt(q map[string][]string, name string, def, hi int) (int, error) {
 }
 
 func (g *Gateway) getPolicy(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity, pid string) error {
-	// status is an optional filter here: a policy fetched by id is shown
-	// whatever its status unless the caller asks for one.
-	status, err := policyEnum(r.URL.Query(), "status", "", PolicyActive, PolicyArchived)
+	// status filters as in the list, active by default: an archived policy
+	// is found only with status=archived.
+	status, err := policyEnum(r.URL.Query(), "status", PolicyActive, PolicyActive, PolicyArchived)
 	if err != nil {
 		return err
 	}
@@ -370,13 +393,13 @@ func (g *Gateway) getPolicy(w http.ResponseWriter, r *http.Request, store Policy
 	if err != nil {
 		return err
 	}
-	if status != "" && p.Status != status {
+	if p.Status != status {
 		return policyNotFound(pid)
 	}
 	writePolicyJSON(w, struct {
-		*RateLimitsPolicy
+		policyWire
 		Object string `json:"object"`
-	}{p, policyObject})
+	}{p.wire(), policyObject})
 	return nil
 }
 

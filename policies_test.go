@@ -259,6 +259,9 @@ func TestPolicyControlPlaneStatuses(t *testing.T) {
 
 		{name: "list", key: polAdmin, method: "GET", path: coll, status: 200},
 		{name: "list by member", key: polMember, method: "GET", path: coll, status: 403, err: forbidden},
+		{name: "list own workspace", key: polAdmin, method: "GET", path: coll + "?workspace_id=ws-1", status: 200},
+		{name: "list other workspace", key: polAdmin, method: "GET", path: coll + "?workspace_id=ws-2", status: 403,
+			err: &polWant{Type: "permission_error", Param: polPtr("workspace_id"), Code: polPtr("permission_denied")}},
 		{name: "list bad status", key: polAdmin, method: "GET", path: coll + "?status=deleted", status: 400, err: invalid("status")},
 		{name: "list bad type", key: polAdmin, method: "GET", path: coll + "?type=cost", status: 400, err: invalid("type")},
 		{name: "list bad unit", key: polAdmin, method: "GET", path: coll + "?unit=rps", status: 400, err: invalid("unit")},
@@ -271,8 +274,10 @@ func TestPolicyControlPlaneStatuses(t *testing.T) {
 		{name: "no gateway key", method: "GET", path: coll, status: 401, err: &polWant{Type: "invalid_request_error", Code: polPtr("missing_api_key")}},
 
 		{name: "get", key: polAdmin, method: "GET", path: one(polIDActive), status: 200},
-		{name: "get archived", key: polAdmin, method: "GET", path: one(polIDArchived), status: 200},
+		{name: "get archived", key: polAdmin, method: "GET", path: one(polIDArchived) + "?status=archived", status: 200},
+		{name: "get archived by default", key: polAdmin, method: "GET", path: one(polIDArchived), status: 404, err: notFound},
 		{name: "get archived as active", key: polAdmin, method: "GET", path: one(polIDArchived) + "?status=active", status: 404, err: notFound},
+		{name: "get active as archived", key: polAdmin, method: "GET", path: one(polIDActive) + "?status=archived", status: 404, err: notFound},
 		{name: "get by member", key: polMember, method: "GET", path: one(polIDActive), status: 403, err: forbidden},
 		{name: "get other workspace", key: polAdmin, method: "GET", path: one(polIDOther), status: 404, err: notFound},
 		{name: "get from other workspace", key: polAdmin2, method: "GET", path: one(polIDActive), status: 404, err: notFound},
@@ -1189,5 +1194,31 @@ func BenchmarkPolicyAdmission(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestRateLimitsPolicyJSONShape: every field the public schema requires is
+// present, empty or not, and the arrays are never null.
+func TestRateLimitsPolicyJSONShape(t *testing.T) {
+	b, err := json.Marshal(gateway.RateLimitsPolicy{ID: "7d1e0000-0000-4000-8000-000000000040", Type: "requests", Unit: "rpm", Value: 1, Status: "active"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"id", "type", "unit", "value", "status", "workspace_id", "organisation_id", "created_at", "last_updated_at"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("required field %s missing from %s", k, b)
+		}
+	}
+	for _, k := range []string{"conditions", "group_by"} {
+		if _, ok := got[k].([]any); !ok {
+			t.Errorf("%s = %v, want an array", k, got[k])
+		}
+	}
+	if _, ok := got["name"]; ok {
+		t.Errorf("an unnamed policy has a name: %s", b)
 	}
 }
