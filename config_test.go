@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -191,5 +192,32 @@ func TestSavedConfigResolutionAllocs(t *testing.T) {
 	st.AddConfig(SavedConfig{ID: "pc-1", Config: json.RawMessage(`{"virtual_key":"b"}`)})
 	if c, err := g.savedConfig(ctx, Identity{}, "pc-1"); err != nil || c.VirtualKey != "b" {
 		t.Errorf("after the stored config changed: %+v, %v; want the new config", c, err)
+	}
+}
+
+// TestSavedConfigCacheBounded: parsed saved configs are reused while their
+// JSON is unchanged, reparsed when it changes, and held up to
+// maxSavedConfigs, so ids that come and go do not pile up.
+func TestSavedConfigCacheBounded(t *testing.T) {
+	g := New(Options{})
+	sc := &SavedConfig{ID: "pc-0", Config: []byte(`{"provider":"openai","api_key":"sk-1"}`)}
+	first, err := g.savedConfigs.parse(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := g.savedConfigs.parse(sc); again != first {
+		t.Error("an unchanged saved config was parsed again")
+	}
+	sc.Config = []byte(`{"provider":"openai","api_key":"sk-2"}`)
+	if changed, _ := g.savedConfigs.parse(sc); changed == first {
+		t.Error("a changed saved config was served from the cache")
+	}
+	for i := range maxSavedConfigs + 100 {
+		if _, err := g.savedConfigs.parse(&SavedConfig{ID: "pc-" + strconv.Itoa(i), Config: sc.Config}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := g.savedConfigs.lru.Len(); n != maxSavedConfigs {
+		t.Errorf("%d parsed configs held, want %d", n, maxSavedConfigs)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"strings"
-	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -174,6 +173,7 @@ func New(opts Options) *Gateway {
 	g.custom = g.guard.transport(g.base)
 	g.cache = newResponseCache(opts)
 	g.inlineConfigs, _ = lru.New[[sha256.Size]byte, *Config](1024)
+	g.savedConfigs.lru, _ = lru.New[string, *savedConfigEntry](maxSavedConfigs)
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
 		Transport:      roundTripper{g},
@@ -372,10 +372,14 @@ func (b *countingBody) Read(p []byte) (int, error) {
 func (b *countingBody) Close() error { return b.rc.Close() }
 
 // savedConfigCache keeps parsed saved configs by id, so a hot request pays
-// no parse; an entry is reused only while the stored JSON is unchanged.
+// no parse; an entry is reused only while the stored JSON is unchanged. It
+// holds the maxSavedConfigs most recently used, so that configs deleted or
+// replaced under new ids do not pile up.
 type savedConfigCache struct {
-	m sync.Map // id → *savedConfigEntry
+	lru *lru.Cache[string, *savedConfigEntry]
 }
+
+const maxSavedConfigs = 4096
 
 type savedConfigEntry struct {
 	raw []byte
@@ -383,15 +387,13 @@ type savedConfigEntry struct {
 }
 
 func (c *savedConfigCache) parse(sc *SavedConfig) (*Config, error) {
-	if e, ok := c.m.Load(sc.ID); ok {
-		if e := e.(*savedConfigEntry); bytes.Equal(e.raw, sc.Config) {
-			return e.cfg, nil
-		}
+	if e, ok := c.lru.Get(sc.ID); ok && bytes.Equal(e.raw, sc.Config) {
+		return e.cfg, nil
 	}
 	cfg, err := ParseConfig(sc.Config)
 	if err != nil {
 		return nil, err
 	}
-	c.m.Store(sc.ID, &savedConfigEntry{raw: bytes.Clone(sc.Config), cfg: cfg})
+	c.lru.Add(sc.ID, &savedConfigEntry{raw: bytes.Clone(sc.Config), cfg: cfg})
 	return cfg, nil
 }
