@@ -11,7 +11,9 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -279,11 +281,20 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 		default:
 			return fmt.Errorf("gateway: store file: api_keys[%d].role must be admin or member", i)
 		}
+		if j := slices.IndexFunc(keys, func(o APIKey) bool { return o.ID == k.ID }); j >= 0 {
+			return fmt.Errorf("gateway: store file: api_keys[%d].id repeats api_keys[%d].id", i, j)
+		}
+		if j := slices.IndexFunc(keys, func(o APIKey) bool { return o.Digest == k.Digest }); j >= 0 {
+			return fmt.Errorf("gateway: store file: api_keys[%d] has the same key as api_keys[%d]", i, j)
+		}
 		keys = append(keys, k)
 	}
 	for i, vk := range f.VirtualKeys {
 		if vk.Slug == "" || vk.Provider == "" {
 			return fmt.Errorf("gateway: store file: virtual_keys[%d]: slug and provider are required", i)
+		}
+		if j := slices.IndexFunc(f.VirtualKeys[:i], func(o VirtualKey) bool { return o.Slug == vk.Slug }); j >= 0 {
+			return fmt.Errorf("gateway: store file: virtual_keys[%d].slug repeats virtual_keys[%d].slug", i, j)
 		}
 		if vk.BaseURL != "" {
 			if u, err := url.Parse(vk.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -294,6 +305,9 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 	for i, c := range f.Configs {
 		if c.ID == "" {
 			return fmt.Errorf("gateway: store file: configs[%d].id is required", i)
+		}
+		if j := slices.IndexFunc(f.Configs[:i], func(o SavedConfig) bool { return o.ID == c.ID }); j >= 0 {
+			return fmt.Errorf("gateway: store file: configs[%d].id repeats configs[%d].id", i, j)
 		}
 		if _, err := ParseConfig(c.Config); err != nil {
 			return fmt.Errorf("gateway: store file: configs[%d].config: %w", i, err)
@@ -306,6 +320,9 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 		}
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("gateway: store file: rate_limits_policies[%d]: %w", i, err)
+		}
+		if j := slices.IndexFunc(policies, func(o RateLimitsPolicy) bool { return strings.EqualFold(o.ID, p.ID) }); j >= 0 {
+			return fmt.Errorf("gateway: store file: rate_limits_policies[%d].id repeats rate_limits_policies[%d].id", i, j)
 		}
 		policies = append(policies, p)
 	}

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -84,6 +86,11 @@ func TestStoreFileErrors(t *testing.T) {
 		{"invalid config", `{"configs": [{"id": "c", "config": {"strategy": {"mode": "random"}}}]}`, "configs[0].config"},
 		{"invalid policy", `{"rate_limits_policies": [{"id": "not-a-uuid", "type": "requests", "unit": "rph", "value": 1}]}`, "rate_limits_policies[0]"},
 		{"trailing data", `{} {}`, "trailing data"},
+		{"repeated key id", `{"api_keys": [{"id": "a", "key": "k"}, {"id": "a", "key": "k2"}]}`, "api_keys[1].id repeats api_keys[0].id"},
+		{"repeated key", `{"api_keys": [{"id": "a", "key": "k"}, {"id": "b", "key_sha256": "` + hex.EncodeToString(sha256Of("k")) + `"}]}`, "api_keys[1] has the same key as api_keys[0]"},
+		{"repeated slug", `{"virtual_keys": [{"slug": "v", "provider": "openai"}, {"slug": "v", "provider": "anthropic"}]}`, "virtual_keys[1].slug repeats virtual_keys[0].slug"},
+		{"repeated config id", `{"configs": [{"id": "c", "config": {}}, {"id": "c", "config": {}}]}`, "configs[1].id repeats configs[0].id"},
+		{"repeated policy id", `{"rate_limits_policies": [{"id": "7d1e0000-0000-4000-8000-00000000000a", "type": "requests", "unit": "rph", "value": 1}, {"id": "7D1E0000-0000-4000-8000-00000000000A", "type": "requests", "unit": "rph", "value": 1}]}`, "rate_limits_policies[1].id repeats rate_limits_policies[0].id"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,4 +141,9 @@ func TestErrorMapping(t *testing.T) {
 	if got := errorFor(errTimeout{1500e6}).Message; got != "Request exceeded the timeout sent in the request: 1500ms" {
 		t.Errorf("timeout message = %q", got)
 	}
+}
+
+func sha256Of(s string) []byte {
+	d := sha256.Sum256([]byte(s))
+	return d[:]
 }
