@@ -951,15 +951,26 @@ const (
 	usageKeys
 )
 
-// usageCountKeys are the token counts read in a usage object.
-var usageCountKeys = map[string]uint8{
-	"total_tokens":                usageKeyTotal,
-	"prompt_tokens":               usageKeyPrompt,
-	"completion_tokens":           usageKeyCompletion,
-	"input_tokens":                usageKeyInput,
-	"output_tokens":               usageKeyOutput,
-	"cache_creation_input_tokens": usageKeyCacheCreation,
-	"cache_read_input_tokens":     usageKeyCacheRead,
+// usageCountKey returns the usage key of a token count in a usage object,
+// or usageKeyNone.
+func usageCountKey(k []byte) uint8 {
+	switch string(k) {
+	case "total_tokens":
+		return usageKeyTotal
+	case "prompt_tokens":
+		return usageKeyPrompt
+	case "completion_tokens":
+		return usageKeyCompletion
+	case "input_tokens":
+		return usageKeyInput
+	case "output_tokens":
+		return usageKeyOutput
+	case "cache_creation_input_tokens":
+		return usageKeyCacheCreation
+	case "cache_read_input_tokens":
+		return usageKeyCacheRead
+	}
+	return usageKeyNone
 }
 
 // total returns the tokens the usage seen adds up to, and whether any was
@@ -1104,7 +1115,7 @@ func (s *usageScanner) jsonByte(c byte) {
 		switch {
 		case s.usageDepth != 0:
 			if s.depth == s.usageDepth {
-				s.pending = usageCountKeys[string(k)]
+				s.pending = usageCountKey(k)
 			}
 		case string(k) == "usage" && (s.depth == 1 || s.depth == 2 && s.objects&1 != 0):
 			s.pending = usageKeyUsage
