@@ -139,6 +139,7 @@ func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions
 		provider:       o.Provider,
 		callerToken:    o.Token,
 		callerHost:     o.Host,
+		hostStored:     trusted,
 		forwardHeaders: o.ForwardHeaders,
 	}
 	if o.CustomHost != "" {
@@ -177,6 +178,7 @@ type inherited struct {
 	apiKeyStored      bool
 	callerToken       string       // the caller's own bearer token
 	callerHost        HostSettings // the caller's x-gateway-host* headers
+	hostStored        bool         // host comes from a saved config: its key pair is a stored credential
 	virtualKey        string
 	customHost        string
 	customHostParam   string
@@ -289,6 +291,11 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 			if t.CustomHost && inh.apiKeyStored {
 				// A saved config's credential never follows a caller's host.
 				t.APIKey = inh.callerToken
+			}
+			if t.CustomHost && inh.hostStored {
+				// Nor does its AWS key pair or session token: a request
+				// signed with them is as good as the key.
+				t.Host.AccessKeyID, t.Host.SecretAccessKey, t.Host.SessionToken = "", "", ""
 			}
 		}
 		if inh.apiKeyStored && t.APIKey == inh.apiKey {
