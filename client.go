@@ -302,6 +302,10 @@ func readCompletionEvents(r io.Reader, maxEvent int64) iter.Seq2[*Completion, er
 			data = append(data, value...)
 		}
 		if err := sc.Err(); err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				// One data line alone is longer than an event may be.
+				err = &invalidResponse{fmt.Errorf("gateway: an event is longer than %d bytes", max)}
+			}
 			yield(nil, err)
 			return
 		}
