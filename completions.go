@@ -511,7 +511,8 @@ func (c *Completion) Validate() error {
 }
 
 // CompletionChoice is one choice of a Completion. FinishReason is empty
-// while a streamed choice is still going (the provider writes null).
+// while a streamed choice is still going (the provider writes null), and
+// an empty FinishReason is written as null.
 type CompletionChoice struct {
 	FinishReason string              `json:"finish_reason"` // stop, length or content_filter
 	Index        int                 `json:"index"`
@@ -529,7 +530,7 @@ type completionChoiceFields CompletionChoice
 // UnmarshalJSON decodes a choice, keeping unknown members in Extra.
 func (c *CompletionChoice) UnmarshalJSON(data []byte) error {
 	var f completionChoiceFields
-	extra, err := decodeObject(data, &f)
+	extra, err := decodeObject(data, &f, "finish_reason")
 	if err != nil {
 		return err
 	}
@@ -538,8 +539,17 @@ func (c *CompletionChoice) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// MarshalJSON encodes c with its Extra members.
+// MarshalJSON encodes c with its Extra members. An empty FinishReason is
+// written as null.
 func (c CompletionChoice) MarshalJSON() ([]byte, error) {
+	if c.FinishReason == "" && c.Extra["finish_reason"] == nil {
+		extra := make(map[string]json.RawMessage, len(c.Extra)+1)
+		for k, v := range c.Extra {
+			extra[k] = v
+		}
+		extra["finish_reason"] = jsonNull
+		c.Extra = extra
+	}
 	return encodeObject(completionChoiceFields(c), c.Extra)
 }
 
