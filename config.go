@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"net/http"
@@ -140,7 +141,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return nil, configError("", "invalid JSON: "+jsonErrorText(err))
 	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, configError("", "trailing data after the JSON object")
 	}
 	v := validator{}
