@@ -206,7 +206,7 @@ func (x *run) cached(l *attemptLoop) outcome {
 		}
 	}
 	x.st.log.CacheStatus = status
-	l.cache = status
+	l.cache, l.watch = status, true
 	ttl := defaultCacheMaxAge
 	if l.t.Cache.MaxAge > 0 {
 		ttl = time.Duration(l.t.Cache.MaxAge) * time.Second
@@ -217,7 +217,7 @@ func (x *run) cached(l *attemptLoop) outcome {
 		l.w = tw
 		out := l.run()
 		x.retries += l.retries
-		if out.done && tw.status != 0 {
+		if out.done && tw.status != 0 && !l.broken {
 			if res := cacheable(tw.status, tw.header, tw.buf.Bytes(), tw.over); res != nil {
 				put(x.g, context.WithoutCancel(ctx), key, res, ttl)
 			}
@@ -273,6 +273,11 @@ func (g *Gateway) fill(ctx context.Context, l *attemptLoop, key string, ttl time
 	}()
 	out := l.run()
 	fr = &fillResult{retries: l.retries, held: out.held, err: out.err}
+	if out.done && (rec.over || l.broken) {
+		// Without an http.Server the ReverseProxy does not abort an
+		// answer it could not copy whole: it returns as if it had.
+		return &fillResult{retries: l.retries, err: ErrUpstreamUnreachable}
+	}
 	if out.done {
 		if rec.status == 0 {
 			rec.status = http.StatusOK
@@ -458,6 +463,7 @@ type fillRecorder struct {
 	status int
 	buf    bytes.Buffer
 	limit  int64
+	over   bool // a write went past limit: the answer is not whole
 }
 
 func (w *fillRecorder) Header() http.Header { return w.header }
@@ -477,6 +483,7 @@ func (w *fillRecorder) Write(p []byte) (int, error) {
 		w.status = http.StatusOK
 	}
 	if int64(w.buf.Len()+len(p)) > w.limit {
+		w.over = true
 		return 0, errFillTooLarge
 	}
 	return w.buf.Write(p)

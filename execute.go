@@ -353,12 +353,14 @@ type attemptLoop struct {
 	before        int // retries made before this loop, for the header
 	deadline      time.Time
 	detached      bool // a cache fill: cancellation is not the caller leaving
+	watch         bool // the cache may store the answer: note if it broke off
 
 	// moveOn reports whether a fallback ancestor would try another
 	// target after this status, so the answer must be held back.
 	moveOn func(code int) bool
 
-	retries int // retries made by this loop
+	retries int  // retries made by this loop
+	broken  bool // the answer sent broke off (only when watch is set)
 }
 
 func (l *attemptLoop) run() outcome {
@@ -370,7 +372,7 @@ func (l *attemptLoop) run() outcome {
 	for i := 0; ; i++ {
 		canRetry := i < maxRetries
 		a := &attempt{target: l.t, provider: l.prov, index: l.before + l.retries, path: l.path, rawPath: l.rawPath,
-			cache: l.cache, timeout: l.timeout}
+			cache: l.cache, timeout: l.timeout, watchBody: l.watch}
 		a.retryable = func(res *http.Response) bool {
 			code := res.StatusCode
 			if !(canRetry && retryStatus(l.t.Retry, code)) && !(l.moveOn != nil && l.moveOn(code)) {
@@ -384,6 +386,7 @@ func (l *attemptLoop) run() outcome {
 		var te errTimeout
 		switch {
 		case a.err == nil:
+			l.broken = a.bodyErr != nil
 			return outcome{done: true}
 		case errors.As(a.err, &re) && a.held != nil:
 			a.held.target, a.held.cache = l.t, l.cache

@@ -69,6 +69,12 @@ type attempt struct {
 	held     *heldResponse // the answer retryable dropped, read in full
 	pr       ProxyRequest  // kept here so that rewrite allocates none
 
+	// watchBody asks modifyResponse to record in bodyErr why reading the
+	// answer sent failed, for the cache: without an http.Server,
+	// ReverseProxy reports a broken answer to nobody.
+	watchBody bool
+	bodyErr   error
+
 	// retryable, when set, is asked whether a response with this status
 	// should be dropped in favour of another attempt.
 	retryable func(res *http.Response) bool
@@ -177,6 +183,9 @@ func (g *Gateway) modifyResponse(res *http.Response) error {
 	if a.retryable != nil && a.retryable(res) {
 		return errRetryable{res}
 	}
+	if a.watchBody && res.StatusCode != http.StatusSwitchingProtocols {
+		res.Body = &watchedBody{ReadCloser: res.Body, a: a}
+	}
 	h := res.Header
 	setHeader(h, HeaderProvider, a.target.Provider)
 	setHeader(h, HeaderCacheStatus, a.cache)
@@ -188,6 +197,21 @@ func (g *Gateway) modifyResponse(res *http.Response) error {
 		st.log.Status = res.StatusCode
 	}
 	return nil
+}
+
+// watchedBody records in its attempt a failed read of the provider's
+// answer.
+type watchedBody struct {
+	io.ReadCloser
+	a *attempt
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.a.bodyErr = err
+	}
+	return n, err
 }
 
 // proxyError records why an attempt produced no response; the plan decides

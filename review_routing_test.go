@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 )
 
 // TestReviewInlineConfigTrailingGarbage: an inline config followed by
@@ -26,4 +28,78 @@ func TestReviewInlineConfigTrailingGarbage(t *testing.T) {
 	if _, err := ParseConfig([]byte("{\"virtual_key\":\"a\"}\n\t ")); err != nil {
 		t.Errorf("trailing white space: %v", err)
 	}
+}
+
+// TestReviewCacheFillIncompleteNotStored: a shared cache fill whose answer
+// is not complete (over the body limit, or broken off by the provider)
+// stores nothing and gives no caller a 200 with part of a body, also when
+// the gateway is served without an http.Server (ReverseProxy then reports
+// no copy error by panicking).
+func TestReviewCacheFillIncompleteNotStored(t *testing.T) {
+	tests := []struct {
+		name string
+		up   http.HandlerFunc
+	}{
+		{"over the body limit", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"pad":"`+strings.Repeat("x", 200)+`"}`)
+		}},
+		{"broken off", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"partial":`)
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				calls := 0
+				up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					calls++
+					io.Copy(io.Discard, r.Body)
+					tt.up(w, r)
+				})
+				g := bubbleGateway(t, func(o *Options) { o.MaxBodyBytes = 128 }, pipeTransport{"up": up})
+				const cfg = `{"virtual_key":"up","cache":{"mode":"simple"}}`
+				first := serve(t.Context(), g, cfg, `{}`)
+				if first.Code == http.StatusOK {
+					t.Errorf("first request: 200 with body %q, want no 200 for an incomplete answer", first.Body)
+				}
+				second := serve(t.Context(), g, cfg, `{}`)
+				if second.Code == http.StatusOK || second.Header().Get(HeaderCacheStatus) == CacheHit {
+					t.Errorf("second request: %d %s %q, want the incomplete answer not served from the cache", second.Code, second.Header().Get(HeaderCacheStatus), second.Body)
+				}
+				if calls != 2 {
+					t.Errorf("%d upstream calls, want 2", calls)
+				}
+			})
+		})
+	}
+}
+
+// TestReviewCacheStreamedBrokenNotStored: an answer to a streaming request
+// that the provider broke off is not stored, also without an http.Server.
+func TestReviewCacheStreamedBrokenNotStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls++
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json") // a provider that does not stream
+			io.WriteString(w, `{"partial":`)
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		})
+		g := bubbleGateway(t, nil, pipeTransport{"up": up})
+		const cfg = `{"virtual_key":"up","cache":{"mode":"simple"}}`
+		serve(t.Context(), g, cfg, `{"stream":true}`)
+		second := serve(t.Context(), g, cfg, `{"stream":true}`)
+		if got := second.Header().Get(HeaderCacheStatus); got != CacheMiss {
+			t.Errorf("second request: cache status %q (body %q), want MISS", got, second.Body)
+		}
+		if calls != 2 {
+			t.Errorf("%d upstream calls, want 2", calls)
+		}
+	})
 }
