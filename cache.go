@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -230,7 +231,7 @@ func (x *run) cached(l *attemptLoop) outcome {
 	fctx := context.WithValue(context.WithoutCancel(ctx), stateKey{}, (*requestState)(nil))
 	fl := *l
 	fl.detached, fl.moveOn, fl.r = true, nil, x.r.Clone(fctx)
-	ch := x.g.cache.fills.DoChan(status+key, func() (any, error) {
+	ch := x.g.cache.fills.DoChan(flightKey(status, key, &fl), func() (any, error) {
 		return x.g.fill(fctx, &fl, key, ttl), nil
 	})
 	select {
@@ -250,6 +251,17 @@ func (x *run) cached(l *attemptLoop) outcome {
 		h.cache = status
 		return outcome{held: &h}
 	}
+}
+
+// flightKey names a shared cache fill. Callers share one only when it
+// makes the same attempts for each of them, so that none gets an answer
+// shaped by another's request timeout or retry settings.
+func flightKey(status, key string, l *attemptLoop) string {
+	k := status + key + "/" + strconv.FormatInt(int64(l.timeout), 10)
+	if rc := l.t.Retry; rc != nil && rc.Attempts > 0 {
+		k += fmt.Sprintf("/%d/%v/%t", rc.Attempts, rc.OnStatusCodes, rc.UseRetryAfterHeader)
+	}
+	return k
 }
 
 // fill makes a shared cache fill's attempts into memory and stores a

@@ -3,6 +3,7 @@ package gateway
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -100,6 +101,38 @@ func TestReviewCacheStreamedBrokenNotStored(t *testing.T) {
 		}
 		if calls != 2 {
 			t.Errorf("%d upstream calls, want 2", calls)
+		}
+	})
+}
+
+// TestReviewCacheFillSharedOnlyWithSameTimeout: a caller who sent no
+// request timeout does not share the cache fill of one who did, and so
+// never gets a 408 for a timeout it did not ask for.
+func TestReviewCacheFillSharedOnlyWithSameTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := &blockingUp{release: make(chan struct{})}
+		g := bubbleGateway(t, nil, pipeTransport{"up": up})
+		const cfg = `{"virtual_key":"up","cache":{"mode":"simple"}}`
+		var leader, follower *httptest.ResponseRecorder
+		leaderDone, followerDone := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(leaderDone)
+			leader = serve(t.Context(), g, cfg, `{"model":"m"}`, "x-gateway-request-timeout: 50")
+		}()
+		synctest.Wait()
+		go func() {
+			defer close(followerDone)
+			follower = serve(t.Context(), g, cfg, `{"model":"m"}`)
+		}()
+		synctest.Wait()
+		<-leaderDone // its 50 ms run out
+		close(up.release)
+		<-followerDone
+		if leader.Code != http.StatusRequestTimeout {
+			t.Errorf("leader: status %d, want 408", leader.Code)
+		}
+		if follower.Code != http.StatusOK {
+			t.Errorf("follower without a timeout: %d %q, want 200", follower.Code, follower.Body)
 		}
 	})
 }
