@@ -20,7 +20,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"not JSON", `{`, "invalid JSON: unexpected EOF"},
 		{"not an object", `[]`, "invalid JSON: must be an object"},
 		{"trailing data", `{} {}`, "trailing data after the JSON object"},
-		{"unknown field", `{"targets":[{"wieght":1}]}`, `invalid JSON: unknown field "wieght"`},
+		{"unknown field", `{"targets":[{"wieght":1}]}`, `invalid JSON: targets[0]: unknown field "wieght"`},
 		{"wrong type", `{"request_timeout":"10"}`, "invalid JSON: request_timeout: must be an integer"},
 		{"unknown mode", `{"strategy":{"mode":"random"}}`, "strategy.mode: must be single, fallback, loadbalance or conditional"},
 		{"negative weight", `{"strategy":{"mode":"loadbalance"},"targets":[{"provider":"openai"},{"provider":"openai","weight":-1}]}`, "targets[1].weight: must be ≥ 0"},

@@ -136,3 +136,33 @@ func TestReviewCacheFillSharedOnlyWithSameTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestReviewConfigDecodeErrorsNamePaths: a field of the wrong type or an
+// unknown field in a nested target is named by its JSON path, indexes
+// included.
+func TestReviewConfigDecodeErrorsNamePaths(t *testing.T) {
+	a := newFakeUp(t, "a")
+	e := routeEnv(t, nil, a)
+	tests := []struct{ cfg, msg string }{
+		{`{"strategy":{"mode":"fallback"},"targets":[{"virtual_key":"a"},{"virtual_key":"a","weight":"x"}]}`,
+			"invalid config: invalid JSON: targets[1].weight: must be a number"},
+		{`{"targets":[{"virtual_key":"a"},{"targets":[{"retry":{"attempts":1.5}}]}]}`,
+			"invalid config: invalid JSON: targets[1].targets[0].retry.attempts: must be an integer"},
+		{`{"targets":["a"]}`, "invalid config: invalid JSON: targets[0]: must be an object"},
+		{`{"override_params":{"wieght":1},"targets":[{"virtual_key":"a"},{"virtual_key":"a","wieght":1}]}`,
+			`invalid config: invalid JSON: targets[1]: unknown field "wieght"`},
+		{`{"strategy":{"mode":"conditional","conditions":[{"query":{"metadata.x":"1"},"then":"t","else":"u"}]},"targets":[{"name":"t","virtual_key":"a"}]}`,
+			`invalid config: invalid JSON: strategy.conditions[0]: unknown field "else"`},
+		{`{"wieght":1}`, `invalid config: invalid JSON: unknown field "wieght"`},
+	}
+	for _, tt := range tests {
+		res := e.post(tt.cfg, `{}`)
+		eb := decodeError(t, res)
+		if res.StatusCode != http.StatusBadRequest || deref(eb.Error.Code) != CodeInvalidConfig || eb.Error.Message != tt.msg {
+			t.Errorf("config %s: got %d %q, want 400 %q", tt.cfg, res.StatusCode, eb.Error.Message, tt.msg)
+		}
+	}
+	if n := a.calls.Load(); n != 0 {
+		t.Errorf("%d upstream calls, want none", n)
+	}
+}
