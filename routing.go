@@ -137,6 +137,7 @@ func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions
 	}
 	inh := inherited{
 		provider:       o.Provider,
+		callerProvider: o.Provider != "",
 		callerToken:    o.Token,
 		callerHost:     o.Host,
 		hostStored:     trusted,
@@ -174,6 +175,7 @@ func unknownConfig(ref string) error {
 // inherited holds what a config node passes down to its targets.
 type inherited struct {
 	provider          string
+	callerProvider    bool   // provider is the caller's x-gateway-provider
 	apiKey            string // from the config; a stored credential when the config is saved
 	apiKeyStored      bool
 	callerToken       string       // the caller's own bearer token
@@ -196,6 +198,7 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 	// so that an inherited credential never travels to another host.
 	if c.VirtualKey != "" || c.Provider != "" {
 		inh.provider, inh.virtualKey, inh.apiKey, inh.apiKeyStored = c.Provider, c.VirtualKey, c.APIKey, trusted && c.APIKey != ""
+		inh.callerProvider = false
 		if c.VirtualKey != "" {
 			inh.customHost = ""
 		}
@@ -269,6 +272,11 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 		if _, err := g.provider(inh.provider, HeaderConfig); err != nil {
 			return nil, err
 		}
+		if inh.callerProvider && (inh.apiKeyStored || inh.hostStored && hasKeyPair(inh.host)) {
+			// A stored credential goes only to the provider its config
+			// names, never to one the caller picks.
+			return nil, badRequest(CodeMissingProvider, HeaderConfig, path+" holds a stored credential but names no provider; set provider beside it")
+		}
 		t = &Target{Provider: inh.provider, APIKey: inh.apiKey, Host: inh.host}
 		if t.APIKey == "" {
 			// The caller's own token fills in a target without credentials.
@@ -313,6 +321,11 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 	t.Cache = inh.cache
 	t.RequestTimeout = inh.timeout
 	return t, nil
+}
+
+// hasKeyPair reports whether h holds any part of an AWS key pair.
+func hasKeyPair(h HostSettings) bool {
+	return h.AccessKeyID != "" || h.SecretAccessKey != "" || h.SessionToken != ""
 }
 
 func canonicalNames(names []string) []string {

@@ -145,6 +145,8 @@ func TestStoredCredentialNotRedirectedByHeaders(t *testing.T) {
 		HostSettings: HostSettings{APIVersion: "2024-02-01"}})
 	e.store.AddConfig(SavedConfig{ID: "pc-azure", Config: json.RawMessage(`{"provider":"azure-openai","api_key":"sk-azure-saved","api_version":"2024-02-01","deployment_id":"d"}`)})
 	e.store.AddConfig(SavedConfig{ID: "pc-openai", Config: json.RawMessage(`{"provider":"openai","api_key":"sk-openai-saved"}`)})
+	e.store.AddConfig(SavedConfig{ID: "pc-key-only", Config: json.RawMessage(`{"api_key":"sk-key-only-saved"}`)})
+	e.store.AddConfig(SavedConfig{ID: "pc-pair-only", Config: json.RawMessage(`{"access_key_id":"AKIDSTORED","secret_access_key":"stored-secret","region":"us-east-1"}`)})
 	key := "x-gateway-api-key: " + coreKey
 	tests := []struct {
 		name    string
@@ -155,6 +157,9 @@ func TestStoredCredentialNotRedirectedByHeaders(t *testing.T) {
 		{"virtual key ignores caller resource", []string{key, "x-gateway-virtual-key: vk-azure", "x-gateway-hosta-resource-name: evil", "x-gateway-hosta-deployment-id: d"}, 400, ""},
 		{"saved config ignores caller resource", []string{key, "x-gateway-config: pc-azure", "x-gateway-hosta-resource-name: evil"}, 400, ""},
 		{"saved key does not follow caller host", []string{key, "x-gateway-config: pc-openai", "x-gateway-custom-host: " + up.URL + "/v1"}, 200, strings.TrimPrefix(up.URL, "http://") + " "},
+		{"saved key does not follow caller provider", []string{key, "x-gateway-config: pc-key-only", "x-gateway-provider: anthropic"}, 400, ""},
+		{"saved key pair does not follow caller provider", []string{key, "x-gateway-config: pc-pair-only", "x-gateway-provider: openai", "Authorization: Bearer sk-caller"}, 400, ""},
+		{"saved key goes to the provider its config names", []string{key, "x-gateway-config: pc-openai", "x-gateway-provider: anthropic"}, 200, "api.openai.com Bearer sk-openai-saved"},
 		{"inline config takes caller token", []string{key, `x-gateway-config: {"provider":"openai"}`, "Authorization: Bearer sk-caller"}, 200, "api.openai.com Bearer sk-caller"},
 		{"inline config with caller resource", []string{key, `x-gateway-config: {"provider":"azure-openai","api_version":"v1","deployment_id":"d"}`, "x-gateway-hosta-resource-name: mine", "Authorization: Bearer sk-caller"}, 200, "mine.openai.azure.com sk-caller"},
 	}
