@@ -369,6 +369,16 @@ func (l *attemptLoop) run() outcome {
 		maxRetries = l.t.Retry.Attempts
 	}
 	ctx := l.r.Context()
+	// An earlier provider answer beats a later failure to reach the
+	// provider at all; a timeout on the last attempt is still a 408.
+	var prev *heldResponse
+	settle := func(out outcome) outcome {
+		var te errTimeout
+		if out.held == nil && prev != nil && out.err != nil && !errors.As(out.err, &te) {
+			return outcome{held: prev}
+		}
+		return out
+	}
 	for i := 0; ; i++ {
 		canRetry := i < maxRetries
 		a := &attempt{target: l.t, provider: l.prov, index: l.before + l.retries, path: l.path, rawPath: l.rawPath,
@@ -404,17 +414,20 @@ func (l *attemptLoop) run() outcome {
 			return outcome{err: a.err} // the gateway's own refusal: not retried
 		}
 		if !canRetry || (out.held != nil && !retryStatus(l.t.Retry, out.held.status)) {
-			return out
+			return settle(out)
 		}
 		d := l.backoff(i, out.held)
 		if time.Now().Add(d).After(l.deadline) {
-			return out
+			return settle(out)
 		}
 		if !sleep(ctx, d) {
 			if l.detached {
-				return out
+				return settle(out)
 			}
 			return outcome{done: true}
+		}
+		if out.held != nil {
+			prev = out.held
 		}
 		l.retries++
 	}

@@ -419,6 +419,13 @@ func TestRetries(t *testing.T) {
 			wantCalls: map[string]int{"a": 2, "b": 0},
 		},
 		{
+			name:      "an earlier answer beats a later transport failure",
+			cfg:       `{"virtual_key":"a","retry":{"attempts":1}}`,
+			a:         []step{{status: 503, body: `{"error":"busy"}`}, {abort: true}},
+			want:      answer{Status: 503, Body: `{"error":"busy"}`, Provider: "openai", Index: "config", Retries: "1", Cache: "DISABLED"},
+			wantCalls: map[string]int{"a": 2, "b": 0},
+		},
+		{
 			name:      "no retries without a retry config",
 			cfg:       `{"virtual_key":"a"}`,
 			a:         []step{{status: 503, body: `{"error":"once"}`}},
