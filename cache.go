@@ -302,6 +302,11 @@ func (g *Gateway) fill(ctx context.Context, l *attemptLoop, key string, ttl time
 	if fr.held == nil && fr.err == nil {
 		fr.err = ErrUpstreamUnreachable
 	}
+	if fr.held != nil {
+		// Every caller waiting on the fill gets this answer: a cookie the
+		// provider set for one client is given to none, as on a HIT.
+		fr.held.header.Del("Set-Cookie")
+	}
 	return fr
 }
 

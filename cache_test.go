@@ -209,10 +209,12 @@ func TestCacheConcurrentMissesShareOneCall(t *testing.T) {
 		const cfg = `{"virtual_key":"up","cache":{"mode":"simple"}}`
 		var wg sync.WaitGroup
 		got := make([]answer, 10)
+		cookies := make([]string, 10)
 		for i := range got {
 			wg.Go(func() {
 				rec := serve(t.Context(), g, cfg, `{"model":"m"}`)
 				got[i] = answer{Status: rec.Code, Body: rec.Body.String(), Cache: rec.Header().Get(HeaderCacheStatus)}
+				cookies[i] = rec.Header().Get("Set-Cookie")
 			})
 		}
 		synctest.Wait() // one call at the provider, nine callers waiting for it
@@ -221,6 +223,9 @@ func TestCacheConcurrentMissesShareOneCall(t *testing.T) {
 		for i, a := range got {
 			if d := cmp.Diff(answer{Status: 200, Body: `{"call":1}`, Cache: "MISS"}, a); d != "" {
 				t.Errorf("caller %d (-want +got):\n%s", i, d)
+			}
+			if cookies[i] != "" {
+				t.Errorf("caller %d got the provider's Set-Cookie %q, meant for one client", i, cookies[i])
 			}
 		}
 		if n := up.calls.Load(); n != 1 {
