@@ -146,6 +146,8 @@ func (g *guard) transport(base http.RoundTripper) http.RoundTripper {
 	t = t.Clone()
 	t.Proxy = nil
 	t.DialContext = g.dialContext
+	// A TLS dialer of the base transport would dial without the guard.
 	t.DialTLSContext = nil
+	t.DialTLS = nil
 	return t
 }
