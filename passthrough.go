@@ -187,6 +187,14 @@ func (g *Gateway) modifyResponse(res *http.Response) error {
 		res.Body = &watchedBody{ReadCloser: res.Body, a: a}
 	}
 	h := res.Header
+	for k := range h {
+		// The provider's own x-gateway-* headers (another gateway behind
+		// this one) would sit beside ours, the trace id included, as they
+		// never do in a held or cached answer.
+		if strings.HasPrefix(k, "X-Gateway-") {
+			delete(h, k)
+		}
+	}
 	setHeader(h, HeaderProvider, a.target.Provider)
 	setHeader(h, HeaderCacheStatus, a.cache)
 	setHeader(h, HeaderRetryAttemptCount, strconv.Itoa(a.index))

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -36,5 +37,19 @@ func TestCustomHostTransportIgnoresDialTLS(t *testing.T) {
 	defer mu.Unlock()
 	if len(tlsDials) > 0 {
 		t.Errorf("the operator's DialTLS dialed %v for a caller-supplied host, bypassing the guard", tlsDials)
+	}
+}
+
+// A provider answering with its own x-gateway-trace-id (e.g. another
+// gateway behind a custom host) must not add a second trace id to ours.
+func TestUpstreamTraceIDNotDuplicated(t *testing.T) {
+	up := newCoreUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Gateway-Trace-Id", "upstream-trace")
+		io.WriteString(w, "{}")
+	})
+	e := newCoreEnv(t, up, nil)
+	res := e.do("GET", "/v1/models", nil, append(vkHeaders, "x-gateway-trace-id: tr-own")...)
+	if got := res.Header.Values(HeaderTraceID); len(got) != 1 || got[0] != "tr-own" {
+		t.Errorf("x-gateway-trace-id = %q, want [tr-own]", got)
 	}
 }
