@@ -333,6 +333,11 @@ func (st *requestState) parseHeaders(r *http.Request) error {
 	}
 	st.parsed = true
 	st.log.Metadata = st.opts.Metadata
+	for k := range r.Header {
+		if k == "Authorization" || strings.HasPrefix(k, "X-Gateway-") {
+			delete(r.Header, k)
+		}
+	}
 	return nil
 }
 

@@ -5,7 +5,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -51,5 +53,39 @@ func TestUpstreamTraceIDNotDuplicated(t *testing.T) {
 	res := e.do("GET", "/v1/models", nil, append(vkHeaders, "x-gateway-trace-id: tr-own")...)
 	if got := res.Header.Values(HeaderTraceID); len(got) != 1 || got[0] != "tr-own" {
 		t.Errorf("x-gateway-trace-id = %q, want [tr-own]", got)
+	}
+}
+
+// ParseHeaders promises to remove the gateway's headers and the caller's
+// Authorization from the request, so that a host's own handler behind it
+// cannot forward them (x-gateway-hostc-secret-access-key is a secret).
+func TestParseHeadersRemovesGatewayHeaders(t *testing.T) {
+	store := &MemoryStore{}
+	store.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1"})
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(Trace(Authenticate(store)(ParseHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+	})))))
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/x", nil)
+	req.Header.Set("x-gateway-api-key", coreKey)
+	req.Header.Set("x-gateway-provider", "bedrock")
+	req.Header.Set("x-gateway-hostc-secret-access-key", "aws-secret")
+	req.Header.Set("x-gateway-metadata", `{"_user":"u"}`)
+	req.Header.Set("Authorization", "Bearer sk-caller")
+	req.Header.Set("X-Other", "kept")
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	h := <-got
+	for k := range h {
+		if strings.HasPrefix(k, "X-Gateway-") || k == "Authorization" {
+			t.Errorf("header %s still on the request behind ParseHeaders", k)
+		}
+	}
+	if h.Get("X-Other") != "kept" {
+		t.Errorf("X-Other = %q, want kept", h.Get("X-Other"))
 	}
 }
