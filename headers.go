@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/textproto"
 	"strconv"
@@ -419,7 +420,9 @@ func (o *RequestOptions) parse(h http.Header, defaults map[string]string) error 
 	case len(defaults) == 0:
 		o.Metadata = md
 	case len(md) == 0:
-		o.Metadata = defaults
+		// A copy: the request log's sink owns the record's map, and the
+		// key's defaults are shared by every request with that key.
+		o.Metadata = maps.Clone(defaults)
 	default:
 		o.Metadata = make(map[string]string, len(defaults)+len(md))
 		for k, v := range defaults {

@@ -89,3 +89,37 @@ func TestParseHeadersRemovesGatewayHeaders(t *testing.T) {
 		t.Errorf("X-Other = %q, want kept", h.Get("X-Other"))
 	}
 }
+
+// The key's default metadata must not be shared with the request log: a
+// LogSink owns the record it is given and may change it.
+func TestLogSinkCannotChangeKeyDefaults(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	sink := &mutatingSink{logged: make(chan struct{}, 4)}
+	e := newCoreEnv(t, up, func(o *Options) { o.LogSink = sink })
+	e.store.AddAPIKey(APIKey{ID: "key-md", Digest: HashAPIKey("gw-md"), WorkspaceID: "ws-1",
+		Metadata: map[string]string{MetadataEnvironment: "prod"}})
+	hdr := []string{"x-gateway-api-key: gw-md", "x-gateway-virtual-key: vk-up"}
+	e.do("GET", "/v1/models", nil, hdr...).Body.Close()
+	<-sink.logged
+	e.do("GET", "/v1/models", nil, hdr...).Body.Close()
+	<-sink.logged
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.seen) != 2 || sink.seen[1] != "prod" {
+		t.Errorf("_environment seen by the sink = %q, want [prod prod]", sink.seen)
+	}
+}
+
+type mutatingSink struct {
+	mu     sync.Mutex
+	seen   []string
+	logged chan struct{}
+}
+
+func (s *mutatingSink) Log(rec *RequestLog) {
+	s.mu.Lock()
+	s.seen = append(s.seen, rec.Metadata[MetadataEnvironment])
+	s.mu.Unlock()
+	delete(rec.Metadata, MetadataEnvironment) // the record is the sink's
+	s.logged <- struct{}{}
+}
