@@ -234,7 +234,7 @@ func redactQuery(raw string) string {
 		if !ok {
 			continue
 		}
-		if n, err := url.QueryUnescape(name); err == nil && secretName(n) {
+		if n, err := url.QueryUnescape(name); secretName(name) || err == nil && secretName(n) {
 			parts[i] = name + "=REDACTED"
 		}
 	}

@@ -123,3 +123,20 @@ func (s *mutatingSink) Log(rec *RequestLog) {
 	delete(rec.Metadata, MetadataEnvironment) // the record is the sink's
 	s.logged <- struct{}{}
 }
+
+// A key-like query parameter whose name is not a valid escape is still
+// redacted from the request log, though ReverseProxy does not forward it.
+func TestRequestLogRedactsMalformedKeyParam(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	e.do("GET", "/v1/models?key%=sk-secret-1&api_key%zz=sk-secret-2&x=1", nil,
+		append(vkHeaders, "x-gateway-trace-id: tr-q")...).Body.Close()
+	e.gw.Close()
+	recs := e.logs.Query(LogFilter{TraceID: "tr-q"})
+	if len(recs) != 1 {
+		t.Fatalf("got %d records, want 1", len(recs))
+	}
+	if strings.Contains(recs[0].Query, "sk-secret") {
+		t.Errorf("logged query %q holds a secret", recs[0].Query)
+	}
+}
