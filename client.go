@@ -403,6 +403,9 @@ func (g *Gateway) newCall(ctx context.Context, method, escapedPath string, q url
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	// The call is a request of its own: it never takes the gateway state of
+	// a request whose context the host passed in (see Gateway.ServeHTTP).
+	ctx = context.WithValue(ctx, stateKey{}, (*requestState)(nil))
 	req, err := http.NewRequestWithContext(ctx, method, "http://gateway.in-process"+g.prefix+escapedPath, rd)
 	if err != nil {
 		panic("gateway: building an in-process request: " + err.Error()) // method and path are this file's

@@ -220,9 +220,17 @@ func (g *Gateway) notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // ServeHTTP runs the whole pipeline: trace id, gateway key, headers, then
-// the route.
+// the route. Stages a host already ran in front of it (Trace, Authenticate,
+// ParseHeaders) are not run again: their trace id, identity and options
+// stand.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &requestState{gw: g, start: time.Now()}
+	if prev := stateFrom(r.Context()); prev != nil {
+		// Trace, Authenticate or ParseHeaders ran in front of the Gateway:
+		// keep what they found, since they removed the headers they read.
+		st.start, st.traceID, st.identity, st.opts, st.parsed, st.log =
+			prev.start, prev.traceID, prev.identity, prev.opts, prev.parsed, prev.log
+	}
 	st.log.Method = r.Method
 	st.log.Path = r.URL.Path
 	st.log.Query = redactQuery(r.URL.RawQuery)
@@ -239,9 +247,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	if err := authenticate(r, g.opts.Keys, st); err != nil {
-		WriteError(w, r, err)
-		return
+	if st.identity.KeyID == "" {
+		if err := authenticate(r, g.opts.Keys, st); err != nil {
+			WriteError(w, r, err)
+			return
+		}
 	}
 	if err := st.parseHeaders(r); err != nil {
 		WriteError(w, r, err)

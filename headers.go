@@ -335,7 +335,9 @@ func (st *requestState) parseHeaders(r *http.Request) error {
 	st.parsed = true
 	st.log.Metadata = st.opts.Metadata
 	for k := range r.Header {
-		if k == "Authorization" || strings.HasPrefix(k, "X-Gateway-") {
+		// The gateway key is Authenticate's to check and remove, even when
+		// it runs after this stage (a Gateway behind ParseHeaders).
+		if k == "Authorization" || strings.HasPrefix(k, "X-Gateway-") && k != "X-Gateway-Api-Key" {
 			delete(r.Header, k)
 		}
 	}

@@ -140,3 +140,92 @@ func TestRequestLogRedactsMalformedKeyParam(t *testing.T) {
 		t.Errorf("logged query %q holds a secret", recs[0].Query)
 	}
 }
+
+// The exported stages run in front of a Gateway (a host protecting its
+// whole mux) hand it what they found: the key they authenticated (whose
+// header they removed) and the trace id they echoed.
+func TestStagesComposedInFrontOfGateway(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	outer := make(chan string, 1)
+	srv := httptest.NewServer(Trace(Authenticate(e.store)(ParseHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := TraceIDFrom(r.Context())
+		outer <- id
+		e.gw.ServeHTTP(w, r)
+	})))))
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/models", nil)
+	req.Header.Set(HeaderAPIKey, coreKey)
+	req.Header.Set(HeaderVirtualKey, "vk-up")
+	req.Header.Set(HeaderMetadata, `{"_user":"u1"}`)
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	id := <-outer
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, want 200", res.StatusCode)
+	}
+	if got := res.Header.Values(HeaderTraceID); len(got) != 1 || got[0] != id {
+		t.Errorf("x-gateway-trace-id = %q, want [%s] as the host saw it", got, id)
+	}
+	e.gw.Close()
+	recs := e.logs.Query(LogFilter{TraceID: id})
+	if len(recs) != 1 || recs[0].KeyID != "key-member" || recs[0].Metadata["_user"] != "u1" || recs[0].Path != "/v1/models" {
+		t.Errorf("log records for %s = %+v, want one of key-member, _user u1, /v1/models", id, recs)
+	}
+}
+
+// An in-process call made with the context of a request the gateway's
+// stages already saw is a request of its own: its own key is checked.
+func TestInProcessCallInsideRequestAuthenticatesItself(t *testing.T) {
+	up := newCoreUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	})
+	e := newCoreEnv(t, up, nil)
+	errs := make(chan error, 2)
+	srv := httptest.NewServer(Trace(Authenticate(e.store)(ParseHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := e.gw.ListFiles(r.Context(), "", Caller{APIKey: "gw-wrong", VirtualKey: "vk-up"})
+		errs <- err
+		_, err = e.gw.ListFiles(r.Context(), "", Caller{APIKey: coreKey, VirtualKey: "vk-up"})
+		errs <- err
+	})))))
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/anything", nil)
+	req.Header.Set(HeaderAPIKey, coreAdminKey)
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var ge *Error
+	if err := <-errs; !errors.As(err, &ge) || ge.Code != CodeInvalidAPIKey {
+		t.Errorf("call with a wrong key: error %v, want invalid_api_key", err)
+	}
+	if err := <-errs; err != nil {
+		t.Errorf("call with a valid key: %v", err)
+	}
+}
+
+// ParseHeaders alone in front of a Gateway leaves the gateway key for the
+// Gateway's own authentication.
+func TestParseHeadersAloneInFrontOfGateway(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	srv := httptest.NewServer(Trace(ParseHeaders(e.gw)))
+	defer srv.Close()
+	for key, want := range map[string]int{coreKey: http.StatusOK, "gw-wrong": http.StatusUnauthorized} {
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/models", nil)
+		req.Header.Set(HeaderAPIKey, key)
+		req.Header.Set(HeaderVirtualKey, "vk-up")
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("key %s: status %d, want %d", key, res.StatusCode, want)
+		}
+	}
+}
