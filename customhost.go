@@ -148,6 +148,7 @@ func (g *guard) transport(base http.RoundTripper) http.RoundTripper {
 	t.DialContext = g.dialContext
 	// A TLS dialer of the base transport would dial without the guard.
 	t.DialTLSContext = nil
+	//lint:ignore SA1019 the deprecated field still dials when set, so it is cleared too
 	t.DialTLS = nil
 	return t
 }

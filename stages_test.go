@@ -19,6 +19,7 @@ func TestCustomHostTransportIgnoresDialTLS(t *testing.T) {
 	rn := &recordingNet{hosts: map[string][]netip.Addr{"internal.test": {netip.MustParseAddr("10.0.0.7")}}}
 	var mu sync.Mutex
 	var tlsDials []string
+	//lint:ignore SA1019 an operator's transport may still set the deprecated field
 	base := &http.Transport{DialTLS: func(network, addr string) (net.Conn, error) {
 		mu.Lock()
 		tlsDials = append(tlsDials, addr)

@@ -9,10 +9,10 @@ import (
 	"testing/synctest"
 )
 
-// TestReviewInlineConfigTrailingGarbage: an inline config followed by
+// TestInlineConfigTrailingGarbage: an inline config followed by
 // anything but white space is invalid JSON, refused before any provider is
 // called.
-func TestReviewInlineConfigTrailingGarbage(t *testing.T) {
+func TestInlineConfigTrailingGarbage(t *testing.T) {
 	a := newFakeUp(t, "a")
 	e := routeEnv(t, nil, a)
 	for _, cfg := range []string{`{"virtual_key":"a"}}`, `{"virtual_key":"a"} x`, `{"virtual_key":"a"}]`} {
@@ -31,12 +31,12 @@ func TestReviewInlineConfigTrailingGarbage(t *testing.T) {
 	}
 }
 
-// TestReviewCacheFillIncompleteNotStored: a shared cache fill whose answer
+// TestCacheFillIncompleteNotStored: a shared cache fill whose answer
 // is not complete (over the body limit, or broken off by the provider)
 // stores nothing and gives no caller a 200 with part of a body, also when
 // the gateway is served without an http.Server (ReverseProxy then reports
 // no copy error by panicking).
-func TestReviewCacheFillIncompleteNotStored(t *testing.T) {
+func TestCacheFillIncompleteNotStored(t *testing.T) {
 	tests := []struct {
 		name string
 		up   http.HandlerFunc
@@ -79,9 +79,9 @@ func TestReviewCacheFillIncompleteNotStored(t *testing.T) {
 	}
 }
 
-// TestReviewCacheStreamedBrokenNotStored: an answer to a streaming request
+// TestCacheStreamedBrokenNotStored: an answer to a streaming request
 // that the provider broke off is not stored, also without an http.Server.
-func TestReviewCacheStreamedBrokenNotStored(t *testing.T) {
+func TestCacheStreamedBrokenNotStored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		calls := 0
 		up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -105,10 +105,10 @@ func TestReviewCacheStreamedBrokenNotStored(t *testing.T) {
 	})
 }
 
-// TestReviewCacheFillSharedOnlyWithSameTimeout: a caller who sent no
+// TestCacheFillSharedOnlyWithSameTimeout: a caller who sent no
 // request timeout does not share the cache fill of one who did, and so
 // never gets a 408 for a timeout it did not ask for.
-func TestReviewCacheFillSharedOnlyWithSameTimeout(t *testing.T) {
+func TestCacheFillSharedOnlyWithSameTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		up := &blockingUp{release: make(chan struct{})}
 		g := bubbleGateway(t, nil, pipeTransport{"up": up})
@@ -137,10 +137,10 @@ func TestReviewCacheFillSharedOnlyWithSameTimeout(t *testing.T) {
 	})
 }
 
-// TestReviewConfigDecodeErrorsNamePaths: a field of the wrong type or an
+// TestConfigDecodeErrorsNamePaths: a field of the wrong type or an
 // unknown field in a nested target is named by its JSON path, indexes
 // included.
-func TestReviewConfigDecodeErrorsNamePaths(t *testing.T) {
+func TestConfigDecodeErrorsNamePaths(t *testing.T) {
 	a := newFakeUp(t, "a")
 	e := routeEnv(t, nil, a)
 	tests := []struct{ cfg, msg string }{
