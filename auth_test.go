@@ -1,10 +1,14 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -97,5 +101,30 @@ func TestParseKeyDigest(t *testing.T) {
 		if _, err := ParseKeyDigest(bad); err == nil {
 			t.Errorf("ParseKeyDigest(%q) accepted", bad)
 		}
+	}
+}
+
+// downKeys is a KeyStore that is down.
+type downKeys struct{}
+
+func (downKeys) APIKey(context.Context, [32]byte) (*APIKey, error) {
+	return nil, errors.New("key store down at 10.0.0.9:5432")
+}
+
+// TestKeyStoreDown: a failing KeyStore is a 500 that names no internal
+// address, and the failure reaches Options.ErrorLog.
+func TestKeyStoreDown(t *testing.T) {
+	var logged bytes.Buffer
+	g := New(Options{Keys: downKeys{}, ErrorLog: slog.New(slog.NewTextHandler(&logged, nil))})
+	defer g.Close()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/v1/models", nil)
+	req.Header.Set(HeaderAPIKey, coreKey)
+	g.ServeHTTP(rec, req)
+	if rec.Code != 500 || strings.Contains(rec.Body.String(), "10.0.0.9") {
+		t.Errorf("got %d %s; want a 500 without the store's address", rec.Code, rec.Body)
+	}
+	if !strings.Contains(logged.String(), "key store down") {
+		t.Errorf("ErrorLog got %q; want the store's failure", logged.String())
 	}
 }

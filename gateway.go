@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -249,6 +250,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if st.identity.KeyID == "" {
 		if err := authenticate(r, g.opts.Keys, st); err != nil {
+			if ge := (*Error)(nil); !errors.As(err, &ge) {
+				g.errLog.ErrorContext(r.Context(), "gateway: key store", "err", err)
+			}
 			WriteError(w, r, err)
 			return
 		}

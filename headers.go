@@ -445,7 +445,7 @@ func (o *RequestOptions) parse(h http.Header, defaults map[string]string) error 
 		}
 	}
 	if v := vals[hCacheNamespace]; v != "" {
-		if len(v) > maxCacheNamespaceLen || !utf8.ValidString(v) {
+		if !utf8.ValidString(v) || utf8.RuneCountInString(v) > maxCacheNamespaceLen {
 			return invalidHeader(HeaderCacheNamespace, "must be at most 256 characters")
 		}
 		o.CacheNamespace = v
@@ -551,7 +551,10 @@ func ParseForwardHeaders(v string) ([]string, error) {
 		}
 	} else {
 		for _, n := range strings.Split(v, ",") {
-			names = append(names, strings.TrimSpace(n))
+			// Empty list elements are ignored (RFC 9110, section 5.6.1).
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
 		}
 	}
 	if len(names) > maxForwardHeaders {

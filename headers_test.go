@@ -44,6 +44,8 @@ func TestHeaderValidation(t *testing.T) {
 		{"force refresh bad", "x-gateway-cache-force-refresh: yes", 400, HeaderCacheForceRefresh},
 		{"namespace 256", "x-gateway-cache-namespace: " + strings.Repeat("n", 256), 200, ""},
 		{"namespace 257", "x-gateway-cache-namespace: " + strings.Repeat("n", 257), 400, HeaderCacheNamespace},
+		{"namespace 256 characters of 2 bytes", "x-gateway-cache-namespace: " + strings.Repeat("é", 256), 200, ""},
+		{"namespace 257 characters of 2 bytes", "x-gateway-cache-namespace: " + strings.Repeat("é", 257), 400, HeaderCacheNamespace},
 		{"timeout ok", "x-gateway-request-timeout: 5000", 200, ""},
 		{"timeout zero", "x-gateway-request-timeout: 0", 400, HeaderRequestTimeout},
 		{"timeout negative", "x-gateway-request-timeout: -5", 400, HeaderRequestTimeout},
@@ -57,7 +59,8 @@ func TestHeaderValidation(t *testing.T) {
 		{"forward metadata flavor", "x-gateway-forward-headers: Metadata-Flavor", 400, HeaderForwardHeaders},
 		{"forward bad json", `x-gateway-forward-headers: ["a"`, 400, HeaderForwardHeaders},
 		{"forward bad name", "x-gateway-forward-headers: a b", 400, HeaderForwardHeaders},
-		{"forward empty item", "x-gateway-forward-headers: a,,b", 400, HeaderForwardHeaders},
+		{"forward empty items ignored", "x-gateway-forward-headers: a,,b,", 200, ""},
+		{"forward empty JSON item", `x-gateway-forward-headers: ["a",""]`, 400, HeaderForwardHeaders},
 		{"authorization not bearer", "Authorization: Basic abc", 400, "Authorization"},
 	}
 	for _, tc := range tests {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/url"
 	"strings"
 	"sync"
@@ -130,7 +131,7 @@ type LogFilter struct {
 	Metadata map[string]string
 }
 
-// Query returns the kept records that match f, oldest first.
+// Query returns copies of the kept records that match f, oldest first.
 func (b *LogBuffer) Query(f LogFilter) []RequestLog {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -138,6 +139,7 @@ func (b *LogBuffer) Query(f LogFilter) []RequestLog {
 	visit := func(recs []RequestLog) {
 		for _, r := range recs {
 			if f.matches(&r) {
+				r.Metadata = maps.Clone(r.Metadata)
 				out = append(out, r)
 			}
 		}

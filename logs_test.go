@@ -78,3 +78,15 @@ func TestRedactQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestLogBufferQueryCopies: records returned by Query are the caller's to
+// change; the kept ones stay as they were.
+func TestLogBufferQueryCopies(t *testing.T) {
+	var b LogBuffer
+	b.Log(&RequestLog{TraceID: "t1", Metadata: map[string]string{"_user": "alice"}})
+	got := b.Query(LogFilter{})
+	got[0].Metadata["_user"] = "mallory"
+	if again := b.Query(LogFilter{Metadata: map[string]string{"_user": "alice"}}); len(again) != 1 {
+		t.Errorf("after changing a returned record, Query by the kept metadata found %d records, want 1", len(again))
+	}
+}
