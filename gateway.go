@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"path"
 	"strings"
 	"time"
 
@@ -261,7 +262,27 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
+	if p := r.URL.Path; p != cleanPath(p) || p == g.prefix {
+		// http.ServeMux would answer with a redirect, which clients follow
+		// with a GET, dropping a POST's body.
+		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+			Message: "no route for " + r.Method + " " + p + ": paths have no empty, . or .. segments and go below " + g.prefix + "/"})
+		return
+	}
 	g.mux.ServeHTTP(w, r)
+}
+
+// cleanPath returns p without empty, . and .. segments, keeping a trailing
+// slash, as http.ServeMux cleans paths.
+func cleanPath(p string) string {
+	if p == "" || p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // finish completes the request's log record. A handler aborted with

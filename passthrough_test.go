@@ -510,3 +510,22 @@ func TestBodyStillReadableOnceAnswerStarted(t *testing.T) {
 		})
 	}
 }
+
+// TestUncleanPathsNotRedirected: a path with empty, . or .. segments, or
+// the bare prefix, is an OpenAI-shaped 404 rather than the redirect of
+// http.ServeMux, which clients follow with a GET and no body.
+func TestUncleanPathsNotRedirected(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	for _, p := range []string{"/v1//chat/completions", "/v1/./chat/completions", "/v1/x/../chat/completions", "/v1"} {
+		t.Run(p, func(t *testing.T) {
+			res := e.do("POST", p, strings.NewReader(`{}`), vkHeaders...)
+			if res.StatusCode != 404 || decodeError(t, res).Error.Type != TypeNotFound {
+				t.Errorf("status %d, want an OpenAI-shaped 404", res.StatusCode)
+			}
+		})
+	}
+	if n := len(up.received()); n != 0 {
+		t.Errorf("the provider received %d requests, want none", n)
+	}
+}
