@@ -258,10 +258,14 @@ func readCompletionEvents(r io.Reader, maxEvent int64) iter.Seq2[*Completion, er
 			if len(d) == 0 {
 				return true
 			}
-			if bytes.HasPrefix(d, []byte(`{"error"`)) {
-				var eb errorBody
-				if json.Unmarshal(d, &eb) == nil {
-					yield(nil, errorFromBody(http.StatusOK, nil, eb.Error))
+			if bytes.Contains(d, []byte(`"error"`)) {
+				// An error object in place of a completion, however the
+				// provider spaced it.
+				var eb struct {
+					Error *errorFields `json:"error"`
+				}
+				if json.Unmarshal(d, &eb) == nil && eb.Error != nil {
+					yield(nil, errorFromBody(http.StatusOK, nil, *eb.Error))
 					return false
 				}
 			}
@@ -321,7 +325,7 @@ func readCompletionEvents(r io.Reader, maxEvent int64) iter.Seq2[*Completion, er
 // running job with finished_at, …) is an error wrapping
 // ErrInvalidResponse. An error answer is an *Error.
 func (g *Gateway) FineTuningJob(ctx context.Context, id string, opts ...CallOption) (*FineTuningJob, error) {
-	if id == "" {
+	if id == "" || id == "." || id == ".." {
 		return nil, errors.New("gateway: FineTuningJob needs a job id")
 	}
 	var j FineTuningJob

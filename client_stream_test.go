@@ -64,3 +64,41 @@ func TestCompletionChoiceUnfinishedIsNull(t *testing.T) {
 		typedSameJSON(t, out, []byte(doc))
 	}
 }
+
+// TestStreamCompletionErrorEvent: an error object in place of a
+// completion ends the stream with that error, however it is spaced; a
+// completion whose text mentions "error" is a completion.
+func TestStreamCompletionErrorEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name, event string
+		wantErr     bool
+	}{
+		{"compact", `{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}`, true},
+		{"spaced", `{ "error" : { "message": "overloaded", "type": "server_error" } }`, true},
+		{"text mentions error", `{"id":"c","object":"text_completion","created":1,"model":"m","choices":[{"text":"\"error\"","index":0,"logprobs":null,"finish_reason":null}]}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newCoreUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, "data: "+tc.event+"\n\ndata: [DONE]\n\n")
+			})
+			env := newCoreEnv(t, up, nil)
+			var errs []error
+			events := 0
+			for c, err := range env.gw.StreamCompletion(context.Background(), &CompletionRequest{Model: "m"}, typedCaller) {
+				if err != nil {
+					errs = append(errs, err)
+				} else if c != nil {
+					events++
+				}
+			}
+			var ge *Error
+			switch {
+			case tc.wantErr && (len(errs) != 1 || !errors.As(errs[0], &ge) || ge.Message != "overloaded"):
+				t.Errorf("errors %v, want the provider's error", errs)
+			case !tc.wantErr && (len(errs) != 0 || events != 1):
+				t.Errorf("%d events and errors %v, want one completion", events, errs)
+			}
+		})
+	}
+}

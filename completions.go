@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"reflect"
 	"slices"
@@ -208,8 +209,8 @@ func validateLogitBias(m LogitBias) error {
 		if id, err := strconv.ParseUint(k, 10, 63); err != nil || strconv.FormatUint(id, 10) != k {
 			return invalidValue("logit_bias", fmt.Sprintf("logit_bias keys must be token ids (non-negative integers), got %q", k))
 		}
-		if v := m[k]; !(v >= -maxLogitBias && v <= maxLogitBias) {
-			return invalidValue("logit_bias", fmt.Sprintf("logit_bias values must be between -100 and 100, got %g for token %s", v, k))
+		if v := m[k]; !(v >= -maxLogitBias && v <= maxLogitBias) || v != math.Trunc(v) {
+			return invalidValue("logit_bias", fmt.Sprintf("logit_bias values must be integers from -100 to 100, got %g for token %s", v, k))
 		}
 	}
 	return nil
@@ -407,6 +408,9 @@ func (s *Stop) UnmarshalJSON(data []byte) error {
 func (s Stop) validate() error {
 	if s.Text != nil && s.Sequences != nil {
 		return invalidValue("stop", "stop must be a string or an array, not both")
+	}
+	if s.Sequences != nil && len(s.Sequences) == 0 {
+		return invalidValue("stop", "stop must hold at least one sequence when it is an array")
 	}
 	if len(s.Sequences) > maxStopSequences {
 		return invalidValue("stop", fmt.Sprintf("stop takes at most %d sequences, got %d", maxStopSequences, len(s.Sequences)))
@@ -1217,21 +1221,22 @@ func checkPrompt(v []byte) bool {
 }
 
 // checkStop reports whether v is a stop Stop.UnmarshalJSON and
-// Stop.validate accept: a string, or an array of at most 4 strings.
+// Stop.validate accept: a string, or an array of 1 to 4 strings.
 func checkStop(v []byte) bool {
 	if v[0] == '"' {
 		return true
 	}
 	n := 0
-	return v[0] == '[' && eachJSONElem(v, func(e []byte) bool {
+	ok := v[0] == '[' && eachJSONElem(v, func(e []byte) bool {
 		n++
 		return e[0] == '"' && n <= maxStopSequences
 	})
+	return ok && n > 0
 }
 
 // checkLogitBias reports whether v is a logit_bias validateLogitBias
 // accepts: an object whose names are token ids written plainly and whose
-// values are numbers from -100 to 100.
+// values are integers from -100 to 100.
 func checkLogitBias(v []byte) bool {
 	return v[0] == '{' && eachJSONMember(v, func(name, b []byte) bool {
 		if len(name) == 0 || name[0] == '-' || len(name) > 1 && name[0] == '0' {
@@ -1241,7 +1246,7 @@ func checkLogitBias(v []byte) bool {
 			return false
 		}
 		f, ok := jsonFloat(b)
-		return ok && f >= -maxLogitBias && f <= maxLogitBias
+		return ok && f >= -maxLogitBias && f <= maxLogitBias && f == math.Trunc(f)
 	})
 }
 
