@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -219,5 +220,22 @@ func TestSavedConfigCacheBounded(t *testing.T) {
 	}
 	if n := g.savedConfigs.lru.Len(); n != maxSavedConfigs {
 		t.Errorf("%d parsed configs held, want %d", n, maxSavedConfigs)
+	}
+}
+
+// TestInlineConfigCacheBounded: parsed inline configs are kept for reuse
+// only up to maxCachedInlineConfig bytes of JSON each.
+func TestInlineConfigCacheBounded(t *testing.T) {
+	e := newCoreEnv(t, newCoreUpstream(t, nil), nil)
+	small := `{"virtual_key":"vk-up"}`
+	large := `{"virtual_key":"vk-up","override_params":{"user":"` + strings.Repeat("x", maxCachedInlineConfig) + `"}}`
+	for _, cfg := range []string{small, large} {
+		res := e.do("POST", "/v1/chat/completions", strings.NewReader(`{}`), "x-gateway-api-key: "+coreKey, "x-gateway-config: "+cfg)
+		if b, _ := io.ReadAll(res.Body); res.StatusCode != 200 {
+			t.Fatalf("status %d: %s", res.StatusCode, b)
+		}
+	}
+	if n := e.gw.inlineConfigs.Len(); n != 1 {
+		t.Errorf("%d parsed inline configs kept, want 1 (the small one)", n)
 	}
 }

@@ -112,6 +112,10 @@ func (g *Gateway) virtualKeyTarget(ctx context.Context, id Identity, slug, param
 	return t, nil
 }
 
+// maxCachedInlineConfig is the longest inline config, in bytes, whose
+// parsed form is kept for the next request that sends it.
+const maxCachedInlineConfig = 16 << 10
+
 // configPlan resolves a saved config id or an inline JSON config.
 func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions, ref string) (*planNode, error) {
 	var cfg *Config
@@ -126,7 +130,11 @@ func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions
 			if err != nil {
 				return nil, err
 			}
-			g.inlineConfigs.Add(key, c)
+			if len(ref) <= maxCachedInlineConfig {
+				// Larger ones are parsed each time, so that callers cannot
+				// pin more than about 1,024 × 16 KiB of parsed configs.
+				g.inlineConfigs.Add(key, c)
+			}
 			cfg = c
 		}
 	} else {
