@@ -30,6 +30,7 @@ var blocked = []netip.Prefix{
 	netip.MustParsePrefix("2001::/32"),       // Teredo (embeds IPv4)
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
 	netip.MustParsePrefix("2002::/16"),       // 6to4 (embeds IPv4)
+	netip.MustParsePrefix("3fff::/20"),       // documentation
 	netip.MustParsePrefix("fc00::/7"),        // unique local
 	netip.MustParsePrefix("fe80::/10"),       // link-local
 	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated)
@@ -39,8 +40,10 @@ var blocked = []netip.Prefix{
 // Public reports whether a is a global unicast address that a
 // caller-supplied host may reach: not loopback, private, link-local
 // (which holds the cloud metadata services), CGNAT, multicast, reserved or
-// documentation space. IPv4-mapped and IPv4-compatible IPv6 forms are judged
-// by the IPv4 address they carry.
+// documentation space; for IPv6, only the global unicast space 2000::/3
+// less its special blocks. IPv4-mapped and IPv4-compatible IPv6 forms are
+// judged by the IPv4 address they carry (resolvers answer IPv4 addresses
+// in the mapped form).
 func Public(a netip.Addr) bool {
 	if !a.IsValid() {
 		return false
@@ -56,6 +59,9 @@ func Public(a netip.Addr) bool {
 			return Public(netip.AddrFrom4([4]byte(b[12:])))
 		}
 	}
+	if a.Is6() && !globalUnicast6.Contains(a) {
+		return false // unallocated or special space, e.g. ::ffff:0:a.b.c.d
+	}
 	for _, p := range blocked {
 		if p.Contains(a) {
 			return false
@@ -63,3 +69,6 @@ func Public(a netip.Addr) bool {
 	}
 	return a.IsGlobalUnicast()
 }
+
+// globalUnicast6 is the IPv6 space allocated for global unicast.
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")

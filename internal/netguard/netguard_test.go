@@ -31,6 +31,11 @@ func TestPublic(t *testing.T) {
 		{"::ffff:127.0.0.1", false},
 		{"::ffff:169.254.169.254", false},
 		{"::ffff:8.8.8.8", true},
+		{"::ffff:0:a00:1", false},   // IPv4-translated 10.0.0.1
+		{"::ffff:0:808:808", false}, // IPv4-translated 8.8.8.8: not global unicast space
+		{"3fff::1", false},          // documentation
+		{"4000::1", false},          // outside 2000::/3
+		{"2a00:1450:4001::200e", true},
 		{"::127.0.0.1", false},
 		{"64:ff9b::a9fe:a9fe", false},
 		{"fe80::1", false},
