@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -330,6 +331,10 @@ type requestState struct {
 	log      RequestLog
 	rw       responseRecorder
 	body     countingBody
+
+	// upstream is set once a request of this one was handed to a
+	// provider's transport (by any attempt, or by a cache fill serving it).
+	upstream atomic.Bool
 }
 
 func stateFrom(ctx context.Context) *requestState {

@@ -165,6 +165,9 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if a.err != nil {
 		return nil, a.err
 	}
+	if st := stateFrom(req.Context()); st != nil {
+		st.upstream.Store(true)
+	}
 	if a.target.CustomHost {
 		return rt.g.custom.RoundTrip(req)
 	}
