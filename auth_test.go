@@ -128,3 +128,43 @@ func TestKeyStoreDown(t *testing.T) {
 		t.Errorf("ErrorLog got %q; want the store's failure", logged.String())
 	}
 }
+
+// downStores is a VirtualKeyStore and ConfigStore that are down.
+type downStores struct{}
+
+func (downStores) VirtualKey(context.Context, string) (*VirtualKey, error) {
+	return nil, errors.New("virtual key store down at 10.0.0.9:5432")
+}
+
+func (downStores) Config(context.Context, string) (*SavedConfig, error) {
+	return nil, errors.New("config store down at 10.0.0.9:5432")
+}
+
+// TestSelectionStoreDown: a failing VirtualKeyStore or ConfigStore is a 500
+// that names no internal address, and the failure reaches Options.ErrorLog.
+func TestSelectionStoreDown(t *testing.T) {
+	for _, tc := range []struct{ header, value, want string }{
+		{HeaderVirtualKey, "vk-1", "virtual key store down"},
+		{HeaderConfig, "pc-1", "config store down"},
+	} {
+		t.Run(tc.header, func(t *testing.T) {
+			var logged bytes.Buffer
+			store := &MemoryStore{}
+			store.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1"})
+			g := New(Options{Keys: store, VirtualKeys: downStores{}, Configs: downStores{},
+				ErrorLog: slog.New(slog.NewTextHandler(&logged, nil))})
+			defer g.Close()
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/v1/models", nil)
+			req.Header.Set(HeaderAPIKey, coreKey)
+			req.Header.Set(tc.header, tc.value)
+			g.ServeHTTP(rec, req)
+			if rec.Code != 500 || strings.Contains(rec.Body.String(), "10.0.0.9") {
+				t.Errorf("got %d %s; want a 500 without the store's address", rec.Code, rec.Body)
+			}
+			if !strings.Contains(logged.String(), tc.want) {
+				t.Errorf("ErrorLog got %q; want the store's failure", logged.String())
+			}
+		})
+	}
+}

@@ -207,14 +207,29 @@ func (g *Gateway) Close() error {
 func (g *Gateway) routes() {
 	p := g.prefix
 	g.mux.HandleFunc(p+"/completions", g.serveCompletions)
-	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs/{fine_tuning_job_id}", g.serveFineTuningJob)
-	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs", g.serveFineTuningJobs)
-	g.mux.HandleFunc("GET "+p+"/files", g.serveFiles)
+	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs/{fine_tuning_job_id}", g.getOnly(g.serveFineTuningJob))
+	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs", g.getOnly(g.serveFineTuningJobs))
+	g.mux.HandleFunc("GET "+p+"/files", g.getOnly(g.serveFiles))
 	g.mux.HandleFunc(p+"/policies/rate-limits", g.servePolicies)
 	g.mux.HandleFunc(p+"/policies/rate-limits/{id}", g.servePolicies)
 	g.mux.HandleFunc(p+"/policies/rate-limits/", g.notFound) // the control plane's namespace is never passed through
 	g.mux.HandleFunc(p+"/", g.passThrough)
-	g.mux.HandleFunc("/", g.notFound)
+	if p != "" {
+		g.mux.HandleFunc("/", g.notFound)
+	}
+}
+
+// getOnly keeps a typed GET route from serving HEAD, which http.ServeMux
+// matches to GET patterns: HEAD goes the way of any other path, where
+// pass-through refuses it.
+func (g *Gateway) getOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			g.passThrough(w, r)
+			return
+		}
+		h(w, r)
+	}
 }
 
 func (g *Gateway) notFound(w http.ResponseWriter, r *http.Request) {

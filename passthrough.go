@@ -39,6 +39,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	st := stateFrom(r.Context())
 	plan, err := g.selectPlan(r.Context(), st.identity, &st.opts)
 	if err != nil {
+		if ge := (*Error)(nil); !errors.As(err, &ge) {
+			// A store failed: the caller gets a bare 500, the operator the cause.
+			g.errLog.ErrorContext(r.Context(), "gateway: provider selection", "err", err)
+		}
 		WriteError(w, r, err)
 		return
 	}
@@ -123,8 +127,13 @@ func (g *Gateway) try(w http.ResponseWriter, r *http.Request, a *attempt, body [
 	g.proxy.ServeHTTP(w, out)
 }
 
-// requestHeaders are the caller's headers that always reach the provider.
-var requestHeaders = []string{"Content-Type", "Accept", "Accept-Encoding", "Content-Encoding", "User-Agent", "Idempotency-Key"}
+// requestHeaders are the caller's headers that always reach the provider:
+// content negotiation and encoding, which the answer passed back unchanged
+// depends on, and OpenAI's Idempotency-Key, which makes the provider's side
+// of a retried POST safe. Everything else, User-Agent included, goes only
+// when the caller names it in x-gateway-forward-headers or the provider
+// lists it as its own (DESIGN §3).
+var requestHeaders = []string{"Content-Type", "Accept", "Accept-Encoding", "Content-Encoding", "Idempotency-Key"}
 
 // rewrite builds the upstream request: only the allowed headers, then the
 // provider's own URL and auth. A provider error is kept in the attempt and
@@ -143,8 +152,8 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 			h[n] = v
 		}
 	}
-	if _, ok := in.Header["User-Agent"]; !ok {
-		h["User-Agent"] = nil // keep Go's default User-Agent out
+	if _, ok := h["User-Agent"]; !ok {
+		h["User-Agent"] = nil // keep the caller's and Go's default User-Agent out
 	}
 	out.Header = h
 	a.pr = ProxyRequest{In: in, Out: out, Path: a.path, RawPath: a.rawPath, Target: a.target}

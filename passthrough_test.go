@@ -84,6 +84,19 @@ func TestForwardHeaders(t *testing.T) {
 	if r.Header.Get("X-Trace") != "abc" || r.Header.Get("X-Team") != "a  b" || r.Header.Get("X-Other") != "" {
 		t.Errorf("forwarded headers = %v", r.Header)
 	}
+
+	// User-Agent goes only when named: by default the provider sees none,
+	// neither the caller's nor Go's.
+	e.do("POST", "/v1/chat/completions", strings.NewReader("{}"), append(vkHeaders, "User-Agent: internal-billing/2.3")...)
+	e.do("POST", "/v1/chat/completions", strings.NewReader("{}"),
+		append(vkHeaders, "User-Agent: internal-billing/2.3", "x-gateway-forward-headers: user-agent")...)
+	got := up.received()
+	if ua, ok := got[1].Header["User-Agent"]; ok {
+		t.Errorf("User-Agent not forwarded reached the provider as %q", ua)
+	}
+	if ua := got[2].Header.Get("User-Agent"); ua != "internal-billing/2.3" {
+		t.Errorf("forwarded User-Agent = %q, want the caller's", ua)
+	}
 }
 
 func TestProviderErrorReturnedAsSent(t *testing.T) {
@@ -522,6 +535,37 @@ func TestUncleanPathsNotRedirected(t *testing.T) {
 			res := e.do("POST", p, strings.NewReader(`{}`), vkHeaders...)
 			if res.StatusCode != 404 || decodeError(t, res).Error.Type != TypeNotFound {
 				t.Errorf("status %d, want an OpenAI-shaped 404", res.StatusCode)
+			}
+		})
+	}
+	if n := len(up.received()); n != 0 {
+		t.Errorf("the provider received %d requests, want none", n)
+	}
+}
+
+func TestRootPrefix(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, func(o *Options) { o.Prefix = "/" })
+	res := e.do("POST", "/chat/completions?x=1", strings.NewReader(`{}`), vkHeaders...)
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d, want 200", res.StatusCode)
+	}
+	got := up.received()
+	if len(got) != 1 || got[0].Path != "/v1/chat/completions" || got[0].Query != "x=1" {
+		t.Errorf("provider received %+v, want POST /v1/chat/completions?x=1", got)
+	}
+}
+
+// TestHeadOnTypedRoutes: http.ServeMux matches HEAD to GET patterns; the
+// typed GET routes still refuse it, as every other path does.
+func TestHeadOnTypedRoutes(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	for _, p := range []string{"/v1/files", "/v1/fine_tuning/jobs", "/v1/fine_tuning/jobs/ftjob-1", "/v1/models"} {
+		t.Run(p, func(t *testing.T) {
+			res := e.do("HEAD", p, nil, vkHeaders...)
+			if res.StatusCode != 405 || res.Header.Get("Allow") != "GET, POST, PUT, DELETE" {
+				t.Errorf("status %d, Allow %q; want 405 with Allow: GET, POST, PUT, DELETE", res.StatusCode, res.Header.Get("Allow"))
 			}
 		})
 	}
