@@ -1,6 +1,6 @@
 // Command server runs the model gateway as a standalone HTTP server.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-config FILE] [-grace 30s]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-config FILE] [-grace 30s] [-write-timeout 60s]
 //
 // Without -config it serves one admin API key, in the workspace "default":
 // the value of GATEWAY_API_KEY, or a random key generated at start-up and
@@ -33,6 +33,10 @@
 // On SIGINT or SIGTERM the server stops accepting connections and lets
 // in-flight requests and streams finish for up to -grace, flushes the
 // request logs and exits 0. A second signal ends it at once.
+//
+// A write to a client may block for at most -write-timeout; a client that
+// stops reading has its connection dropped and its provider call cancelled,
+// while a stream that keeps flowing may last as long as it needs.
 package main
 
 import (
@@ -77,8 +81,10 @@ func main() {
 // whole response, and a streamed completion may last minutes. Nor is there
 // a ReadTimeout, which would cut large uploads streamed through to the
 // provider. Slow clients are bounded by readHeaderTimeout before a request
-// starts and by idleTimeout between requests; a stalled stream ends when
-// the provider or the client gives up.
+// starts, by idleTimeout between requests, and while a response is written
+// by the -write-timeout flag: a write to the client may block at most that
+// long (see stallWriter), so a client that stops reading a stream releases
+// its handler, its provider connection and its policy slot.
 const (
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 120 * time.Second
@@ -95,6 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
 	configPath := fs.String("config", "", "JSON config `file` (API keys, virtual keys, configs, policies, custom hosts)")
 	grace := fs.Duration("grace", 30*time.Second, "how long in-flight requests and streams may run after SIGINT or SIGTERM")
+	writeTimeout := fs.Duration("write-timeout", 60*time.Second, "how long one write to a client may block before its connection is dropped (0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -106,6 +113,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *grace < 0 {
 		return errors.New("gateway: -grace must not be negative")
+	}
+	if *writeTimeout < 0 {
+		return errors.New("gateway: -write-timeout must not be negative")
 	}
 
 	errLog := slog.New(slog.NewTextHandler(stderr, nil))
@@ -149,6 +159,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			serving.RLock()
 			defer serving.RUnlock()
+			if *writeTimeout > 0 {
+				sw := newStallWriter(w, *writeTimeout)
+				defer sw.extend() // bounds the server's own final flush too
+				w = sw
+			}
 			g.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -195,6 +210,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stderr, "gateway: stopped")
 	return nil
 }
+
+// stallWriter bounds each write to the client instead of the whole
+// response: before every write and flush it moves the connection's write
+// deadline to d from now. A stream that keeps flowing may last as long as
+// it needs; one whose client stopped reading fails its next write after d,
+// and the gateway then aborts the request and its provider call.
+type stallWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+func newStallWriter(w http.ResponseWriter, d time.Duration) *stallWriter {
+	rc := http.NewResponseController(w)
+	// A deadline left by the previous request on this connection must not
+	// cut this one while it waits for the provider.
+	_ = rc.SetWriteDeadline(time.Time{})
+	return &stallWriter{ResponseWriter: w, rc: rc, d: d}
+}
+
+func (w *stallWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
+
+func (w *stallWriter) WriteHeader(code int) {
+	w.extend()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *stallWriter) Write(p []byte) (int, error) {
+	w.extend()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *stallWriter) FlushError() error {
+	w.extend()
+	return w.rc.Flush()
+}
+
+func (w *stallWriter) Flush() { _ = w.FlushError() }
+
+func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // providers returns the provider kinds this server adds to the gateway's
 // built-in ones, by slug.

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunWriteTimeout: a client that stops reading a stream releases the
+// request after -write-timeout: the gateway gives up on the blocked write
+// and cancels its provider call, instead of holding both until shutdown.
+func TestRunWriteTimeout(t *testing.T) {
+	gone := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(gone)
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		event := []byte("data: " + strings.Repeat("x", 64<<10) + "\n\n")
+		for {
+			if _, err := w.Write(event); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			if r.Context().Err() != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(up.Close)
+
+	path := filepath.Join(t.TempDir(), "gateway.json")
+	cfg := fmt.Sprintf(`{"api_keys":[{"id":"k","key":"gw-stall","workspace_id":"ws-1"}],
+		"virtual_keys":[{"slug":"up","provider":"openai","api_key":"sk-x","base_url":%q,"workspace_id":"ws-1"}]}`, up.URL+"/v1")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, _, _, _ := runServer(t, "-config", path, "-write-timeout", "200ms")
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"model":"m","stream":true}`
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nx-gateway-api-key: gw-stall\r\nx-gateway-virtual-key: up\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	// The client never reads: the stream fills the socket buffers and the
+	// gateway's write blocks until -write-timeout cuts it.
+	select {
+	case <-gone:
+	case <-time.After(waitLimit):
+		t.Fatalf("the provider call still runs %s after the client stopped reading", waitLimit)
+	}
+}
