@@ -211,10 +211,16 @@ func (e FineTuningError) MarshalJSON() ([]byte, error) {
 // n_epochs (batch_size, learning_rate_multiplier, …) are kept in Extra as
 // the provider wrote them.
 type Hyperparameters struct {
+	// NEpochs is required by the schema: an unset value is written as
+	// "auto", its default.
 	NEpochs NEpochs `json:"n_epochs,omitzero"`
 
 	// Extra holds unknown members; see FineTuningJob.Extra.
 	Extra map[string]json.RawMessage `json:"-"`
+
+	// nEpochsMissing records that decoded hyperparameters had no n_epochs
+	// member, so that they are written back without one.
+	nEpochsMissing bool
 }
 
 type hyperparametersFields Hyperparameters
@@ -226,13 +232,25 @@ func (h *Hyperparameters) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
+	if bytes.Equal(bytes.TrimSpace(data), jsonNull) {
+		return nil
+	}
+	var keys map[string]json.RawMessage
+	_ = json.Unmarshal(data, &keys) // decodeObject has checked it is an object
+	_, has := keys["n_epochs"]
+	f.nEpochsMissing = !has
 	f.Extra = extra
 	*h = Hyperparameters(f)
 	return nil
 }
 
-// MarshalJSON encodes h with its Extra members.
+// MarshalJSON encodes h with its Extra members. n_epochs is always
+// written, as "auto" when NEpochs is unset, except for hyperparameters
+// decoded without an n_epochs member, which are written back without one.
 func (h Hyperparameters) MarshalJSON() ([]byte, error) {
+	if h.NEpochs.IsZero() && !h.nEpochsMissing {
+		h.NEpochs = AutoEpochs()
+	}
 	return encodeObject(hyperparametersFields(h), h.Extra)
 }
 

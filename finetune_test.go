@@ -227,6 +227,23 @@ func TestNEpochsJSON(t *testing.T) {
 	}
 }
 
+// TestHyperparametersNEpochsRequired: n_epochs is required by the schema,
+// so a job built in Go without it is written with "auto", its default; a
+// document that lacked it is still written back as it was.
+func TestHyperparametersNEpochsRequired(t *testing.T) {
+	out, err := json.Marshal(Hyperparameters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typedSameJSON(t, out, []byte(`{"n_epochs":"auto"}`))
+	var h Hyperparameters
+	if err := json.Unmarshal([]byte(`{"batch_size":4}`), &h); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = json.Marshal(h)
+	typedSameJSON(t, out, []byte(`{"batch_size":4}`))
+}
+
 var fileListDoc = `{"object":"list","has_more":false,"first_id":"file-abc123","last_id":"file-abc456","data":[
 	{"id":"file-abc123","object":"file","bytes":175,"created_at":1613677385,"expires_at":1677614202,"filename":"salesOverview.pdf","purpose":"assistants","status":"uploaded"},
 	{"id":"file-abc456","object":"file","bytes":140,"created_at":1613779121,"filename":"puppy.jsonl","purpose":"fine-tune","status":"processed","status_details":""}]}`
