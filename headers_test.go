@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -241,4 +242,33 @@ func FuzzParseRequestOptions(f *testing.F) {
 			t.Fatalf("traceparent %q gave trace id %q", tp, id)
 		}
 	})
+}
+
+// FuzzParsePlainMetadata holds the encoding/json-free parser of plain
+// metadata to encoding/json's answer: whatever it accepts, json accepts as
+// the same object of strings.
+func FuzzParsePlainMetadata(f *testing.F) {
+	for _, s := range []string{`{"_user":"u1"}`, ` { "a" : "b" , "c":"" } `, `{}`, `{"a":"b","a":"c"}`, `{"a":1}`,
+		`{"a":"b",}`, `{"a":"\u00e9"}`, `{"a":"b"} x`, `{"":"v"}`, `{"a":"b"`, `["a"]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		md, ok := parsePlainMetadata(v)
+		if !ok {
+			return
+		}
+		var want map[string]string
+		if err := json.Unmarshal([]byte(v), &want); err != nil || want == nil {
+			t.Fatalf("parsePlainMetadata accepted %q, which encoding/json refuses: %v", v, err)
+		}
+		if diff := cmp.Diff(want, md); diff != "" {
+			t.Fatalf("parsePlainMetadata(%q) differs from encoding/json (-json +plain):\n%s", v, diff)
+		}
+	})
+}
+
+func TestParseMetadataAllocs(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { parseMetadata(`{"_user":"u1","_environment":"prod"}`) }); n > 2 {
+		t.Errorf("parseMetadata of plain metadata allocates %v times, want at most 2 (the map)", n)
+	}
 }
