@@ -316,7 +316,6 @@ func TestSigning(t *testing.T) {
 				"Content-Type":         {"application/json"},
 				"Accept":               {"application/json"},
 				"Accept-Encoding":      {"gzip"},
-				"User-Agent":           {"bedrock-test"},
 				"X-Amzn-Bedrock-Trace": {"ENABLED"},
 			}
 			want := sent.Clone()
@@ -370,7 +369,7 @@ func TestBearerAPIKey(t *testing.T) {
 		t.Fatalf("status %d", res.StatusCode)
 	}
 	want := []seen{{http.MethodPost, "https://bedrock-runtime.us-east-2.amazonaws.com" + modelPath, http.Header{
-		"Accept-Encoding": {"gzip"}, "User-Agent": {"bedrock-test"}, "Authorization": {"Bearer ABSKbedrock-api-key"},
+		"Accept-Encoding": {"gzip"}, "Authorization": {"Bearer ABSKbedrock-api-key"},
 	}}}
 	if diff := cmp.Diff(want, e.rt.requests()); diff != "" {
 		t.Errorf("request sent to bedrock (-want +got):\n%s", diff)
