@@ -173,15 +173,28 @@ func newResponseCache(o Options) *responseCache {
 
 // fillResult is what a shared cache fill hands every caller waiting on it.
 type fillResult struct {
-	held    *heldResponse // the provider's answer, complete
+	w       *fillWriter     // the writer of the caller who led the fill
+	hit     *CachedResponse // an entry stored by an earlier fill, found on a second look
+	held    *heldResponse   // the provider's answer, complete and kept whole
+	stored  *CachedResponse // the stored form of held, when it could be stored
+	large   bool            // the answer was too long to keep: nothing is held
+	broken  bool            // the answer broke off after it had started
 	retries int
 	err     error
 }
 
 // cached runs a leaf whose config enables the cache: a lookup (unless the
 // caller forces a refresh), then the attempts. Concurrent identical misses
-// share one fill, detached from any one caller; a streamed request is not
-// shared but goes to its caller as it arrives, and is stored once complete.
+// share one fill, detached from any one caller's cancellation.
+//
+// The caller who leads a fill of a streamed request gets the provider's
+// events as they arrive, while the fill keeps a copy; callers who join it
+// are served the stored stream once it is complete, as a HIT, and make
+// their own attempt when it could not be stored. A fill of an answer that
+// is not streamed is kept whole and shared by every caller waiting on it;
+// an answer too long to keep (over Options.MaxBodyBytes) goes on to the
+// leader as it arrives instead, and every other caller makes its own
+// attempt, since nothing of it was kept for them.
 func (x *run) cached(l *attemptLoop) outcome {
 	key, ok := x.cacheKey(l)
 	if !ok {
@@ -191,20 +204,12 @@ func (x *run) cached(l *attemptLoop) outcome {
 		return out
 	}
 	ctx := x.r.Context()
-	store := x.g.cache.store
 	status := CacheMiss
 	if x.st.opts.CacheForceRefresh {
 		status = CacheRefresh
-	} else {
-		res, err := store.Get(ctx, key)
-		if err == nil {
-			x.st.log.CacheStatus = CacheHit
-			x.writeHeld(&heldResponse{status: res.Status, header: res.Header, body: res.Body, target: l.t}, CacheHit)
-			return outcome{done: true}
-		}
-		if !errors.Is(err, ErrCacheMiss) {
-			x.g.errLog.WarnContext(ctx, "gateway: cache lookup failed", "err", err)
-		}
+	} else if res, ok := x.g.lookup(ctx, key); ok {
+		x.hit(res, l.t)
+		return outcome{done: true}
 	}
 	x.st.log.CacheStatus = status
 	l.cache, l.watch = status, true
@@ -212,45 +217,114 @@ func (x *run) cached(l *attemptLoop) outcome {
 	if l.t.Cache.MaxAge > 0 {
 		ttl = time.Duration(l.t.Cache.MaxAge) * time.Second
 	}
-
-	if streamRequested(x.r, l.body) {
-		tw := &teeWriter{ResponseWriter: x.w, limit: x.g.opts.MaxBodyBytes}
-		l.w = tw
-		out := l.run()
-		x.retries += l.retries
-		if out.done && tw.status != 0 && !l.broken {
-			if res := cacheable(tw.status, tw.header, tw.buf.Bytes(), tw.over); res != nil {
-				put(x.g, context.WithoutCancel(ctx), key, res, ttl)
-			}
-		}
-		return out
-	}
+	stream := streamRequested(x.r, l.body)
 
 	// The fill's request carries no requestState, so that it never
 	// touches the state of the caller who happened to start it.
 	fctx := context.WithValue(context.WithoutCancel(ctx), stateKey{}, (*requestState)(nil))
 	fl := *l
 	fl.detached, fl.moveOn, fl.r = true, nil, x.r.Clone(fctx)
+	fw := &fillWriter{header: make(http.Header), limit: x.g.opts.MaxBodyBytes, shared: true, w: x.w}
+	if stream {
+		fw.pass = pass2xx
+	}
+	again := status == CacheMiss // a refresh must reach the provider
 	ch := x.g.cache.fills.DoChan(flightKey(status, key, &fl), func() (any, error) {
-		return x.g.fill(fctx, &fl, key, ttl), nil
+		return x.g.fill(fctx, &fl, fw, key, ttl, again), nil
 	})
+	var fr *fillResult
 	select {
 	case <-ctx.Done():
+		// Only this caller stops waiting: the fill goes on for the
+		// others, and no longer writes to this caller.
+		if fw.detach() {
+			x.abort() // part of the answer went out
+		}
 		return outcome{done: true}
 	case res := <-ch:
-		fr := res.Val.(*fillResult)
-		x.retries += fr.retries
-		switch {
-		case fr.err != nil:
-			return outcome{err: fr.err}
-		case fr.held.status >= 200 && fr.held.status <= 299:
-			x.writeHeld(fr.held, status)
-			return outcome{done: true}
-		}
-		h := *fr.held
-		h.cache = status
-		return outcome{held: &h}
+		fr = res.Val.(*fillResult)
 	}
+	leader := fr.w == fw
+	switch {
+	case fr.hit != nil:
+		x.hit(fr.hit, l.t)
+		return outcome{done: true}
+	case leader && fw.sent:
+		// The answer went to this caller as it arrived.
+		x.retries += fr.retries
+		x.st.log.Status = fw.status
+		fw.trailers(x.w.Header())
+		if fr.broken {
+			x.abort()
+		}
+		return outcome{done: true}
+	case stream && !leader:
+		if fr.stored == nil {
+			return x.direct(l, key, ttl)
+		}
+		x.hit(fr.stored, l.t)
+		return outcome{done: true}
+	case fr.large:
+		return x.direct(l, key, ttl)
+	}
+	x.retries += fr.retries
+	switch {
+	case fr.err != nil:
+		return outcome{err: fr.err}
+	case fr.held.status >= 200 && fr.held.status <= 299:
+		x.writeHeld(fr.held, status)
+		return outcome{done: true}
+	}
+	h := *fr.held
+	h.cache = status
+	return outcome{held: &h}
+}
+
+// hit answers the caller from a cache entry.
+func (x *run) hit(res *CachedResponse, t *Target) {
+	x.st.log.CacheStatus = CacheHit
+	x.writeHeld(&heldResponse{status: res.Status, header: res.Header, body: res.Body, target: t}, CacheHit)
+}
+
+// direct makes the caller's own attempts on its own goroutine, the answer
+// going to the caller as it arrives, and stores it when it can be stored:
+// the way of a caller a shared fill could not serve.
+func (x *run) direct(l *attemptLoop, key string, ttl time.Duration) outcome {
+	fw := &fillWriter{header: make(http.Header), limit: x.g.opts.MaxBodyBytes, pass: passAll, w: x.w}
+	l.w = fw
+	out := l.run()
+	x.retries += l.retries
+	if fw.sent {
+		fw.trailers(x.w.Header())
+	}
+	if out.done && !l.broken {
+		if res := cacheable(fw.status, fw.header, fw.buf.Bytes(), fw.over); res != nil {
+			put(x.g, context.WithoutCancel(x.r.Context()), key, res, ttl)
+		}
+	}
+	return out
+}
+
+// abort breaks off the caller's response, part of which went out, as the
+// ReverseProxy does with an answer that broke off: the client must not
+// take it for a whole one. Without an http.Server (a handler called
+// directly), there is no connection to drop and it does nothing.
+func (x *run) abort() {
+	if x.r.Context().Value(http.ServerContextKey) != nil {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// lookup gets key from the cache; a failing cache is a miss.
+func (g *Gateway) lookup(ctx context.Context, key string) (*CachedResponse, bool) {
+	res, err := g.cache.store.Get(ctx, key)
+	if err == nil {
+		return res, true
+	}
+	if !errors.Is(err, ErrCacheMiss) {
+		g.errLog.WarnContext(ctx, "gateway: cache lookup failed", "err", err)
+	}
+	return nil, false
 }
 
 // flightKey names a shared cache fill. Callers share one only when it
@@ -264,40 +338,56 @@ func flightKey(status, key string, l *attemptLoop) string {
 	return k
 }
 
-// fill makes a shared cache fill's attempts into memory and stores a
-// complete 200 answer; l.r is a clone of the request of the caller who
-// started it. It runs on a goroutine of singleflight's, bounded by
-// cacheFillTimeout rather than by any caller.
-func (g *Gateway) fill(ctx context.Context, l *attemptLoop, key string, ttl time.Duration) (fr *fillResult) {
-	ctx, cancel := context.WithTimeoutCause(ctx, cacheFillTimeout, errors.New("gateway: cache fill timed out"))
-	defer cancel()
-	rec := &fillRecorder{header: make(http.Header), limit: g.opts.MaxBodyBytes}
-	l.w, l.r = rec, l.r.WithContext(ctx)
-	defer func() {
-		if p := recover(); p != nil {
-			// The provider's answer broke off (http.ErrAbortHandler from
-			// the ReverseProxy) or worse: the waiting callers get a 502.
-			if p != http.ErrAbortHandler {
-				g.errLog.Error("gateway: cache fill panicked", "panic", fmt.Sprint(p))
-			}
-			fr = &fillResult{retries: l.retries, err: ErrUpstreamUnreachable}
+// errFillTimeout ends a shared cache fill that ran for cacheFillTimeout
+// with no caller taking its answer as it arrives.
+var errFillTimeout = errors.New("gateway: cache fill timed out")
+
+// fill makes a shared cache fill's attempts and stores a complete 200
+// answer; l.r is a clone of the request of the caller who started it, and
+// fw holds that caller's writer. It runs on a goroutine of singleflight's,
+// bounded by cacheFillTimeout rather than by any caller, except that an
+// answer still streaming to the caller who led the fill is not cut. When
+// again is set it first looks up key once more, for a caller who missed
+// just as an earlier fill stored the answer.
+func (g *Gateway) fill(ctx context.Context, l *attemptLoop, fw *fillWriter, key string, ttl time.Duration, again bool) *fillResult {
+	fr := &fillResult{w: fw}
+	if again {
+		if res, ok := g.lookup(ctx, key); ok {
+			fr.hit = res
+			return fr
 		}
-	}()
-	out := l.run()
-	fr = &fillResult{retries: l.retries, held: out.held, err: out.err}
-	if out.done && (rec.over || l.broken) {
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	fw.mu.Lock()
+	fw.cancel = cancel
+	fw.mu.Unlock()
+	timer := time.AfterFunc(cacheFillTimeout, fw.expire)
+	defer timer.Stop()
+	l.w, l.r = fw, l.r.WithContext(ctx)
+
+	out, aborted := g.runFill(l)
+	fr.retries = l.retries
+	switch {
+	case fw.over:
+		fr.large, fr.broken = true, aborted || (out.done && l.broken)
+		return fr
+	case aborted || (out.done && l.broken):
 		// Without an http.Server the ReverseProxy does not abort an
 		// answer it could not copy whole: it returns as if it had.
-		return &fillResult{retries: l.retries, err: ErrUpstreamUnreachable}
-	}
-	if out.done {
-		if rec.status == 0 {
-			rec.status = http.StatusOK
+		fr.broken, fr.err = true, ErrUpstreamUnreachable
+		return fr
+	case out.done:
+		if fw.status == 0 {
+			fw.status = http.StatusOK
 		}
-		fr.held = &heldResponse{status: rec.status, header: rec.header, body: rec.buf.Bytes(), target: l.t, cache: l.cache}
-		if res := cacheable(rec.status, rec.header, fr.held.body, false); res != nil {
+		fr.held = &heldResponse{status: fw.status, header: fw.header, body: fw.buf.Bytes(), target: l.t, cache: l.cache}
+		if res := cacheable(fw.status, fw.header, fr.held.body, false); res != nil {
+			fr.stored = res
 			put(g, ctx, key, res, ttl)
 		}
+	default:
+		fr.held, fr.err = out.held, out.err
 	}
 	if fr.held == nil && fr.err == nil {
 		fr.err = ErrUpstreamUnreachable
@@ -310,6 +400,21 @@ func (g *Gateway) fill(ctx context.Context, l *attemptLoop, key string, ttl time
 	return fr
 }
 
+// runFill runs a fill's attempts, reporting whether they panicked: the
+// provider's answer broke off (http.ErrAbortHandler from the
+// ReverseProxy), the fill gave up an answer too long to keep, or worse.
+func (g *Gateway) runFill(l *attemptLoop) (out outcome, aborted bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				g.errLog.Error("gateway: cache fill panicked", "panic", fmt.Sprint(p))
+			}
+			out, aborted = outcome{}, true
+		}
+	}()
+	return l.run(), false
+}
+
 func put(g *Gateway, ctx context.Context, key string, res *CachedResponse, ttl time.Duration) {
 	if err := g.cache.store.Put(ctx, key, res, ttl); err != nil {
 		g.errLog.WarnContext(ctx, "gateway: cache store failed", "err", err)
@@ -318,7 +423,10 @@ func put(g *Gateway, ctx context.Context, key string, res *CachedResponse, ttl t
 
 // cacheable returns the stored form of a response, or nil when it must not
 // be stored: only complete 200 answers are, and a server-sent event stream
-// only when it ended with data: [DONE].
+// only when it ended with data: [DONE]. header is the provider's (as the
+// ReverseProxy passed it on, with the gateway's x-gateway-* headers, which
+// are dropped), never a caller's response header map, which may hold
+// headers the host set for that caller alone.
 func cacheable(status int, header http.Header, body []byte, truncated bool) *CachedResponse {
 	if status != http.StatusOK || truncated {
 		return nil
@@ -330,10 +438,13 @@ func cacheable(status int, header http.Header, body []byte, truncated bool) *Cac
 	}
 	h := make(http.Header, len(header))
 	for k, v := range header {
-		switch {
-		case strings.HasPrefix(k, "X-Gateway-"), k == "Set-Cookie", k == "Content-Length":
+		switch k {
+		case "Set-Cookie", "Content-Length", "Trailer",
+			"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Transfer-Encoding", "Upgrade":
 		default:
-			h[k] = slices.Clone(v)
+			if !strings.HasPrefix(k, "X-Gateway-") {
+				h[k] = slices.Clone(v)
+			}
 		}
 	}
 	return &CachedResponse{Status: status, Header: h, Body: bytes.Clone(body)}
@@ -357,153 +468,324 @@ func streamRequested(r *http.Request, body []byte) bool {
 // cacheKey derives the cache key of a leaf's request: the workspace, the
 // provider and the upstream URL its Provider resolves, the credential's
 // identity (a virtual key's slug, else a digest of the token: never the
-// token), method, path, query, the body after overrides, the content
-// negotiation headers, and the namespace or else the metadata and
-// forwarded headers. It reports false when the upstream URL cannot be
-// resolved, and the request then bypasses the cache.
+// token), method, path, query, the body after overrides, the headers that
+// reach the provider (see keyedHeader), and the namespace or else the
+// metadata. It reports false when the upstream URL cannot be resolved, and
+// the request then bypasses the cache.
+//
+// The headers are those of the upstream request as the Provider builds it
+// for an attempt (the same allowed and forwarded headers go in as in
+// Gateway.rewrite), so that a provider's own headers (OpenAI-Project,
+// anthropic-version, …) and the forward-headers list are all in the key.
 func (x *run) cacheKey(l *attemptLoop) (string, bool) {
 	t := l.t
-	out := x.r.Clone(x.r.Context())
-	out.Header = make(http.Header)
+	// A shallow copy is enough: Rewrite may replace Out's URL, header,
+	// body and host, which are Out's own here, and must not touch the rest.
+	out := new(http.Request)
+	*out = *x.r
+	u := *x.r.URL
+	out.URL = &u
+	out.Form, out.PostForm, out.MultipartForm, out.Trailer = nil, nil, nil, nil
+	out.Header = make(http.Header, len(requestHeaders)+len(t.ForwardHeaders)+2)
+	for _, n := range requestHeaders {
+		if v := x.r.Header[n]; v != nil {
+			out.Header[n] = v
+		}
+	}
+	for _, n := range t.ForwardHeaders {
+		if v := x.r.Header[n]; v != nil {
+			out.Header[n] = v
+		}
+	}
 	out.Body = io.NopCloser(bytes.NewReader(l.body))
 	out.ContentLength = int64(len(l.body))
 	pr := ProxyRequest{In: x.r, Out: out, Path: x.path, RawPath: x.rawPath, Target: t}
 	if err := l.prov.Rewrite(&pr); err != nil || out.URL == nil {
 		return "", false
 	}
-	h := sha256.New()
-	field := func(s string) {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		io.WriteString(h, s)
-	}
-	field("gateway-cache-v1")
-	field(x.st.identity.WorkspaceID)
-	field(t.Provider)
-	field(out.URL.String())
+	var arr [1024]byte
+	b := keyField(arr[:0], "gateway-cache-v2")
+	b = keyField(b, x.st.identity.WorkspaceID)
+	b = keyField(b, t.Provider)
+	b = keyField(b, out.URL.String())
 	if t.VirtualKey != "" {
-		field("virtual-key")
-		field(t.VirtualKey)
+		b = keyField(b, "virtual-key")
+		b = keyField(b, t.VirtualKey)
 	} else {
-		field("token")
-		field(secretDigest(t.APIKey, t.Host.AccessKeyID, t.Host.SecretAccessKey, t.Host.SessionToken))
+		// A digest of the credentials, so that the key's preimage never
+		// holds them.
+		var c [256]byte
+		cred := keyField(c[:0], t.APIKey)
+		cred = keyField(cred, t.Host.AccessKeyID)
+		cred = keyField(cred, t.Host.SecretAccessKey)
+		cred = keyField(cred, t.Host.SessionToken)
+		sum := sha256.Sum256(cred)
+		clear(cred)
+		b = keyField(b, "token")
+		b = binary.BigEndian.AppendUint64(b, sha256.Size)
+		b = append(b, sum[:]...)
 	}
-	field(x.r.Method)
-	field(x.path)
-	field(x.r.URL.RawQuery)
-	field(string(l.body))
-	field(x.r.Header.Get("Accept"))
-	field(x.r.Header.Get("Accept-Encoding"))
+	b = keyField(b, x.r.Method)
+	b = keyField(b, x.path)
+	b = keyField(b, x.r.URL.RawQuery)
+	b = keyField(b, "body")
+	b = binary.BigEndian.AppendUint64(b, uint64(len(l.body)))
+	b = append(b, l.body...)
+	b = keyField(b, "headers")
+	var na [16]string
+	names := na[:0]
+	for k, v := range out.Header {
+		if keyedHeader(k, v, x.r.Header) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		vs := out.Header[k]
+		b = keyField(b, k)
+		b = binary.BigEndian.AppendUint64(b, uint64(len(vs)))
+		for _, v := range vs {
+			b = keyField(b, v)
+		}
+	}
 	if ns := x.st.opts.CacheNamespace; ns != "" {
-		field("namespace")
-		field(ns)
+		b = keyField(b, "namespace")
+		b = keyField(b, ns)
 	} else {
-		field("metadata")
+		b = keyField(b, "metadata")
 		md := x.st.opts.Metadata
-		keys := make([]string, 0, len(md))
+		var ka [16]string
+		keys := ka[:0]
 		for k := range md {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			field(k)
-			field(md[k])
-		}
-		field("headers")
-		for _, n := range t.ForwardHeaders {
-			field(n)
-			for _, v := range x.r.Header[n] {
-				field(v)
-			}
+			b = keyField(b, k)
+			b = keyField(b, md[k])
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil)), true
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), true
 }
 
-// secretDigest identifies credentials without keeping them.
-func secretDigest(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
-		h.Write(n[:])
-		io.WriteString(h, p)
+// keyField appends s to a cache key's preimage, after its length, so that
+// no two sequences of fields make the same preimage.
+func keyField(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// keyedHeader reports whether a header of the upstream request, with its
+// values out, is part of the cache key; in is the caller's request header.
+// Every header that reaches the provider is, but those that name the
+// request or the client rather than change the answer, and the
+// credentials and signatures a Provider sets from the target (their
+// identity is in the key already, as a slug or a digest, and a signature
+// changes with every request). A credential header the caller sent as it
+// reaches the provider, through the forward-headers list, is keyed like
+// any other header.
+func keyedHeader(name string, out []string, in http.Header) bool {
+	switch name {
+	case "User-Agent", "Idempotency-Key", "X-Ms-Client-Request-Id":
+		return false
+	case "Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "X-Goog-Api-Key",
+		"X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256":
+		return slices.Equal(out, in[name])
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return len(out) > 0
 }
 
-// teeWriter passes a streamed response to the caller as it arrives and
-// keeps a copy, up to limit bytes, for the cache.
-type teeWriter struct {
-	http.ResponseWriter
-	limit  int64
-	status int
-	header http.Header
-	buf    bytes.Buffer
-	over   bool
+// passMode says when a fillWriter passes the answer on to its caller.
+type passMode uint8
+
+const (
+	passWhole passMode = iota // keep the answer until it is whole; pass it on only when too long to keep
+	pass2xx                   // pass a 2xx answer on as it arrives; keep any other until it is whole
+	passAll                   // pass every answer on as it arrives
+)
+
+// fillWriter is the ResponseWriter of the attempts of a cache miss. It
+// keeps the provider's answer for the cache: the status, the headers the
+// ReverseProxy passed on (the provider's and the gateway's x-gateway-*,
+// never the caller's response headers, which may hold what the host set
+// for that caller alone) and the body up to limit bytes. It passes the
+// answer on to the caller's writer w as pass says, and always once the
+// body outgrows limit. Informational (1xx) responses are not passed on.
+//
+// A shared fill's writer runs on the fill's goroutine while its caller
+// waits on another: the caller may leave (detach), after which nothing is
+// written to w, and a failed write to w detaches it rather than stopping
+// the fill, which goes on for the callers waiting on it. A shared fill's
+// answer that is too long to keep and that no caller takes is given up
+// (errFillTooLarge). Set-Cookie is passed on to no caller of a shared
+// fill, as on a HIT.
+//
+// fillWriter does not implement Unwrap: the caller's writer may be gone.
+type fillWriter struct {
+	header  http.Header // the headers before the status
+	trailer http.Header // set after the status: trailers, passed on by trailers
+	status  int
+	limit   int64
+	buf     bytes.Buffer
+	over    bool // the body outgrew limit (or, not shared, a write to w failed): buf is not whole
+	pass    passMode
+	shared  bool // the writer of a shared fill
+
+	mu      sync.Mutex          // guards w, sent, expired and cancel
+	w       http.ResponseWriter // the caller's writer; nil once it left
+	sent    bool                // the status went to w: the answer goes on to it as it arrives
+	expired bool                // the fill ran for cacheFillTimeout
+	cancel  context.CancelCauseFunc
 }
 
-func (w *teeWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-		w.header = w.ResponseWriter.Header().Clone()
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *teeWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.WriteHeader(http.StatusOK)
-	}
-	n, err := w.ResponseWriter.Write(p)
-	if !w.over {
-		if int64(w.buf.Len()+n) > w.limit {
-			w.over = true
-			w.buf = bytes.Buffer{}
-		} else {
-			w.buf.Write(p[:n])
+// Header returns the header map the ReverseProxy fills: the response
+// headers before the status, then the trailers.
+func (f *fillWriter) Header() http.Header {
+	if f.status != 0 {
+		if f.trailer == nil {
+			f.trailer = make(http.Header)
 		}
+		return f.trailer
 	}
-	return n, err
+	return f.header
 }
 
-// Flush sends buffered data to the client.
-func (w *teeWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
-
-// Unwrap returns the underlying ResponseWriter, for http.ResponseController.
-func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// fillRecorder is the ResponseWriter of a shared cache fill.
-type fillRecorder struct {
-	header http.Header
-	status int
-	buf    bytes.Buffer
-	limit  int64
-	over   bool // a write went past limit: the answer is not whole
-}
-
-func (w *fillRecorder) Header() http.Header { return w.header }
-
-func (w *fillRecorder) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
+// WriteHeader records the status, and passes it on when pass says so.
+func (f *fillWriter) WriteHeader(code int) {
+	if f.status != 0 || code < 200 {
+		return
+	}
+	f.status = code
+	if f.pass == passAll || (f.pass == pass2xx && code <= 299) {
+		f.mu.Lock()
+		f.start()
+		f.mu.Unlock()
 	}
 }
 
-// errFillTooLarge breaks off a cache fill whose answer exceeds the body
-// limit: the ReverseProxy then aborts the fill and its callers get a 502.
+// start passes the status and headers on to w. f.mu must be held.
+func (f *fillWriter) start() {
+	if f.sent || f.w == nil {
+		return
+	}
+	dst := f.w.Header()
+	for k, v := range f.header {
+		if f.shared && k == "Set-Cookie" {
+			continue
+		}
+		dst[k] = append(slices.Clip(dst[k]), v...) // as the ReverseProxy adds them
+	}
+	f.w.WriteHeader(f.status)
+	f.sent = true
+}
+
+// errFillTooLarge gives up a shared cache fill whose answer exceeds the
+// body limit and that no caller takes as it arrives.
 var errFillTooLarge = errors.New("gateway: cached response exceeds the body limit")
 
-func (w *fillRecorder) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
+// Write keeps p while the body fits in limit and passes it on to w once
+// the answer goes to w.
+func (f *fillWriter) Write(p []byte) (int, error) {
+	if f.status == 0 {
+		f.WriteHeader(http.StatusOK)
 	}
-	if int64(w.buf.Len()+len(p)) > w.limit {
-		w.over = true
-		return 0, errFillTooLarge
+	out := p
+	if !f.over {
+		if int64(f.buf.Len()+len(p)) <= f.limit {
+			f.buf.Write(p)
+		} else {
+			f.over = true
+			if !f.sent {
+				// Too long to keep: the answer goes on to the caller
+				// after all, what was kept first.
+				out = append(f.buf.Bytes(), p...)
+			}
+			f.buf = bytes.Buffer{}
+		}
 	}
-	return w.buf.Write(p)
+	if !f.sent && !f.over {
+		return len(p), nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.start()
+	if f.w == nil {
+		if f.over {
+			return 0, errFillTooLarge
+		}
+		return len(p), nil
+	}
+	if _, err := f.w.Write(out); err != nil {
+		if !f.shared {
+			f.over = true
+			return 0, err
+		}
+		f.leave()
+		if f.over {
+			return 0, errFillTooLarge
+		}
+	}
+	return len(p), nil
 }
 
-func (w *fillRecorder) Flush() {}
+// Flush flushes w, when the answer goes to it.
+func (f *fillWriter) Flush() { f.FlushError() }
+
+// FlushError flushes w, when the answer goes to it. The error of a shared
+// fill's caller detaches it.
+func (f *fillWriter) FlushError() error {
+	if !f.sent {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.w == nil {
+		return nil
+	}
+	err := http.NewResponseController(f.w).Flush()
+	if err != nil && f.shared {
+		f.leave()
+		return nil
+	}
+	return err
+}
+
+// leave forgets w, and ends a fill that ran out of time and was kept
+// going only for w. f.mu must be held.
+func (f *fillWriter) leave() {
+	f.w = nil
+	if f.expired && f.cancel != nil {
+		f.cancel(errFillTimeout)
+	}
+}
+
+// detach is called by the caller of a shared fill who stops waiting for
+// it: nothing more is written to its writer. It reports whether part of
+// the answer went to it.
+func (f *fillWriter) detach() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leave()
+	return f.sent
+}
+
+// expire ends the fill after cacheFillTimeout, unless its answer is still
+// streaming to the caller who led it: that caller's answer is never cut,
+// and the fill ends if the caller leaves.
+func (f *fillWriter) expire() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.expired = true
+	if (!f.sent || f.w == nil) && f.cancel != nil {
+		f.cancel(errFillTimeout)
+	}
+}
+
+// trailers adds the trailers the ReverseProxy set to dst, the caller's
+// header map, once the answer went to the caller.
+func (f *fillWriter) trailers(dst http.Header) {
+	for k, v := range f.trailer {
+		dst[k] = append(slices.Clip(dst[k]), v...)
+	}
+}
