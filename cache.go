@@ -173,14 +173,15 @@ func newResponseCache(o Options) *responseCache {
 
 // fillResult is what a shared cache fill hands every caller waiting on it.
 type fillResult struct {
-	w       *fillWriter     // the writer of the caller who led the fill
-	hit     *CachedResponse // an entry stored by an earlier fill, found on a second look
-	held    *heldResponse   // the provider's answer, complete and kept whole
-	stored  *CachedResponse // the stored form of held, when it could be stored
-	large   bool            // the answer was too long to keep: nothing is held
-	broken  bool            // the answer broke off after it had started
-	retries int
-	err     error
+	w        *fillWriter     // the writer of the caller who led the fill
+	hit      *CachedResponse // an entry stored by an earlier fill, found on a second look
+	held     *heldResponse   // the provider's answer, complete and kept whole
+	stored   *CachedResponse // the stored form of held, when it could be stored
+	large    bool            // the answer was too long to keep: nothing is held
+	broken   bool            // the answer broke off after it had started
+	upstream bool            // the fill handed a request to a provider's transport
+	retries  int
+	err      error
 }
 
 // cached runs a leaf whose config enables the cache: a lookup (unless the
@@ -219,9 +220,12 @@ func (x *run) cached(l *attemptLoop) outcome {
 	}
 	stream := streamRequested(x.r, l.body)
 
-	// The fill's request carries no requestState, so that it never
-	// touches the state of the caller who happened to start it.
-	fctx := context.WithValue(context.WithoutCancel(ctx), stateKey{}, (*requestState)(nil))
+	// The fill's request carries a requestState of its own, so that it
+	// never touches the state of the caller who happened to start it; what
+	// the callers need of it (whether a provider was reached) comes back in
+	// the fillResult.
+	fst := &requestState{}
+	fctx := context.WithValue(context.WithoutCancel(ctx), stateKey{}, fst)
 	fl := *l
 	fl.detached, fl.moveOn, fl.r = true, nil, x.r.Clone(fctx)
 	fw := &fillWriter{header: make(http.Header), limit: x.g.opts.MaxBodyBytes, shared: true, w: x.w}
@@ -230,7 +234,9 @@ func (x *run) cached(l *attemptLoop) outcome {
 	}
 	again := status == CacheMiss // a refresh must reach the provider
 	ch := x.g.cache.fills.DoChan(flightKey(status, key, &fl), func() (any, error) {
-		return x.g.fill(fctx, &fl, fw, key, ttl, again), nil
+		fr := x.g.fill(fctx, &fl, fw, key, ttl, again)
+		fr.upstream = fst.upstream.Load()
+		return fr, nil
 	})
 	var fr *fillResult
 	select {
@@ -243,6 +249,9 @@ func (x *run) cached(l *attemptLoop) outcome {
 		return outcome{done: true}
 	case res := <-ch:
 		fr = res.Val.(*fillResult)
+	}
+	if fr.upstream {
+		x.st.upstream.Store(true)
 	}
 	leader := fr.w == fw
 	switch {

@@ -39,8 +39,13 @@ type LimitDecision struct {
 //
 // A bucket remembers what was consumed, not what is left: lowering a
 // limit's Value below the consumption refuses at once, and raising it
-// re-opens exactly the difference. Consumption drains continuously at the
-// Value per Per of the limit passed in the latest call.
+// re-opens exactly the difference. Consumption drains continuously, from
+// each call to the next, at the Value per Per of the limit passed in the
+// earlier of the two: a changed limit applies from the first call that
+// passes it on, never to the time before it. So a bucket's content is
+// known from its own calls alone, and an implementation may forget a
+// bucket (or let it expire) exactly when it has drained at its latest
+// limit, without changing any later decision.
 //
 // Implementations must be safe for concurrent use and exact under
 // concurrency: two Takes on one bucket never both see the same room. A
@@ -110,19 +115,21 @@ type limiterShard struct {
 	_       [40]byte
 }
 
-// bucket is consumption as of a moment, and the limit it last drained at.
+// bucket is consumption as of a moment, and the limit it drains at from
+// that moment on: the limit of the latest call.
 type bucket struct {
 	used float64 // units consumed, not yet drained, as of at
 	at   int64   // Unix nanoseconds
 	lim  Limit
 }
 
-// level returns the consumption left at now, draining at lim. It
-// multiplies before dividing so that whole fractions of the period drain
-// exact amounts.
-func (b *bucket) level(now int64, lim Limit) float64 {
-	if d := now - b.at; d > 0 {
-		u := b.used - float64(d)*lim.Value/float64(lim.Per)
+// level returns the consumption left at now, draining at b.lim, the limit
+// of the latest call: Take, Charge, sweeps and eviction all see the same
+// level, whatever limit the next call brings. It multiplies before
+// dividing so that whole fractions of the period drain exact amounts.
+func (b *bucket) level(now int64) float64 {
+	if d := now - b.at; d > 0 && b.lim.Per > 0 {
+		u := b.used - float64(d)*b.lim.Value/float64(b.lim.Per)
 		if u < 0 {
 			return 0
 		}
@@ -169,14 +176,14 @@ func (l *MemoryLimiter) Take(_ context.Context, key string, limit Limit, cost fl
 	b := s.buckets[key]
 	used := 0.0
 	if b != nil {
-		used = b.level(now, limit)
+		used = b.level(now)
 	}
 	if used < limit.Value && used+cost <= limit.Value {
 		if b == nil {
 			if cost <= 0 {
 				return LimitDecision{Allowed: true, Remaining: limit.Value}, nil
 			}
-			b = l.add(s, key, now)
+			b = l.add(s, key, now, limit)
 		}
 		b.set(used+cost, now, limit)
 		return LimitDecision{Allowed: true, Remaining: limit.Value - used - cost}, nil
@@ -213,20 +220,20 @@ func (l *MemoryLimiter) Charge(_ context.Context, key string, limit Limit, n flo
 		if n < 0 {
 			return nil
 		}
-		b = l.add(s, key, now)
+		b = l.add(s, key, now, limit)
 	}
-	b.set(max(0, b.level(now, limit)+n), now, limit)
+	b.set(max(0, b.level(now)+n), now, limit)
 	return nil
 }
 
 // add creates the bucket key in s, whose lock is held, making room first.
-func (l *MemoryLimiter) add(s *limiterShard, key string, now int64) *bucket {
+func (l *MemoryLimiter) add(s *limiterShard, key string, now int64, lim Limit) *bucket {
 	if s.buckets == nil {
 		s.buckets = make(map[string]*bucket)
 	}
 	if n := len(s.buckets); n >= minSweep && n >= s.sweepAt {
 		for k, b := range s.buckets {
-			if b.level(now, b.lim) == 0 {
+			if b.level(now) == 0 {
 				delete(s.buckets, k)
 			}
 		}
@@ -240,7 +247,7 @@ func (l *MemoryLimiter) add(s *limiterShard, key string, now int64) *bucket {
 	for len(s.buckets) >= maxPerShard {
 		s.evictOne(now)
 	}
-	b := &bucket{at: now}
+	b := &bucket{at: now, lim: lim}
 	s.buckets[key] = b
 	return b
 }
@@ -251,7 +258,7 @@ func (s *limiterShard) evictOne(now int64) {
 	const samples = 8
 	victim, least, seen := "", math.Inf(1), 0
 	for k, b := range s.buckets {
-		if u := b.level(now, b.lim); u < least {
+		if u := b.level(now); u < least {
 			victim, least = k, u
 		}
 		if seen++; seen == samples || least == 0 {

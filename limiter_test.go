@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // limiterTake is a Take that fails the test on error.
@@ -97,6 +99,67 @@ func TestMemoryLimiterChangedLimit(t *testing.T) {
 			t.Fatalf("unit changed to a day: %+v, want refused with RetryAfter %v", d, 24*time.Hour/5)
 		}
 	})
+}
+
+// TestMemoryLimiterChangedLimitDrain: a bucket drains at the limit of its
+// latest call until the next call, so a decision after a limit change is
+// the same whether or not other buckets' traffic swept or evicted it
+// meanwhile.
+func TestMemoryLimiterChangedLimitDrain(t *testing.T) {
+	perMinute := Limit{Value: 3, Per: time.Minute}
+	perDay := Limit{Value: 3, Per: 24 * time.Hour}
+	tests := []struct {
+		name   string
+		before Limit // the limit of the three requests that fill the bucket
+		idle   time.Duration
+		after  Limit // the changed limit of the next request
+		want   LimitDecision
+	}{
+		{
+			// Drained at 3 per minute before the change: empty.
+			name: "slower unit after the bucket drained", before: perMinute, idle: 2 * time.Minute, after: perDay,
+			want: LimitDecision{Allowed: true, Remaining: 2},
+		},
+		{
+			// A minute at 3 per day drains 1/480 of a request; the
+			// request at 3 per minute then needs the rest of one
+			// request's 20 seconds.
+			name: "faster unit while the bucket is full", before: perDay, idle: time.Minute, after: perMinute,
+			want: LimitDecision{Remaining: 3 - (3 - 1.0/480), RetryAfter: time.Duration(math.Round((3 - 1.0/480 + 1 - 3) * float64(time.Minute) / 3))},
+		},
+	}
+	for _, tt := range tests {
+		for _, busy := range []bool{false, true} {
+			name := tt.name + "/quiet"
+			if busy {
+				name = tt.name + "/other buckets busy"
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					l := &MemoryLimiter{MaxBuckets: 64 * limiterShards}
+					for range 3 {
+						limiterTake(t, l, "k", tt.before, 1)
+					}
+					time.Sleep(tt.idle)
+					if busy {
+						// Fill k's shard past its cap, sweeping and
+						// evicting whatever drained.
+						s := l.shard("k")
+						for i, n := 0, 0; n < 4*64; i++ {
+							if key := "other-" + strconv.Itoa(i); l.shard(key) == s {
+								limiterTake(t, l, key, Limit{Value: 1e6, Per: time.Hour}, 1)
+								n++
+							}
+						}
+					}
+					got := limiterTake(t, l, "k", tt.after, 1)
+					if diff := cmp.Diff(tt.want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+						t.Fatalf("decision after the change (-want +got):\n%s", diff)
+					}
+				})
+			})
+		}
+	}
 }
 
 func TestMemoryLimiterTokens(t *testing.T) {
@@ -334,6 +397,32 @@ func TestUsageScanner(t *testing.T) {
 		{name: "stream without usage", sse: true, body: "data: {\"choices\":[]}\n\ndata: [DONE]\n\n"},
 		{name: "stream ignores other fields", sse: true, body: "id: {\"usage\":{\"total_tokens\":4}}\n\n"},
 		{name: "stream cut mid-event", sse: true, body: "data: {\"usage\":{\"total_tokens\":33", want: 33, found: true},
+		{
+			name: "bedrock converse",
+			body: `{"output":{"message":{"role":"assistant","content":[{"text":"Hi"}]}},"stopReason":"end_turn","usage":{"inputTokens":30,"outputTokens":12,"totalTokens":42},"metrics":{"latencyMs":310}}`,
+			want: 42, found: true,
+		},
+		{name: "bedrock converse without total", body: `{"usage":{"inputTokens":30,"outputTokens":12}}`, want: 42, found: true},
+		{
+			name: "vertex generateContent",
+			body: `{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":8,"candidatesTokenCount":5,"totalTokenCount":13},"modelVersion":"gemini-2.0-flash"}`,
+			want: 13, found: true,
+		},
+		{name: "vertex without total", body: `{"usageMetadata":{"promptTokenCount":8,"candidatesTokenCount":5}}`, want: 13, found: true},
+		{
+			name: "vertex stream sse", sse: true,
+			body: "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"H\"}]}}],\"usageMetadata\":{\"promptTokenCount\":8,\"totalTokenCount\":8}}\r\n\r\n" +
+				"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"i\"}]},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":8,\"candidatesTokenCount\":9,\"totalTokenCount\":17}}\r\n\r\n",
+			want: 17, found: true,
+		},
+		{
+			name: "vertex stream json array",
+			body: `[{"candidates":[{"content":{"parts":[{"text":"H"}]}}],"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8}},` + "\n" +
+				`{"candidates":[{"content":{"parts":[{"text":"i"}]}}],"usageMetadata":{"promptTokenCount":8,"candidatesTokenCount":9,"totalTokenCount":17}}]`,
+			want: 17, found: true,
+		},
+		{name: "usageMetadata two objects down ignored", body: `{"a":{"b":{"usageMetadata":{"totalTokenCount":8}}}}`},
+		{name: "usageMetadata in a nested array ignored", body: `[[{"usageMetadata":{"totalTokenCount":8}}]]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -360,6 +449,8 @@ func FuzzUsageScanner(f *testing.F) {
 	f.Add("data: {\"usage\":{\"total_tokens\":5}}\n\ndata: [DONE]\n\n", true, 7)
 	f.Add("data: {\"a\":[{\"b\":\"\\\"}\"}]}\r\n\r\n", true, 1)
 	f.Add("data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":25,\"cache_read_input_tokens\":3}}}\n\n", true, 5)
+	f.Add(`[{"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8}},{"usageMetadata":{"totalTokenCount":17}}]`, false, 4)
+	f.Add(`{"usage":{"inputTokens":30,"outputTokens":12,"totalTokens":42}}`, false, 2)
 	f.Fuzz(func(t *testing.T, body string, sse bool, cut int) {
 		whole := usageScanner{sse: sse}
 		whole.write([]byte(body))

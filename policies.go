@@ -31,25 +31,33 @@ const (
 	// afterwards. They are read from the usage object of a JSON body, or
 	// of the text/event-stream events that carry one, at the top level or
 	// one object down (a Responses API event's response.usage, an
-	// Anthropic message_start's message.usage): total_tokens, else
-	// prompt_tokens + completion_tokens, else input_tokens (with Anthropic's
-	// cache_creation_input_tokens and cache_read_input_tokens) +
-	// output_tokens, each the largest value seen, since streams report
-	// running totals. The body is read as it passes, in constant memory,
-	// and reaches the caller unchanged. So that it can be read, the
-	// caller's Accept-Encoding is not forwarded and the transport
-	// negotiates (and decodes) compression itself. Cache hits are not
-	// charged.
+	// Anthropic message_start's message.usage): the usage object (OpenAI,
+	// Anthropic, Bedrock Converse) or usageMetadata (Vertex AI's
+	// generateContent, also in each element of the JSON array that
+	// streamGenerateContent answers without alt=sse). The count is the
+	// largest of total_tokens (Bedrock totalTokens, Vertex
+	// totalTokenCount), prompt_tokens + completion_tokens (Vertex
+	// promptTokenCount + candidatesTokenCount), and input_tokens (with
+	// Anthropic's cache_creation_input_tokens and cache_read_input_tokens)
+	// + output_tokens (Bedrock inputTokens + outputTokens), each the
+	// largest value seen, since streams report running totals. The body is
+	// read as it passes, in constant memory, and reaches the caller
+	// unchanged. So that it can be read, the caller's Accept-Encoding is
+	// not forwarded and the transport negotiates (and decodes) compression
+	// itself. Cache hits are not charged.
 	//
 	// A successful answer to a POST that reports no usage (a stream whose
 	// caller did not ask for it with stream_options.include_usage, a
 	// caller that hung up before the last event, a compressed or non-JSON
 	// answer) is charged an estimate instead, so that no caller escapes the
 	// policy: a token per 4 bytes of the request body, plus a token per
-	// event of a stream or per 4 bytes of any other JSON answer. Uploads
-	// (multipart, octet-stream, audio, image and video bodies) are charged
-	// only the usage their answer reports. Callers that ask for usage are
-	// charged exactly.
+	// event of a stream or per 4 bytes of any other JSON answer. Bedrock's
+	// streams (ConverseStream, InvokeModelWithResponseStream) are binary
+	// application/vnd.amazon.eventstream frames, which are not read: they
+	// are always charged the estimate, which for them counts the request
+	// body alone. Uploads (multipart, octet-stream, audio, image and video
+	// bodies) are charged only the usage their answer reports. Callers
+	// that ask for usage are charged exactly.
 	PolicyTokens = "tokens"
 )
 
@@ -82,18 +90,28 @@ const (
 //
 // Its JSON form is the RateLimitsPolicy schema of the public API.
 type RateLimitsPolicy struct {
-	ID             string            `json:"id"`
-	Name           string            `json:"name,omitempty"`
-	Conditions     []PolicyCondition `json:"conditions"`
-	GroupBy        []PolicyGroupBy   `json:"group_by"`
-	Type           string            `json:"type"`  // PolicyRequests or PolicyTokens
-	Unit           string            `json:"unit"`  // PolicyPerMinute, PolicyPerHour or PolicyPerDay
-	Value          float64           `json:"value"` // > 0
-	Status         string            `json:"status"`
-	WorkspaceID    string            `json:"workspace_id"`
-	OrganisationID string            `json:"organisation_id"`
-	CreatedAt      string            `json:"created_at"`      // RFC 3339, UTC
-	LastUpdatedAt  string            `json:"last_updated_at"` // RFC 3339, UTC
+	// ID is a UUID, kept in lower case: the control plane and MemoryStore
+	// find a policy whatever the case of the id they are given.
+	ID         string            `json:"id"`
+	Name       string            `json:"name,omitempty"`
+	Conditions []PolicyCondition `json:"conditions"`
+	GroupBy    []PolicyGroupBy   `json:"group_by"`
+	Type       string            `json:"type"`  // PolicyRequests or PolicyTokens
+	Unit       string            `json:"unit"`  // PolicyPerMinute, PolicyPerHour or PolicyPerDay
+	Value      float64           `json:"value"` // > 0
+	Status     string            `json:"status"`
+
+	// WorkspaceID is the workspace the policy belongs to and applies to.
+	// Policies created through the control plane always have one. Empty
+	// (a policy of the operator, e.g. from a store file) means the policy
+	// applies to the requests of every workspace, narrowed only by its
+	// Conditions, and no workspace admin can list, change or delete it
+	// through the control plane. Its buckets are then shared by all
+	// workspaces unless GroupBy includes workspace_id (or api_key).
+	WorkspaceID    string `json:"workspace_id"`
+	OrganisationID string `json:"organisation_id"`
+	CreatedAt      string `json:"created_at"`      // RFC 3339, UTC
+	LastUpdatedAt  string `json:"last_updated_at"` // RFC 3339, UTC
 }
 
 // MarshalJSON writes p in its public shape: every required field present,
@@ -271,6 +289,7 @@ func (g *Gateway) servePolicies(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, r, policyInvalid(policyIDParam, "the policy id must be a UUID"))
 			return
 		}
+		pid = strings.ToLower(pid) // ids are stored in lower case
 		switch r.Method {
 		case http.MethodGet:
 			err = g.getPolicy(w, r, store, id, pid)
@@ -296,10 +315,11 @@ func policyNotFound(pid string) *Error {
 		Message: "no rate-limits policy " + pid}
 }
 
-// lookupPolicy returns the policy pid of the caller's workspace.
+// lookupPolicy returns the policy pid of the caller's workspace. The
+// operator's policies, of no workspace, are not found.
 func lookupPolicy(ctx context.Context, store PolicyStore, id Identity, pid string) (*RateLimitsPolicy, error) {
 	p, err := store.Policy(ctx, pid)
-	if errors.Is(err, ErrNotFound) || err == nil && (p == nil || p.WorkspaceID != id.WorkspaceID) {
+	if errors.Is(err, ErrNotFound) || err == nil && (p == nil || p.WorkspaceID == "" || p.WorkspaceID != id.WorkspaceID) {
 		return nil, policyNotFound(pid)
 	}
 	return p, err
@@ -338,7 +358,7 @@ func (g *Gateway) listPolicies(w http.ResponseWriter, r *http.Request, store Pol
 	data := make([]RateLimitsPolicy, 0, min(len(all), size))
 	total := 0
 	for _, p := range all {
-		if p.WorkspaceID != id.WorkspaceID || p.Status != status || typ != "" && p.Type != typ || unit != "" && p.Unit != unit {
+		if p.WorkspaceID == "" || p.WorkspaceID != id.WorkspaceID || p.Status != status || typ != "" && p.Type != typ || unit != "" && p.Unit != unit {
 			continue
 		}
 		if total >= page*size && len(data) < size {
@@ -416,6 +436,12 @@ type policyCreate struct {
 }
 
 func (g *Gateway) createPolicy(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity) error {
+	if id.WorkspaceID == "" {
+		// Its policy would have no workspace: the operator's kind, which
+		// applies to every workspace.
+		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
+			Message: "a key without a workspace cannot create policies"}
+	}
 	data, err := g.readPolicyBody(w, r)
 	if err != nil {
 		return err
@@ -472,6 +498,10 @@ func (g *Gateway) createPolicy(w http.ResponseWriter, r *http.Request, store Pol
 	return nil
 }
 
+// updatePolicy serves PUT: it reads the policy, changes it and writes it
+// back. With a PolicyCompareAndSwapper store the write happens only if the
+// policy is still as read, otherwise it is read again, so that a PUT never
+// resurrects a policy deleted meanwhile nor undoes a racing PUT.
 func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity, pid string) error {
 	data, err := g.readPolicyBody(w, r)
 	if err != nil {
@@ -518,28 +548,51 @@ func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store Pol
 	if len(names) == 0 {
 		return policyInvalid("", "the body must set at least one of name, value and unit")
 	}
-	p, err := lookupPolicy(r.Context(), store, id, pid)
-	if err != nil {
-		return err
-	}
-	if nameSet {
-		p.Name = ""
-		if name != nil {
-			p.Name = *name
+	ctx := r.Context()
+	cas, _ := store.(PolicyCompareAndSwapper)
+	for {
+		p, err := lookupPolicy(ctx, store, id, pid)
+		if err != nil {
+			return err
 		}
-	}
-	if value != nil {
-		p.Value = *value
-	}
-	if unit != "" {
-		p.Unit = unit
-	}
-	if e := p.check(); e != nil {
-		return e // e.g. a requests policy lowered below 1
-	}
-	p.LastUpdatedAt = policyNow()
-	if err := store.PutPolicy(r.Context(), p); err != nil {
-		return err
+		old := *p
+		if nameSet {
+			p.Name = ""
+			if name != nil {
+				p.Name = *name
+			}
+		}
+		if value != nil {
+			p.Value = *value
+		}
+		if unit != "" {
+			p.Unit = unit
+		}
+		if e := p.check(); e != nil {
+			return e // e.g. a requests policy lowered below 1
+		}
+		p.LastUpdatedAt = policyNow()
+		if cas == nil {
+			if err := store.PutPolicy(ctx, p); err != nil {
+				return err
+			}
+			break
+		}
+		// Written only if nobody changed or deleted it since it was
+		// read; otherwise read it again (another writer made progress).
+		swapped, err := cas.CompareAndSwapPolicy(ctx, &old, p)
+		if errors.Is(err, ErrNotFound) {
+			return policyNotFound(pid)
+		}
+		if err != nil {
+			return err
+		}
+		if swapped {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
 	writePolicyJSON(w, struct{}{})
 	return nil
@@ -624,6 +677,44 @@ type policyHit struct {
 	limit Limit
 }
 
+// cost is what admitting the request takes from h's bucket: 1 for a
+// requests policy; nothing for a tokens policy, whose usage is charged
+// afterwards.
+func (h policyHit) cost() float64 {
+	if h.p.Type == PolicyRequests {
+		return 1
+	}
+	return 0
+}
+
+// wait returns how long until h would admit the request, from d, the
+// Limiter's answer to a Take of cost (the request's cost under h, or zero
+// to ask without recording anything): zero when it would admit it now.
+//
+// A tokens policy admits only while its bucket is below its value, so it
+// needs a nanosecond more than the wait until the bucket reaches it.
+// A Take of cost zero is refused only while the bucket is full, so for a
+// requests policy asked that way the wait until one unit fits is worked
+// out from what is left, at the limit's rate, rounded as MemoryLimiter
+// rounds.
+func (h policyHit) wait(d LimitDecision, cost float64) time.Duration {
+	w := time.Duration(0)
+	if !d.Allowed {
+		w = max(d.RetryAfter, 0)
+		if h.cost() == 0 && w < math.MaxInt64 {
+			w++
+		}
+	}
+	if c := h.cost(); c > cost && d.Remaining < c {
+		need := math.Round((c - d.Remaining) * float64(h.limit.Per) / h.limit.Value)
+		if !(need < float64(math.MaxInt64)) {
+			return time.Duration(math.MaxInt64)
+		}
+		w = max(w, time.Duration(need))
+	}
+	return w
+}
+
 // maxRetryAfter caps the Retry-After of a refusal. A bucket overdrawn by
 // a huge usage can need longer than a time.Duration holds (a Limiter then
 // answers math.MaxInt64), and the header must stay a positive number.
@@ -632,11 +723,15 @@ const maxRetryAfter = 100 * 365 * 24 * time.Hour
 // policyNoop is the completion of a request no policy applied to.
 func policyNoop() {}
 
-// admitPolicies applies the caller's active rate-limits policies to a
-// request about to reach a provider. It returns the ResponseWriter the
-// request must answer through (it adds the x-ratelimit-* headers and
-// counts the tokens of the response) and a func to call once the response
-// is done; or the 429 refusing the request.
+// admitPolicies applies the caller's active rate-limits policies (those of
+// its workspace and those of no workspace) to a request about to reach a
+// provider. It returns the ResponseWriter the request must answer through
+// (it adds the x-ratelimit-* headers and counts the tokens of the
+// response) and a func to call once the response is done; or the 429
+// refusing the request. The 429's Retry-After is the longest wait among
+// the matching policies that refuse, so that a retry after it is not
+// refused by another one; the policies after the first refusal are only
+// asked, at no cost.
 //
 // Policies are read from the store on every request, so a change applies
 // at once. An error of the store or the Limiter refuses the request.
@@ -653,7 +748,7 @@ func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requ
 	var hits []policyHit
 	for i := range ps {
 		p := &ps[i]
-		if p.Status != PolicyActive || p.WorkspaceID != st.identity.WorkspaceID || !p.matches(st) {
+		if p.Status != PolicyActive || p.WorkspaceID != "" && p.WorkspaceID != st.identity.WorkspaceID || !p.matches(st) {
 			continue
 		}
 		if p.Type != PolicyRequests && p.Type != PolicyTokens {
@@ -664,35 +759,17 @@ func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requ
 	if len(hits) == 0 {
 		return w, policyNoop, nil
 	}
-	lw := &limitWriter{ResponseWriter: w, g: g, ctx: ctx, reqBytes: &st.body,
+	lw := &limitWriter{ResponseWriter: w, g: g, ctx: ctx, st: st, hits: hits, reqBytes: &st.body,
 		estimate: r.Method == http.MethodPost && !uploadBody(r.Header.Get("Content-Type"))}
 	for i, h := range hits {
-		cost := 0.0
-		if h.p.Type == PolicyRequests {
-			cost = 1
-		}
-		d, err := g.opts.Limiter.Take(ctx, h.key, h.limit, cost)
+		d, err := g.opts.Limiter.Take(ctx, h.key, h.limit, h.cost())
 		if err != nil {
 			g.errLog.ErrorContext(ctx, "gateway: rate limiter", "policy", h.p.ID, "err", err)
 		} else if !d.Allowed {
-			err = &Error{Status: http.StatusTooManyRequests, Type: h.p.Type, Code: CodeRateLimitExceeded,
-				RetryAfter: min(max(d.RetryAfter, time.Second), maxRetryAfter), Message: "rate limit exceeded: policy " + policyLabel(h.p) +
-					" allows " + strconv.FormatFloat(h.p.Value, 'f', -1, 64) + " " + h.p.Type + " per " + policyUnitName(h.p.Unit)}
-			limitHeader, remainingHeader := HeaderRateLimitRequests, HeaderRateLimitRemainingRequests
-			if h.p.Type == PolicyTokens {
-				limitHeader, remainingHeader = HeaderRateLimitTokens, HeaderRateLimitRemainingTokens
-			}
-			w.Header().Set(limitHeader, strconv.FormatFloat(h.p.Value, 'f', -1, 64))
-			w.Header().Set(remainingHeader, "0")
+			err = g.refusal(ctx, w, h, d, hits[i+1:])
 		}
 		if err != nil {
-			for _, t := range hits[:i] {
-				if t.p.Type == PolicyRequests {
-					if err := g.opts.Limiter.Charge(context.WithoutCancel(ctx), t.key, t.limit, -1); err != nil {
-						g.errLog.WarnContext(ctx, "gateway: rate limiter refund", "err", err)
-					}
-				}
-			}
+			lw.refund(hits[:i])
 			return w, policyNoop, err
 		}
 		lw.note(h, d.Remaining)
@@ -703,6 +780,35 @@ func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requ
 		r.Header.Del("Accept-Encoding")
 	}
 	return lw, lw.done, nil
+}
+
+// refusal returns the 429 of a request that policy h refused with d. The
+// policies after h (rest) are asked at no cost whether they would refuse
+// too: the answer names the one of them all whose wait is the longest, and
+// waits that long. An error of the Limiter in asking is logged and that
+// policy left out.
+func (g *Gateway) refusal(ctx context.Context, w http.ResponseWriter, h policyHit, d LimitDecision, rest []policyHit) error {
+	worst, wait := h, h.wait(d, h.cost())
+	for _, o := range rest {
+		od, err := g.opts.Limiter.Take(ctx, o.key, o.limit, 0)
+		if err != nil {
+			g.errLog.WarnContext(ctx, "gateway: rate limiter", "policy", o.p.ID, "err", err)
+			continue
+		}
+		if ow := o.wait(od, 0); ow > wait {
+			worst, wait = o, ow
+		}
+	}
+	p := worst.p
+	limitHeader, remainingHeader := HeaderRateLimitRequests, HeaderRateLimitRemainingRequests
+	if p.Type == PolicyTokens {
+		limitHeader, remainingHeader = HeaderRateLimitTokens, HeaderRateLimitRemainingTokens
+	}
+	w.Header().Set(limitHeader, strconv.FormatFloat(p.Value, 'f', -1, 64))
+	w.Header().Set(remainingHeader, "0")
+	return &Error{Status: http.StatusTooManyRequests, Type: p.Type, Code: CodeRateLimitExceeded,
+		RetryAfter: min(max(wait, time.Second), maxRetryAfter), Message: "rate limit exceeded: policy " + policyLabel(p) +
+			" allows " + strconv.FormatFloat(p.Value, 'f', -1, 64) + " " + p.Type + " per " + policyUnitName(p.Unit)}
 }
 
 func policyLabel(p *RateLimitsPolicy) string {
@@ -770,8 +876,10 @@ func (p *RateLimitsPolicy) bucketKey(st *requestState) string {
 // passes, unchanged, to charge it when the response is done.
 type limitWriter struct {
 	http.ResponseWriter
-	g   *Gateway
-	ctx context.Context
+	g    *Gateway
+	ctx  context.Context
+	st   *requestState
+	hits []policyHit // every policy that admitted the request
 
 	req, tok       bool    // a requests / tokens policy applied
 	reqLim, reqRem float64 // the tightest requests policy
@@ -864,7 +972,20 @@ func (lw *limitWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
 // admitted the request: the usage it reported, else an estimate. It runs
 // even when the response was aborted or the caller went away, for what was
 // seen.
+//
+// A request the gateway itself refused (an error of its own, 4xx but 429,
+// such as incomplete host settings) before any of it reached a provider
+// gets its unit back from every requests policy: it cost no provider
+// anything. Cache hits, which reach no provider either, stay charged.
 func (lw *limitWriter) done() {
+	if lw.started && lw.status >= 400 && lw.status <= 499 && lw.status != http.StatusTooManyRequests &&
+		!lw.st.upstream.Load() && lw.st.log.ErrorCode != "" {
+		// log.ErrorCode is set by WriteError alone: the gateway wrote
+		// this answer, no provider did (a cache fill shared with other
+		// callers does not mark upstream).
+		lw.refund(lw.hits)
+		return
+	}
 	if lw.tokens == nil || !lw.started || lw.hit {
 		return
 	}
@@ -886,6 +1007,19 @@ func (lw *limitWriter) done() {
 	}
 }
 
+// refund gives back the unit each requests policy among hits took.
+func (lw *limitWriter) refund(hits []policyHit) {
+	ctx := context.WithoutCancel(lw.ctx)
+	for _, h := range hits {
+		if h.p.Type != PolicyRequests {
+			continue
+		}
+		if err := lw.g.opts.Limiter.Charge(ctx, h.key, h.limit, -1); err != nil {
+			lw.g.errLog.WarnContext(ctx, "gateway: rate limiter refund", "policy", h.p.ID, "err", err)
+		}
+	}
+}
+
 // uploadBody reports whether a request body of this content type is an
 // upload rather than a request for tokens.
 func uploadBody(contentType string) bool {
@@ -901,8 +1035,9 @@ func uploadBody(contentType string) bool {
 // usageScanner finds the token counts of a JSON document, or of the data
 // of a text/event-stream, reading bytes as they pass in constant memory. It
 // understands just enough JSON to track nesting, strings and the keys of
-// the objects on the way to a usage object: the top-level one, and the
-// top-level object's member objects.
+// the objects on the way to a usage object (usage, or Vertex AI's
+// usageMetadata): the top-level one, and the top-level object's member
+// objects; and usageMetadata in the objects of a top-level array.
 type usageScanner struct {
 	sse bool
 
@@ -952,18 +1087,19 @@ const (
 )
 
 // usageCountKey returns the usage key of a token count in a usage object,
-// or usageKeyNone.
+// or usageKeyNone: the snake_case names of OpenAI and Anthropic, the
+// camelCase ones of Bedrock Converse and of Vertex AI's usageMetadata.
 func usageCountKey(k []byte) uint8 {
 	switch string(k) {
-	case "total_tokens":
+	case "total_tokens", "totalTokens", "totalTokenCount":
 		return usageKeyTotal
-	case "prompt_tokens":
+	case "prompt_tokens", "promptTokenCount":
 		return usageKeyPrompt
-	case "completion_tokens":
+	case "completion_tokens", "candidatesTokenCount":
 		return usageKeyCompletion
-	case "input_tokens":
+	case "input_tokens", "inputTokens":
 		return usageKeyInput
-	case "output_tokens":
+	case "output_tokens", "outputTokens":
 		return usageKeyOutput
 	case "cache_creation_input_tokens":
 		return usageKeyCacheCreation
@@ -1118,6 +1254,10 @@ func (s *usageScanner) jsonByte(c byte) {
 				s.pending = usageCountKey(k)
 			}
 		case string(k) == "usage" && (s.depth == 1 || s.depth == 2 && s.objects&1 != 0):
+			s.pending = usageKeyUsage
+		case string(k) == "usageMetadata" && (s.depth == 1 || s.depth == 2):
+			// At depth 2 the container at depth 1 is an object or, in
+			// Vertex AI's streamGenerateContent, an array of answers.
 			s.pending = usageKeyUsage
 		}
 		s.isKey = false

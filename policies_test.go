@@ -858,6 +858,30 @@ func TestPolicyTokensCharged(t *testing.T) {
 		{name: "binary answer", up: answer(200, "audio/mpeg", "ID3\x03\x00"), want: 11},
 		{name: "provider error without usage", up: answer(400, "application/json", `{"error":{"message":"bad"}}`), want: 0},
 		{name: "upload without usage", up: answer(200, "application/json", `{"id":"file-1"}`), contentType: "multipart/form-data; boundary=x", want: 0},
+		{
+			name: "bedrock converse",
+			up:   answer(200, "application/json", `{"output":{"message":{"role":"assistant","content":[{"text":"Hi"}]}},"stopReason":"end_turn","usage":{"inputTokens":30,"outputTokens":12,"totalTokens":42},"metrics":{"latencyMs":310}}`),
+			want: 42,
+		},
+		{
+			name: "vertex generateContent",
+			up:   answer(200, "application/json", `{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]}}],"usageMetadata":{"promptTokenCount":80,"candidatesTokenCount":50,"totalTokenCount":130}}`),
+			want: 130,
+		},
+		{
+			name: "vertex stream",
+			up: sse("data: {\"candidates\":[],\"usageMetadata\":{\"promptTokenCount\":80,\"totalTokenCount\":80}}\r\n\r\n",
+				"data: {\"candidates\":[],\"usageMetadata\":{\"promptTokenCount\":80,\"candidatesTokenCount\":70,\"totalTokenCount\":150}}\r\n\r\n"),
+			want: 150,
+		},
+		{
+			name: "vertex stream as a json array",
+			up: answer(200, "application/json", `[{"candidates":[],"usageMetadata":{"promptTokenCount":80,"totalTokenCount":80}},`+
+				`{"candidates":[],"usageMetadata":{"promptTokenCount":80,"candidatesTokenCount":70,"totalTokenCount":150}}]`),
+			want: 150,
+		},
+		// Bedrock's binary event stream is not read: the request's estimate.
+		{name: "bedrock event stream", up: answer(200, "application/vnd.amazon.eventstream", "\x00\x00\x00\x7f:event-type\x07\x00\x08metadata{\"usage\":{\"totalTokens\":500}}"), want: 11},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1221,4 +1245,365 @@ func TestRateLimitsPolicyJSONShape(t *testing.T) {
 	if _, ok := got["name"]; ok {
 		t.Errorf("an unnamed policy has a name: %s", b)
 	}
+}
+
+// addVirtualKey stores a copy of the virtual key "vk" (the fake provider)
+// under slug, changed by mod.
+func (e *polEnv) addVirtualKey(slug string, mod func(*gateway.VirtualKey)) {
+	e.t.Helper()
+	vk, err := e.store.VirtualKey(context.Background(), "vk")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c := *vk
+	c.Slug = slug
+	mod(&c)
+	e.store.AddVirtualKey(c)
+}
+
+// TestPolicyFileWithoutWorkspace: a store file's policy without
+// workspace_id applies to every workspace its conditions let through, and
+// no workspace admin can see, change or delete it.
+func TestPolicyFileWithoutWorkspace(t *testing.T) {
+	const (
+		designID = "7d1e0000-0000-4000-8000-0000000000a1" // DESIGN §7's sample, value 1
+		globalID = "7d1e0000-0000-4000-8000-0000000000a2" // no conditions at all
+	)
+	file := `{"rate_limits_policies": [
+		{"id": "` + designID + `", "conditions": [{"key": "workspace_id", "value": "ws-1"}],
+		 "group_by": [{"key": "api_key"}], "type": "requests", "unit": "rph", "value": 1},
+		{"id": "` + globalID + `", "group_by": [{"key": "api_key"}], "type": "requests", "unit": "rph", "value": 2}
+	]}`
+	e := newPolEnv(t, nil, nil)
+	e.addVirtualKey("vk2", func(vk *gateway.VirtualKey) { vk.WorkspaceID = "ws-2" })
+	f, err := gateway.DecodeStoreFile(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Load(f); err != nil {
+		t.Fatal(err)
+	}
+
+	// ws-1: the DESIGN policy, 1 per hour per key.
+	if got := e.statuses(2, polMember); !cmp.Equal(got, []int{200, 429}) {
+		t.Fatalf("ws-1 key: %v, want [200 429]", got)
+	}
+	// ws-2: only the policy without conditions, 2 per hour per key.
+	var ws2 []int
+	for range 3 {
+		res := e.do(polAdmin2, "POST", "/v1/chat/completions", `{}`, "x-gateway-virtual-key: vk2", "Content-Type: application/json")
+		io.Copy(io.Discard, res.Body)
+		ws2 = append(ws2, res.StatusCode)
+	}
+	if !cmp.Equal(ws2, []int{200, 200, 429}) {
+		t.Fatalf("ws-2 key: %v, want [200 200 429]", ws2)
+	}
+
+	// The control plane of either workspace does not see them.
+	for _, admin := range []string{polAdmin, polAdmin2} {
+		list := polReadJSON[struct{ Total int }](t, e.do(admin, "GET", "/v1/policies/rate-limits", ""))
+		if list.Total != 0 {
+			t.Errorf("%s lists %d policies, want 0", admin, list.Total)
+		}
+		for _, id := range []string{designID, globalID} {
+			path := "/v1/policies/rate-limits/" + id
+			for _, req := range []struct{ method, body string }{{"GET", ""}, {"PUT", `{"value":100}`}, {"DELETE", ""}} {
+				if res := e.do(admin, req.method, path, req.body); res.StatusCode != 404 {
+					t.Errorf("%s %s %s: %d, want 404", admin, req.method, id, res.StatusCode)
+				}
+			}
+		}
+	}
+	if got := e.statuses(1, polMember); got[0] != 429 {
+		t.Fatalf("after the control plane's attempts: %d, want still 429", got[0])
+	}
+}
+
+// TestPolicyRefundGatewayRefusal: a request the gateway refuses itself
+// before any provider saw it gives its requests unit back; one a provider
+// answered, even with an error, does not.
+func TestPolicyRefundGatewayRefusal(t *testing.T) {
+	t.Run("azure without deployment", func(t *testing.T) {
+		e := newPolEnv(t, nil, nil)
+		e.addVirtualKey("az", func(vk *gateway.VirtualKey) {
+			vk.Provider = "azure-openai"
+			vk.APIVersion = "2024-10-21"
+		})
+		e.put(perKey3)
+		send := func(headers ...string) *http.Response {
+			t.Helper()
+			res := e.do(polMember, "POST", "/v1/chat/completions", `{"model":"m","messages":[]}`,
+				append([]string{"x-gateway-virtual-key: az", "Content-Type: application/json"}, headers...)...)
+			io.Copy(io.Discard, res.Body)
+			return res
+		}
+		var got []int
+		for range 5 {
+			got = append(got, send().StatusCode)
+		}
+		if diff := cmp.Diff([]int{400, 400, 400, 400, 400}, got); diff != "" {
+			t.Fatalf("without a deployment (-want +got):\n%s", diff)
+		}
+		res := send("x-gateway-hosta-deployment-id: gpt-4o")
+		if res.StatusCode != 200 || res.Header.Get("x-ratelimit-remaining-requests") != "2" {
+			t.Fatalf("valid request after five 400s: %d with %q remaining, want 200 with 2",
+				res.StatusCode, res.Header.Get("x-ratelimit-remaining-requests"))
+		}
+		if n := e.calls.Load(); n != 1 {
+			t.Fatalf("provider served %d, want 1", n)
+		}
+	})
+	t.Run("provider's own 400 is charged", func(t *testing.T) {
+		e := newPolEnv(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":null}}`)
+		}, nil)
+		e.put(perKey3)
+		if got := e.statuses(4, polMember); !cmp.Equal(got, []int{400, 400, 400, 429}) {
+			t.Fatalf("statuses %v, want three provider 400s then 429", got)
+		}
+	})
+	t.Run("timeout of a shared cache fill is charged", func(t *testing.T) {
+		// The provider was reached by the fill, on a goroutine of its own:
+		// the caller's 408 is the gateway's, yet no refusal to refund.
+		e := newPolEnv(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, nil)
+		e.put(perKey3)
+		cfg := `x-gateway-config: {"virtual_key":"vk","cache":{"mode":"simple"},"request_timeout":20}`
+		var got []int
+		for range 4 {
+			res := e.do(polMember, "POST", "/v1/chat/completions", `{"model":"m","messages":[]}`, "Content-Type: application/json", cfg)
+			io.Copy(io.Discard, res.Body)
+			got = append(got, res.StatusCode)
+		}
+		if diff := cmp.Diff([]int{408, 408, 408, 429}, got); diff != "" {
+			t.Fatalf("statuses (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestPolicyRetryAfterLongestWait: when several policies refuse, the 429
+// waits as long as the longest of them needs, so that a retry after
+// Retry-After is admitted, whatever order the policies are checked in.
+func TestPolicyRetryAfterLongestWait(t *testing.T) {
+	perMinute := gateway.RateLimitsPolicy{
+		ID: "7d1e0000-0000-4000-8000-0000000000b1", Name: "per minute", GroupBy: []gateway.PolicyGroupBy{{Key: "api_key"}},
+		Type: "requests", Unit: "rpm", Value: 1, Status: gateway.PolicyActive, WorkspaceID: "ws-1",
+	}
+	perDay := gateway.RateLimitsPolicy{
+		ID: "7d1e0000-0000-4000-8000-0000000000b2", Name: "per day", GroupBy: []gateway.PolicyGroupBy{{Key: "api_key"}},
+		Type: "requests", Unit: "rpd", Value: 1, Status: gateway.PolicyActive, WorkspaceID: "ws-1",
+	}
+	tokensPerDay := gateway.RateLimitsPolicy{
+		ID: "7d1e0000-0000-4000-8000-0000000000b3", Name: "tokens per day", GroupBy: []gateway.PolicyGroupBy{{Key: "api_key"}},
+		Type: "tokens", Unit: "rpd", Value: 0.5, Status: gateway.PolicyActive, WorkspaceID: "ws-1",
+	}
+	tests := []struct {
+		name     string
+		first    gateway.RateLimitsPolicy // checked first
+		second   gateway.RateLimitsPolicy
+		wantType string
+		wantSecs int // Retry-After with fake time
+	}{
+		{"minute checked first", perMinute, perDay, "requests", 86400},
+		{"day checked first", perDay, perMinute, "requests", 86400},
+		// A tokens bucket admits only below its value: a nanosecond more
+		// than the day it takes to reach it.
+		{"tokens checked second", perMinute, tokensPerDay, "tokens", 86401},
+	}
+	for _, tt := range tests {
+		tt.first.CreatedAt, tt.second.CreatedAt = "2025-01-01T00:00:00.000Z", "2025-01-02T00:00:00.000Z"
+		t.Run(tt.name+"/http", func(t *testing.T) {
+			// One token per answer: half a token over the tokens policy,
+			// which drains in a day. (polTransport's {} is estimated at 1.)
+			e := newPolEnv(t, usageJSON(1), nil)
+			e.put(tt.first)
+			e.put(tt.second)
+			if got := e.statuses(1, polMember); got[0] != 200 {
+				t.Fatalf("first request: %d", got[0])
+			}
+			res := e.complete(polMember)
+			if res.StatusCode != 429 {
+				t.Fatalf("second request: %d, want 429", res.StatusCode)
+			}
+			if ra, _ := strconv.Atoi(res.Header.Get("Retry-After")); ra < 86400-5 || ra > 86401 {
+				t.Errorf("Retry-After = %q, want a day (the longer wait)", res.Header.Get("Retry-After"))
+			}
+			if got := polReadError(t, res); got.Type != tt.wantType || !strings.Contains(got.Message, "per day") {
+				t.Errorf("429 %+v, want type %s naming the per-day policy", got, tt.wantType)
+			}
+		})
+		t.Run(tt.name+"/fake time", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &gateway.MemoryStore{}
+				store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey(polMember), WorkspaceID: "ws-1", Role: gateway.RoleMember})
+				store.AddVirtualKey(gateway.VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk", BaseURL: "http://provider.test/v1", WorkspaceID: "ws-1"})
+				for _, p := range []gateway.RateLimitsPolicy{tt.first, tt.second} {
+					store.PutPolicy(context.Background(), &p)
+				}
+				var calls int
+				gw := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Policies: store, Transport: polTransport{&calls}})
+				defer gw.Close()
+				send := func() (int, string) {
+					req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{}`))
+					req.Header.Set("x-gateway-api-key", polMember)
+					req.Header.Set("x-gateway-virtual-key", "vk")
+					rec := httptest.NewRecorder()
+					gw.ServeHTTP(rec, req)
+					return rec.Code, rec.Header().Get("Retry-After")
+				}
+				if code, _ := send(); code != 200 {
+					t.Fatalf("first request: %d", code)
+				}
+				code, ra := send()
+				secs, _ := strconv.Atoi(ra)
+				if code != 429 || secs != tt.wantSecs {
+					t.Fatalf("refused request: %d with Retry-After %q, want 429 with %d", code, ra, tt.wantSecs)
+				}
+				time.Sleep(time.Duration(secs) * time.Second)
+				if code, ra := send(); code != 200 {
+					t.Fatalf("retry after Retry-After: %d (Retry-After %q), want 200", code, ra)
+				}
+			})
+		})
+	}
+}
+
+// TestPolicyIDCase: a policy id is found whatever its case, on every
+// route of the control plane and from a store file.
+func TestPolicyIDCase(t *testing.T) {
+	e := newPolEnv(t, nil, nil)
+	created := polReadJSON[struct{ ID string }](t, e.do(polAdmin, "POST", "/v1/policies/rate-limits", validCreate))
+	if created.ID != strings.ToLower(created.ID) {
+		t.Fatalf("created id %q is not lower case", created.ID)
+	}
+	upper := "/v1/policies/rate-limits/" + strings.ToUpper(created.ID)
+	if res := e.do(polAdmin, "PUT", upper, `{"value":7}`); res.StatusCode != 200 {
+		t.Fatalf("PUT by upper-case id: %d", res.StatusCode)
+	}
+	got := polReadJSON[gateway.RateLimitsPolicy](t, e.do(polAdmin, "GET", upper, ""))
+	if got.ID != created.ID || got.Value != 7 {
+		t.Fatalf("GET by upper-case id: id %q value %v, want %q and 7", got.ID, got.Value, created.ID)
+	}
+	if res := e.do(polAdmin, "DELETE", upper, ""); res.StatusCode != 200 {
+		t.Fatalf("DELETE by upper-case id: %d", res.StatusCode)
+	}
+	if res := e.do(polAdmin, "GET", "/v1/policies/rate-limits/"+created.ID, ""); res.StatusCode != 404 {
+		t.Fatalf("GET after DELETE: %d, want 404", res.StatusCode)
+	}
+
+	// A store file's id in upper case is kept in lower case.
+	const fileID = "7D1E0000-0000-4000-8000-0000000000C1"
+	f, err := gateway.DecodeStoreFile(strings.NewReader(`{"rate_limits_policies":[{"id":"` + fileID + `","workspace_id":"ws-1",
+		"group_by":[{"key":"api_key"}],"type":"requests","unit":"rph","value":1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Load(f); err != nil {
+		t.Fatal(err)
+	}
+	lower := "/v1/policies/rate-limits/" + strings.ToLower(fileID)
+	got = polReadJSON[gateway.RateLimitsPolicy](t, e.do(polAdmin, "GET", lower, ""))
+	if got.ID != strings.ToLower(fileID) {
+		t.Fatalf("store file policy read back as %q, want %q", got.ID, strings.ToLower(fileID))
+	}
+	if res := e.do(polAdmin, "PUT", "/v1/policies/rate-limits/"+fileID, `{"value":2}`); res.StatusCode != 200 {
+		t.Fatalf("PUT of the store file's policy by its id as written: %d", res.StatusCode)
+	}
+	list := polReadJSON[struct{ Total int }](t, e.do(polAdmin, "GET", "/v1/policies/rate-limits", ""))
+	if list.Total != 1 {
+		t.Fatalf("%d policies listed, want 1: a PUT by another case made a second", list.Total)
+	}
+}
+
+// hookStore is a MemoryStore (compare-and-swap included) that runs hook
+// once, inside the next Policy call after it is armed: between the read
+// and the write of a PUT.
+type hookStore struct {
+	*gateway.MemoryStore
+	armed atomic.Bool
+	hook  func()
+}
+
+func (s *hookStore) Policy(ctx context.Context, id string) (*gateway.RateLimitsPolicy, error) {
+	p, err := s.MemoryStore.Policy(ctx, id)
+	if s.armed.CompareAndSwap(true, false) {
+		s.hook()
+	}
+	return p, err
+}
+
+// TestPolicyPutRaces: a PUT whose policy is deleted, or changed by another
+// PUT, between its read and its write neither brings it back nor undoes
+// the other change.
+func TestPolicyPutRaces(t *testing.T) {
+	path := "/v1/policies/rate-limits/" + perKey3.ID
+	// call sends a control-plane request from inside the hook, which runs
+	// on a server goroutine, and returns its status.
+	call := func(t *testing.T, e *polEnv, method, body string) int {
+		req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+		req.Header.Set("x-gateway-api-key", polAdmin)
+		res, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	setup := func(t *testing.T) (*polEnv, *hookStore) {
+		hs := &hookStore{}
+		e := newPolEnv(t, nil, func(o *gateway.Options) { o.Policies = hs })
+		hs.MemoryStore = e.store
+		e.put(perKey3)
+		return e, hs
+	}
+
+	t.Run("PUT racing DELETE", func(t *testing.T) {
+		e, hs := setup(t)
+		var deleted int
+		hs.hook = func() { deleted = call(t, e, "DELETE", "") }
+		hs.armed.Store(true)
+		res := e.do(polAdmin, "PUT", path, `{"value":7}`)
+		if deleted != 200 || res.StatusCode != 404 {
+			t.Fatalf("DELETE inside the PUT: %d, then PUT: %d; want 200 then 404", deleted, res.StatusCode)
+		}
+		if _, err := e.store.Policy(context.Background(), perKey3.ID); err != gateway.ErrNotFound {
+			t.Fatalf("deleted policy is back: %v", err)
+		}
+		if got := e.statuses(4, polMember); !cmp.Equal(got, []int{200, 200, 200, 200}) {
+			t.Fatalf("after the DELETE: %v, want no limit", got)
+		}
+	})
+	t.Run("PUT racing PUT", func(t *testing.T) {
+		e, hs := setup(t)
+		var renamed int
+		hs.hook = func() { renamed = call(t, e, "PUT", `{"name":"renamed"}`) }
+		hs.armed.Store(true)
+		if res := e.do(polAdmin, "PUT", path, `{"value":7}`); renamed != 200 || res.StatusCode != 200 {
+			t.Fatalf("PUT inside the PUT: %d, then PUT: %d; want 200 twice", renamed, res.StatusCode)
+		}
+		p, err := e.store.Policy(context.Background(), perKey3.ID)
+		if err != nil || p.Name != "renamed" || p.Value != 7 {
+			t.Fatalf("policy %+v, %v; want both changes", p, err)
+		}
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		e := newPolEnv(t, nil, nil)
+		for round := range 50 {
+			e.put(perKey3)
+			var wg sync.WaitGroup
+			var put, del int
+			wg.Go(func() { put = call(t, e, "PUT", `{"value":`+strconv.Itoa(round+1)+`}`) })
+			wg.Go(func() { del = call(t, e, "DELETE", "") })
+			wg.Wait()
+			if del != 200 || put != 200 && put != 404 {
+				t.Fatalf("round %d: PUT %d, DELETE %d", round, put, del)
+			}
+			if _, err := e.store.Policy(context.Background(), perKey3.ID); err != gateway.ErrNotFound {
+				t.Fatalf("round %d: policy present after its DELETE (PUT answered %d)", round, put)
+			}
+		}
+	})
 }

@@ -42,13 +42,38 @@ type ConfigStore interface {
 
 // PolicyStore holds rate-limits policies. Implementations must be safe for
 // concurrent use; Policy and DeletePolicy return ErrNotFound for an unknown
-// id. Policies returns every policy of a workspace, archived ones included,
-// ordered by creation time.
+// id. Policies returns every policy of a workspace and every policy of no
+// workspace (an empty WorkspaceID: the operator's, which apply to all
+// workspaces), archived ones included, ordered by creation time.
+//
+// Ids are UUIDs, which the gateway always passes in lower case (it lowers
+// the ids of requests and of store files), so a store may compare them
+// exactly.
+//
+// The control plane's PUT reads a policy, changes it and writes it back.
+// With PutPolicy alone that is not atomic: a PUT racing a DELETE of the
+// same policy may write it back after it was deleted, and of two racing
+// PUTs the later write wins whole. A store that also implements
+// PolicyCompareAndSwapper (as MemoryStore does) closes that window.
 type PolicyStore interface {
 	Policies(ctx context.Context, workspaceID string) ([]RateLimitsPolicy, error)
 	Policy(ctx context.Context, id string) (*RateLimitsPolicy, error)
 	PutPolicy(ctx context.Context, p *RateLimitsPolicy) error
 	DeletePolicy(ctx context.Context, id string) error
+}
+
+// PolicyCompareAndSwapper is an optional capability of a PolicyStore, found
+// by type assertion: replacing a policy only if it is still the one read.
+// The control plane's PUT uses it when the store has it, so that a PUT
+// never brings back a policy deleted meanwhile, nor undoes another PUT.
+//
+// CompareAndSwapPolicy replaces the stored policy old.ID with p (whose ID
+// is the same) if the stored policy still equals old in every field, and
+// reports whether it did. It returns ErrNotFound if no policy old.ID is
+// stored. It must be atomic with respect to every other method of the
+// store.
+type PolicyCompareAndSwapper interface {
+	CompareAndSwapPolicy(ctx context.Context, old, p *RateLimitsPolicy) (bool, error)
 }
 
 // VirtualKey is a stored provider credential, addressed by its slug. Its
@@ -71,9 +96,10 @@ type SavedConfig struct {
 	Config      json.RawMessage `json:"config"`
 }
 
-// MemoryStore is an in-memory KeyStore, VirtualKeyStore, ConfigStore and
-// PolicyStore. Its zero value is empty and ready to use; it is safe for
-// concurrent use.
+// MemoryStore is an in-memory KeyStore, VirtualKeyStore, ConfigStore,
+// PolicyStore and PolicyCompareAndSwapper. Its zero value is empty and
+// ready to use; it is safe for concurrent use. Policy ids are compared
+// without regard to case.
 type MemoryStore struct {
 	mu       sync.RWMutex // guards the maps below
 	keys     map[[sha256.Size]byte]*APIKey
@@ -87,6 +113,8 @@ var (
 	_ VirtualKeyStore = (*MemoryStore)(nil)
 	_ ConfigStore     = (*MemoryStore)(nil)
 	_ PolicyStore     = (*MemoryStore)(nil)
+
+	_ PolicyCompareAndSwapper = (*MemoryStore)(nil)
 )
 
 // AddAPIKey stores k under k.Digest.
@@ -149,12 +177,13 @@ func (s *MemoryStore) Config(_ context.Context, id string) (*SavedConfig, error)
 	return nil, ErrNotFound
 }
 
-// Policies implements PolicyStore.
+// Policies implements PolicyStore: the policies of workspaceID and those
+// of no workspace.
 func (s *MemoryStore) Policies(_ context.Context, workspaceID string) ([]RateLimitsPolicy, error) {
 	s.mu.RLock()
 	var out []RateLimitsPolicy
 	for _, p := range s.policies {
-		if p.WorkspaceID == workspaceID {
+		if p.WorkspaceID == workspaceID || p.WorkspaceID == "" {
 			out = append(out, *p)
 		}
 	}
@@ -172,27 +201,49 @@ func (s *MemoryStore) Policies(_ context.Context, workspaceID string) ([]RateLim
 func (s *MemoryStore) Policy(_ context.Context, id string) (*RateLimitsPolicy, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if p, ok := s.policies[id]; ok {
+	if p, ok := s.policies[strings.ToLower(id)]; ok {
 		c := *p
 		return &c, nil
 	}
 	return nil, ErrNotFound
 }
 
-// PutPolicy implements PolicyStore: it creates or replaces p.
+// PutPolicy implements PolicyStore: it creates or replaces a copy of p,
+// its id in lower case.
 func (s *MemoryStore) PutPolicy(_ context.Context, p *RateLimitsPolicy) error {
-	c := *p
+	c := clonePolicy(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.policies == nil {
 		s.policies = make(map[string]*RateLimitsPolicy)
 	}
-	s.policies[c.ID] = &c
+	s.policies[c.ID] = c
 	return nil
+}
+
+// CompareAndSwapPolicy implements PolicyCompareAndSwapper.
+func (s *MemoryStore) CompareAndSwapPolicy(_ context.Context, old, p *RateLimitsPolicy) (bool, error) {
+	id := strings.ToLower(old.ID)
+	if strings.ToLower(p.ID) != id {
+		return false, errors.New("gateway: CompareAndSwapPolicy of a policy with another id")
+	}
+	c := clonePolicy(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.policies[id]
+	if !ok {
+		return false, ErrNotFound
+	}
+	if !policyEqual(cur, old) {
+		return false, nil
+	}
+	s.policies[id] = c
+	return true, nil
 }
 
 // DeletePolicy implements PolicyStore.
 func (s *MemoryStore) DeletePolicy(_ context.Context, id string) error {
+	id = strings.ToLower(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.policies[id]; !ok {
@@ -200,6 +251,26 @@ func (s *MemoryStore) DeletePolicy(_ context.Context, id string) error {
 	}
 	delete(s.policies, id)
 	return nil
+}
+
+// clonePolicy returns a copy of p sharing no memory with it, its id in
+// lower case.
+func clonePolicy(p *RateLimitsPolicy) *RateLimitsPolicy {
+	c := *p
+	c.ID = strings.ToLower(c.ID)
+	c.Conditions = slices.Clone(c.Conditions)
+	c.GroupBy = slices.Clone(c.GroupBy)
+	return &c
+}
+
+// policyEqual reports whether a and b are the same in every field but the
+// case of their ids.
+func policyEqual(a, b *RateLimitsPolicy) bool {
+	return strings.EqualFold(a.ID, b.ID) && a.Name == b.Name &&
+		slices.Equal(a.Conditions, b.Conditions) && slices.Equal(a.GroupBy, b.GroupBy) &&
+		a.Type == b.Type && a.Unit == b.Unit && a.Value == b.Value && a.Status == b.Status &&
+		a.WorkspaceID == b.WorkspaceID && a.OrganisationID == b.OrganisationID &&
+		a.CreatedAt == b.CreatedAt && a.LastUpdatedAt == b.LastUpdatedAt
 }
 
 // StoreFile is the JSON document a MemoryStore loads: the config file of
@@ -232,6 +303,12 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 // DecodeStoreFile reads a StoreFile from r. Every ${VAR} in the document is
 // replaced by the environment variable VAR (JSON-escaped; empty when unset)
 // before decoding. Unknown fields are an error naming the field.
+//
+// A rate_limits_policies entry without workspace_id belongs to the
+// operator: it applies to every workspace (its conditions, e.g. on
+// workspace_id, narrow it), and no workspace admin can list, change or
+// delete it through the control plane. Policy ids are UUIDs, kept in lower
+// case.
 func DecodeStoreFile(r io.Reader) (*StoreFile, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -270,7 +347,7 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 		default:
 			d, err := ParseKeyDigest(e.KeySHA256)
 			if err != nil {
-				return fmt.Errorf("gateway: store file: api_keys[%d].key_sha256: %w", i, err)
+				return fmt.Errorf("gateway: store file: api_keys[%d].key_sha256: %w", i, unprefixed{err})
 			}
 			k.Digest = d
 		}
@@ -310,7 +387,10 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 			return fmt.Errorf("gateway: store file: configs[%d].id repeats configs[%d].id", i, j)
 		}
 		if _, err := ParseConfig(c.Config); err != nil {
-			return fmt.Errorf("gateway: store file: configs[%d].config: %w", i, err)
+			if ge := (*Error)(nil); errors.As(err, &ge) {
+				err = errors.New(ge.Message) // without the header name Error() adds
+			}
+			return fmt.Errorf("gateway: store file: configs[%d].config: %w", i, unprefixed{err})
 		}
 	}
 	policies := make([]RateLimitsPolicy, 0, len(f.RateLimitsPolicies))
@@ -319,9 +399,10 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 			p.Status = PolicyActive
 		}
 		if err := p.Validate(); err != nil {
-			return fmt.Errorf("gateway: store file: rate_limits_policies[%d]: %w", i, err)
+			return fmt.Errorf("gateway: store file: rate_limits_policies[%d]: %w", i, unprefixed{err})
 		}
-		if j := slices.IndexFunc(policies, func(o RateLimitsPolicy) bool { return strings.EqualFold(o.ID, p.ID) }); j >= 0 {
+		p.ID = strings.ToLower(p.ID)
+		if j := slices.IndexFunc(policies, func(o RateLimitsPolicy) bool { return o.ID == p.ID }); j >= 0 {
 			return fmt.Errorf("gateway: store file: rate_limits_policies[%d].id repeats rate_limits_policies[%d].id", i, j)
 		}
 		policies = append(policies, p)
@@ -340,3 +421,10 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 	}
 	return nil
 }
+
+// unprefixed is err without its own "gateway: " prefix, for messages that
+// wrap it after one of their own.
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), "gateway: ") }
+func (u unprefixed) Unwrap() error { return u.err }

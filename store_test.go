@@ -108,6 +108,9 @@ func TestStoreFileErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want one mentioning %q", err, tc.want)
 			}
+			if err != nil && (strings.Count(err.Error(), "gateway:") != 1 || strings.Contains(err.Error(), "(x-gateway-")) {
+				t.Errorf("error = %q, want one gateway: prefix and no header name", err)
+			}
 		})
 	}
 }
@@ -146,4 +149,73 @@ func TestErrorMapping(t *testing.T) {
 func sha256Of(s string) []byte {
 	d := sha256.Sum256([]byte(s))
 	return d[:]
+}
+
+// TestMemoryStorePolicies: ids are kept in lower case and found in any
+// case; a workspace's list includes the policies of no workspace; a
+// compare-and-swap replaces only the policy as read, and never one
+// deleted meanwhile.
+func TestMemoryStorePolicies(t *testing.T) {
+	ctx := context.Background()
+	s := &MemoryStore{}
+	mk := func(id, ws, created string) *RateLimitsPolicy {
+		return &RateLimitsPolicy{ID: id, Conditions: []PolicyCondition{{Key: "workspace_id", Value: "ws-1"}},
+			GroupBy: []PolicyGroupBy{{Key: "api_key"}}, Type: PolicyRequests, Unit: PolicyPerHour, Value: 3,
+			Status: PolicyActive, WorkspaceID: ws, CreatedAt: created}
+	}
+	const (
+		upper = "AAAAAAAA-0000-4000-8000-000000000001"
+		lower = "aaaaaaaa-0000-4000-8000-000000000001"
+		op    = "bbbbbbbb-0000-4000-8000-000000000002"
+		other = "cccccccc-0000-4000-8000-000000000003"
+	)
+	for _, p := range []*RateLimitsPolicy{mk(upper, "ws-1", "1"), mk(op, "", "2"), mk(other, "ws-2", "3")} {
+		if err := s.PutPolicy(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(ws string) []string {
+		ps, err := s.Policies(ctx, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.ID)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{lower, op}, ids("ws-1")); diff != "" {
+		t.Errorf("policies of ws-1 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{op, other}, ids("ws-2")); diff != "" {
+		t.Errorf("policies of ws-2 (-want +got):\n%s", diff)
+	}
+
+	read, err := s.Policy(ctx, upper)
+	if err != nil || read.ID != lower {
+		t.Fatalf("Policy(%q) = %+v, %v; want the policy, id in lower case", upper, read, err)
+	}
+	changed := *read
+	changed.Value = 5
+	if ok, err := s.CompareAndSwapPolicy(ctx, read, &changed); !ok || err != nil {
+		t.Fatalf("swap of the policy as read: %t, %v; want true", ok, err)
+	}
+	stale := changed
+	stale.Value = 9
+	if ok, err := s.CompareAndSwapPolicy(ctx, read, &stale); ok || err != nil {
+		t.Fatalf("swap of a stale read: %t, %v; want false", ok, err)
+	}
+	if p, _ := s.Policy(ctx, lower); p.Value != 5 {
+		t.Fatalf("value %v after a refused swap, want 5", p.Value)
+	}
+	if err := s.DeletePolicy(ctx, upper); err != nil {
+		t.Fatalf("DeletePolicy(%q): %v", upper, err)
+	}
+	if ok, err := s.CompareAndSwapPolicy(ctx, &changed, &stale); ok || !errors.Is(err, ErrNotFound) {
+		t.Fatalf("swap of a deleted policy: %t, %v; want ErrNotFound", ok, err)
+	}
+	if _, err := s.Policy(ctx, lower); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted policy found: %v", err)
+	}
 }

@@ -45,18 +45,21 @@ type LimiterOptions struct {
 // Limiter is a gateway.Limiter whose buckets live in Redis, so that every
 // gateway replica using the same Redis enforces one limit. It keeps
 // exactly the semantics and the decisions of gateway.MemoryLimiter: a
-// bucket remembers the consumption, which drains at the Value per Per of
-// the limit passed in the latest call.
+// bucket remembers the consumption, which drains until the next call at
+// the Value per Per of the limit passed in the latest call.
 //
-// Each bucket is a Redis hash of two fields, the consumption and the
-// microsecond it was last updated at, stored under the prefix and the
-// key (a key longer than 128 bytes, or starting with '#', is replaced by
-// '#' and its hex SHA-256). Every Take and Charge is one Lua script run
-// with EVALSHA (EVAL once after a server restart), which reads the
-// server's clock, drains, decides and writes back atomically: two
-// replicas never both see the same room. Each write sets a PEXPIRE of
-// the time the bucket needs to drain completely, so idle buckets vanish
-// on their own and memory stays proportional to the active groups. It
+// Each bucket is a Redis hash of four fields, the consumption, the
+// microsecond it was last updated at and the Value and Per of the limit
+// of that update, stored under the prefix and the key (a key longer than
+// 128 bytes, or starting with '#', is replaced by '#' and its hex
+// SHA-256). Every Take and Charge is one Lua script run with EVALSHA
+// (EVAL once after a server restart), which reads the server's clock,
+// drains at the stored limit, decides with the limit passed in and writes
+// back atomically: two replicas never both see the same room. Each write
+// sets a PEXPIRE of the time the bucket needs to drain completely at the
+// limit it stores, so a key expires exactly when its bucket is empty,
+// whatever limit a later call brings; idle buckets vanish on their own
+// and memory stays proportional to the active groups. It
 // works on a single server, a Sentinel setup or a Cluster (one key per
 // call), with Redis 4.0 or later (tested with 7.0).
 //
@@ -107,13 +110,17 @@ if ARGV[4] == '' then
 else
 	now = tonumber(ARGV[4])
 end
-local b = redis.call('HMGET', KEYS[1], 'u', 't')
+local b = redis.call('HMGET', KEYS[1], 'u', 't', 'v', 'p')
 local used, at = 0, nil
 if b[1] and b[2] then
 	used, at = tonumber(b[1]), tonumber(b[2])
+	-- Drain at the limit of the latest call, which set the expiry; a
+	-- bucket written before limits were stored drains at this call's.
+	local bv, bp = tonumber(b[3] or ''), tonumber(b[4] or '')
+	if not (bv and bp and bv > 0 and bp > 0) then bv, bp = value, per end
 	local d = now - at
 	if d > 0 then
-		used = used - (d * 1000) * value / per
+		used = used - (d * 1000) * bv / bp
 		if used < 0 then used = 0 end
 	end
 end
@@ -125,7 +132,7 @@ local function store(u)
 	end
 	local ms = math.floor(u * per / value / 1000000) + 1
 	if ms > 1e15 then ms = 1e15 end
-	redis.call('HSET', KEYS[1], 'u', string.format('%.17g', u), 't', string.format('%d', at))
+	redis.call('HSET', KEYS[1], 'u', string.format('%.17g', u), 't', string.format('%d', at), 'v', ARGV[1], 'p', ARGV[2])
 	redis.call('PEXPIRE', KEYS[1], string.format('%d', ms))
 end
 `

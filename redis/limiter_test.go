@@ -42,6 +42,7 @@ var (
 	threePerHour   = gateway.Limit{Value: 3, Per: time.Hour}
 	perMinute100   = gateway.Limit{Value: 100, Per: time.Minute}
 	threePerMinute = gateway.Limit{Value: 3, Per: time.Minute}
+	threePerDay    = gateway.Limit{Value: 3, Per: 24 * time.Hour}
 )
 
 // limiterCases are the semantics of gateway.MemoryLimiter (and of its
@@ -73,6 +74,22 @@ var limiterCases = []struct {
 		{limit: gateway.Limit{Value: 5, Per: time.Hour}, n: 1, want: allowed(0)},
 		{limit: gateway.Limit{Value: 5, Per: time.Hour}, n: 1, want: refused(0, 12*time.Minute)},
 		{limit: gateway.Limit{Value: 5, Per: 24 * time.Hour}, n: 1, want: refused(0, 24*time.Hour/5)},
+	}},
+	{"a changed limit applies from the call that passes it", []limiterStep{
+		{limit: threePerMinute, n: 1, want: allowed(2)},
+		{limit: threePerMinute, n: 1, want: allowed(1)},
+		{limit: threePerMinute, n: 1, want: allowed(0)},
+		// Drained at 3 per minute (and expired) before the unit became a
+		// day: empty.
+		{advance: 2 * time.Minute, limit: threePerDay, n: 1, want: allowed(2)},
+		{limit: threePerDay, n: 1, want: allowed(1)},
+		{limit: threePerDay, n: 1, want: allowed(0)},
+		// A minute at 3 per day drains 1/480 of a request: refused. 3 per
+		// minute applies from this call on: 20 seconds later one request
+		// has drained.
+		{advance: time.Minute, limit: threePerMinute, n: 1},
+		{advance: 20 * time.Second, limit: threePerMinute, n: 1},
+		{limit: threePerMinute, n: 1},
 	}},
 	{"tokens are charged past the limit and refunded", []limiterStep{
 		{limit: perMinute100, n: 0, want: allowed(100)},
