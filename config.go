@@ -33,12 +33,16 @@ type Config struct {
 	Strategy *Strategy `json:"strategy,omitempty"`
 
 	// Targets are the node's children. A node without targets is a leaf:
-	// one provider call (and its retries).
+	// one provider call (and its retries), whatever its strategy mode
+	// (fallback or loadbalance over one target is that target); only the
+	// conditional mode, whose conditions name targets, needs them.
 	Targets []*Config `json:"targets,omitempty"`
 
 	// Provider selection: a provider slug with an API key (and optionally
 	// a custom host), or a virtual key. A node without them inherits its
-	// parent's, and at the top the request's headers.
+	// parent's, and at the top the request's headers. A node that inherits
+	// a virtual key may not set api_key, custom_host or an AWS key pair:
+	// the virtual key holds its credential and host.
 	Provider   string `json:"provider,omitempty"`
 	VirtualKey string `json:"virtual_key,omitempty"`
 	APIKey     string `json:"api_key,omitempty"`
@@ -46,7 +50,8 @@ type Config struct {
 	HostSettings
 
 	// Weight is the share of a loadbalance parent's traffic; nil means 1,
-	// and 0 means the target is never chosen.
+	// and 0 means the target is never chosen. The weights of a parent's
+	// targets must not all be 0 and must sum to a finite number.
 	Weight *float64 `json:"weight,omitempty"`
 
 	// OverrideParams are top-level fields set in JSON request bodies.
@@ -85,8 +90,9 @@ const (
 // fields to tests: a field is "metadata.<key>" (the request's metadata)
 // or "params.<field>" (a top-level field of the JSON request body); a test
 // is a value (equality) or an object of operators $eq, $ne, $gt, $gte,
-// $lt, $lte, $in, $nin, $regex, all of which must hold. The keys $and and
-// $or take arrays of queries. Every entry of a query must match.
+// $lt, $lte, $in, $nin, $regex, all of which must hold; an object mixing
+// operators with other keys is refused. The keys $and and $or take arrays
+// of queries. Every entry of a query must match.
 type Condition struct {
 	Query map[string]any `json:"query"`
 	Then  string         `json:"then"`
@@ -130,7 +136,9 @@ const (
 
 // ParseConfig decodes and validates a routing config. Errors are *Error
 // values (400 invalid_config) whose message names the JSON path of the
-// offending field, e.g. "targets[1].weight: must be ≥ 0". Regular
+// offending field, e.g. "targets[1].weight: must be ≥ 0". Their Param is
+// empty, since ParseConfig does not know where the JSON came from; the
+// gateway sets it to x-gateway-config when it answers a request. Regular
 // expressions of conditions are compiled here, once. ParseConfig does not
 // check provider slugs or virtual keys, which depend on the gateway.
 func ParseConfig(data []byte) (*Config, error) {
@@ -145,7 +153,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, configError("", "trailing data after the JSON object")
 	}
 	v := validator{}
-	if err := v.config(&c, "", 0); err != nil {
+	if err := v.config(&c, "", 0, ""); err != nil {
 		return nil, err
 	}
 	return &c, nil
@@ -288,7 +296,7 @@ func configError(path, msg string) *Error {
 	if path != "" {
 		msg = path + ": " + msg
 	}
-	return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Code: CodeInvalidConfig, Param: HeaderConfig, Message: "invalid config: " + msg}
+	return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Code: CodeInvalidConfig, Message: "invalid config: " + msg}
 }
 
 func join(path, field string) string {
@@ -303,7 +311,12 @@ func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]
 // validator walks a config once, counting its targets.
 type validator struct{ targets int }
 
-func (v *validator) config(c *Config, path string, depth int) error {
+// config validates the node c at path. vkFrom names the ancestor whose
+// virtual_key c inherits ("" when it inherits none): the virtual key holds
+// the credential and host of every target under it that names no provider
+// of its own, so such a target may not carry a credential or host of its
+// own, which would be ignored.
+func (v *validator) config(c *Config, path string, depth int, vkFrom string) error {
 	if depth > maxConfigDepth {
 		return configError(path, "targets nest more than "+strconv.Itoa(maxConfigDepth)+" levels deep")
 	}
@@ -344,6 +357,28 @@ func (v *validator) config(c *Config, path string, depth int) error {
 		case c.APIKey != "":
 			return configError(join(path, "api_key"), "cannot be combined with virtual_key, which holds its credential")
 		}
+		if f := keyPairField(c.HostSettings); f != "" {
+			return configError(join(path, f), "cannot be combined with virtual_key, which holds its credential")
+		}
+		vkFrom = path
+		if vkFrom == "" {
+			vkFrom = "the top level"
+		}
+	} else if c.Provider != "" {
+		// The node's own provider settings replace the inherited ones as
+		// a unit: it no longer inherits a virtual key.
+		vkFrom = ""
+	} else if vkFrom != "" {
+		f := keyPairField(c.HostSettings)
+		switch {
+		case c.APIKey != "":
+			f = "api_key"
+		case c.CustomHost != "":
+			f = "custom_host"
+		}
+		if f != "" {
+			return configError(join(path, f), "cannot be combined with virtual_key inherited from "+vkFrom)
+		}
 	}
 	if c.CustomHost != "" {
 		u, err := url.Parse(c.CustomHost)
@@ -364,7 +399,10 @@ func (v *validator) config(c *Config, path string, depth int) error {
 			return configError(join(path, "strategy.conditions"), "are only for strategy mode conditional")
 		}
 	}
-	if len(c.Targets) == 0 && mode != ModeSingle {
+	if len(c.Targets) == 0 && mode == ModeConditional {
+		// Without targets a node is the single target of its own settings,
+		// whatever the mode (fallback or loadbalance over one target is
+		// that target), but conditions need targets to name.
 		return configError(join(path, "targets"), "must not be empty for strategy mode "+mode)
 	}
 	total := 0.0
@@ -377,7 +415,7 @@ func (v *validator) config(c *Config, path string, depth int) error {
 		if v.targets++; v.targets > maxConfigTargets {
 			return configError(tp, "a config holds at most "+strconv.Itoa(maxConfigTargets)+" targets")
 		}
-		if err := v.config(t, tp, depth+1); err != nil {
+		if err := v.config(t, tp, depth+1, vkFrom); err != nil {
 			return err
 		}
 		total += t.weight()
@@ -388,8 +426,14 @@ func (v *validator) config(c *Config, path string, depth int) error {
 			names[t.Name] = true
 		}
 	}
-	if mode == ModeLoadbalance && !(total > 0 && !math.IsInf(total, 1)) {
-		return configError(join(path, "targets"), "weights must not all be 0")
+	if mode == ModeLoadbalance && len(c.Targets) > 0 {
+		switch {
+		case math.IsInf(total, 1):
+			// Each weight is finite, but the draw needs their sum.
+			return configError(join(path, "targets"), "weights must sum to a finite number")
+		case !(total > 0):
+			return configError(join(path, "targets"), "weights must not all be 0")
+		}
 	}
 	if mode == ModeConditional {
 		s := c.Strategy
@@ -422,6 +466,20 @@ func statusCodes(codes []int, path string) error {
 		}
 	}
 	return nil
+}
+
+// keyPairField returns the JSON name of the first part of an AWS key pair
+// that h holds, or "".
+func keyPairField(h HostSettings) string {
+	switch {
+	case h.AccessKeyID != "":
+		return "access_key_id"
+	case h.SecretAccessKey != "":
+		return "secret_access_key"
+	case h.SessionToken != "":
+		return "session_token"
+	}
+	return ""
 }
 
 func (c *Config) mode() string {
@@ -701,18 +759,20 @@ func compileField(k string, v any, path string) ([]matcher, error) {
 	default:
 		return nil, configError(path, "field must be metadata.<key> or params.<field>")
 	}
-	ops, isObject := v.(map[string]any)
-	if isObject && len(ops) > 0 {
-		for op := range ops {
-			if !strings.HasPrefix(op, "$") {
-				isObject = false
-				break
-			}
+	// An object all of whose keys start with $ is a set of operators; one
+	// without such keys is a value to compare for equality. An object with
+	// both is refused: read as a value it would never match.
+	ops, _ := v.(map[string]any)
+	var named []string
+	for _, k := range sortedKeys(ops) {
+		if strings.HasPrefix(k, "$") {
+			named = append(named, k)
 		}
-	} else {
-		isObject = false
 	}
-	if !isObject {
+	if len(named) > 0 && len(named) < len(ops) {
+		return nil, configError(path, "cannot mix operators ("+strings.Join(named, ", ")+") with other keys")
+	}
+	if len(named) == 0 {
 		arg, err := plainValue(v)
 		if err != nil {
 			return nil, configError(path, err.Error())

@@ -34,7 +34,16 @@ func TestParseConfigErrors(t *testing.T) {
 		{"negative timeout", `{"request_timeout":-5}`, "request_timeout: must be a positive number of milliseconds, at most 3600000"},
 		{"cache mode", `{"cache":{"mode":"semantic"}}`, "cache.mode: must be simple"},
 		{"cache max_age", `{"cache":{"mode":"simple","max_age":-1}}`, "cache.max_age: must be 0 to 31536000 seconds"},
-		{"empty fallback", `{"strategy":{"mode":"fallback"}}`, "targets: must not be empty for strategy mode fallback"},
+		{"conditional without targets", `{"strategy":{"mode":"conditional","default":"a"},"provider":"openai"}`, "targets: must not be empty for strategy mode conditional"},
+		{"nested conditional with empty targets", `{"targets":[{"strategy":{"mode":"conditional"},"targets":[]}]}`, "targets[0].targets: must not be empty for strategy mode conditional"},
+		{"weights overflow", `{"strategy":{"mode":"loadbalance"},"targets":[{"weight":1e308},{"weight":1e308}]}`, "targets: weights must sum to a finite number"},
+		{"nested weights overflow", `{"targets":[{"strategy":{"mode":"loadbalance"},"targets":[{"weight":1.7e308},{"weight":0},{"weight":1.7e308}]}]}`, "targets[0].targets: weights must sum to a finite number"},
+		{"virtual key with key pair", `{"virtual_key":"v","access_key_id":"AKID"}`, "access_key_id: cannot be combined with virtual_key, which holds its credential"},
+		{"child api key under virtual key", `{"targets":[{"virtual_key":"v","targets":[{},{"api_key":"k"}]}]}`, "targets[0].targets[1].api_key: cannot be combined with virtual_key inherited from targets[0]"},
+		{"grandchild api key under top virtual key", `{"virtual_key":"v","targets":[{"targets":[{"api_key":"k"}]}]}`, "targets[0].targets[0].api_key: cannot be combined with virtual_key inherited from the top level"},
+		{"child custom host under virtual key", `{"virtual_key":"v","targets":[{"custom_host":"https://x.example"}]}`, "targets[0].custom_host: cannot be combined with virtual_key inherited from the top level"},
+		{"child secret under virtual key", `{"virtual_key":"v","targets":[{"secret_access_key":"s"}]}`, "targets[0].secret_access_key: cannot be combined with virtual_key inherited from the top level"},
+		{"child session token under virtual key", `{"targets":[{"virtual_key":"v","targets":[{"region":"eu","session_token":"t"}]}]}`, "targets[0].targets[0].session_token: cannot be combined with virtual_key inherited from targets[0]"},
 		{"virtual key with custom host", `{"virtual_key":"v","custom_host":"https://x.example"}`, "custom_host: cannot be combined with virtual_key: a stored credential only goes to its own host"},
 		{"virtual key with provider", `{"targets":[{"virtual_key":"v","provider":"openai"}]}`, "targets[0].provider: cannot be combined with virtual_key, which names its provider"},
 		{"virtual key with api key", `{"virtual_key":"v","api_key":"k"}`, "api_key: cannot be combined with virtual_key, which holds its credential"},
@@ -52,6 +61,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown field prefix", `{"strategy":{"mode":"conditional","conditions":[{"query":{"user":"1"},"then":"a"}]},"targets":[{"name":"a"}]}`, "strategy.conditions[0].query.user: field must be metadata.<key> or params.<field>"},
 		{"unknown operator", `{"strategy":{"mode":"conditional","conditions":[{"query":{"metadata.a":{"$like":"x"}},"then":"a"}]},"targets":[{"name":"a"}]}`, "strategy.conditions[0].query.metadata.a.$like: unknown operator; use $eq $ne $gt $gte $lt $lte $in $nin $regex"},
 		{"unknown top operator", `{"strategy":{"mode":"conditional","conditions":[{"query":{"$not":{}},"then":"a"}]},"targets":[{"name":"a"}]}`, "strategy.conditions[0].query.$not: unknown operator; use $and or $or, or a metadata.* or params.* field"},
+		{"operators mixed with keys", `{"strategy":{"mode":"conditional","conditions":[{"query":{"metadata._user":{"$in":["a"],"typo":1}},"then":"a"}]},"targets":[{"name":"a"}]}`, "strategy.conditions[0].query.metadata._user: cannot mix operators ($in) with other keys"},
+		{"operators mixed in $or", `{"strategy":{"mode":"conditional","conditions":[{"query":{"$or":[{"metadata.a":"1"},{"params.n":{"$gt":1,"$lt":5,"lt":9}}]},"then":"a"}]},"targets":[{"name":"a"}]}`, "strategy.conditions[0].query.$or[1].params.n: cannot mix operators ($gt, $lt) with other keys"},
+		{"unknown operator in $and", `{"strategy":{"mode":"conditional","conditions":[{"query":{"$and":[{"params.n":{"$exists":true}}]},"then":"a"}]},"targets":[{"name":"a"}]}`, "strategy.conditions[0].query.$and[0].params.n.$exists: unknown operator; use $eq $ne $gt $gte $lt $lte $in $nin $regex"},
 		{"$in needs an array", `{"strategy":{"mode":"conditional","conditions":[{"query":{"params.model":{"$in":"x"}},"then":"a"}]},"targets":[{"name":"a"}]}`, "strategy.conditions[0].query.params.model.$in: must be an array"},
 		{"$gt needs a number", `{"strategy":{"mode":"conditional","conditions":[{"query":{"params.n":{"$gt":[1]}},"then":"a"}]},"targets":[{"name":"a"}]}`, "strategy.conditions[0].query.params.n.$gt: must be a number or a string"},
 		{"bad regex", `{"strategy":{"mode":"conditional","conditions":[{"query":{"metadata.a":{"$regex":"("}},"then":"a"}]},"targets":[{"name":"a"}]}`, "strategy.conditions[0].query.metadata.a.$regex: must be a valid regular expression (RE2 syntax)"},
@@ -68,7 +80,9 @@ func TestParseConfigErrors(t *testing.T) {
 			if !errors.As(err, &ge) {
 				t.Fatalf("err = %v, want an *Error", err)
 			}
-			want := &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Code: CodeInvalidConfig, Param: HeaderConfig, Message: "invalid config: " + tt.msg}
+			// Param is empty: ParseConfig does not know where the JSON
+			// came from, and the gateway names the header itself.
+			want := &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Code: CodeInvalidConfig, Message: "invalid config: " + tt.msg}
 			if d := cmp.Diff(want, ge); d != "" {
 				t.Errorf("error (-want +got):\n%s", d)
 			}
@@ -92,6 +106,21 @@ func TestParseConfigAccepts(t *testing.T) {
 		  "request_timeout":10000,"forward_headers":["x-trace"],"override_params":{"temperature":0}}`,
 		`{"strategy":{"mode":"conditional","conditions":[{"query":{"$or":[{"params.n":{"$gte":1,"$lt":3}},{"metadata.x":{"$in":["a",1,true,null]}}]},"then":"a"}]},"targets":[{"name":"a"}]}`,
 		`{"resource_name":"r","deployment_id":"d","api_version":"2024-02-01","provider":"azure-openai"}`,
+		// DESIGN §7's sample: without targets a config is the single
+		// target of its own top level, whatever the mode.
+		`{"strategy":{"mode":"fallback"},"targets":[]}`,
+		`{"strategy":{"mode":"loadbalance"}}`,
+		`{"strategy":{"mode":"fallback","on_status_codes":[503]},"provider":"openai","api_key":"sk"}`,
+		`{"targets":[{"strategy":{"mode":"loadbalance"},"virtual_key":"v","targets":[]}]}`,
+		// A target naming its own provider or virtual key replaces the
+		// inherited virtual key, credential and host as a unit.
+		`{"virtual_key":"v","targets":[{"provider":"openai","api_key":"k","custom_host":"https://x.example"},{"virtual_key":"w"}]}`,
+		`{"virtual_key":"v","targets":[{"provider":"bedrock","access_key_id":"AKID","secret_access_key":"s","region":"eu-west-1"}]}`,
+		// Settings that carry no credential may sit under a virtual key.
+		`{"virtual_key":"v","targets":[{"region":"eu-west-1","api_version":"v1","retry":{"attempts":1}}]}`,
+		// An object without operators is a value compared for equality.
+		`{"strategy":{"mode":"conditional","conditions":[{"query":{"params.response_format":{"type":"json_object"}},"then":"a"}]},"targets":[{"name":"a"}]}`,
+		`{"strategy":{"mode":"loadbalance"},"targets":[{"weight":1e308},{"weight":0}]}`,
 	} {
 		if _, err := ParseConfig([]byte(c)); err != nil {
 			t.Errorf("ParseConfig(%s): %v", c, err)
@@ -112,6 +141,10 @@ func FuzzParseConfig(f *testing.F) {
 		`{"strategy":{"mode":"conditional","conditions":[{"query":{"$and":[{"metadata._user":{"$regex":"^v"}},{"params.max_tokens":{"$gt":100}}]},"then":"a"}],"default":"b"},"targets":[{"name":"a"},{"name":"b","targets":[]}]}`,
 		`{"request_timeout":1000,"forward_headers":["X-Trace"],"override_params":{},"resource_name":"r","region":"eu"}`,
 		`{"targets":[{"targets":[{"targets":[{"name":"\u003c\ud83d\ude00"}]}]}]}`,
+		`{"strategy":{"mode":"fallback"},"targets":[]}`,
+		`{"virtual_key":"v","targets":[{"targets":[{"api_key":"k"}]},{"provider":"openai","api_key":"k"}]}`,
+		`{"strategy":{"mode":"loadbalance"},"targets":[{"weight":1e308},{"weight":1e308}]}`,
+		`{"strategy":{"mode":"conditional","conditions":[{"query":{"metadata._user":{"$in":["a"],"typo":1}},"then":"a"}]},"targets":[{"name":"a"}]}`,
 	} {
 		f.Add([]byte(s))
 	}

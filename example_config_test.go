@@ -25,7 +25,7 @@ func ExampleParseConfig() {
 	}`))
 	fmt.Println(cfg.Strategy.Mode, len(cfg.Targets), err)
 	// Output:
-	// gateway: invalid config: targets[1].weight: must be ≥ 0 (x-gateway-config)
+	// gateway: invalid config: targets[1].weight: must be ≥ 0
 	// fallback 2 <nil>
 }
 

@@ -246,8 +246,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if prev := stateFrom(r.Context()); prev != nil {
 		// Trace, Authenticate or ParseHeaders ran in front of the Gateway:
 		// keep what they found, since they removed the headers they read.
-		st.start, st.traceID, st.identity, st.opts, st.parsed, st.log =
-			prev.start, prev.traceID, prev.identity, prev.opts, prev.parsed, prev.log
+		st.start, st.traceID, st.identity, st.opts, st.parsed, st.badAuth, st.log =
+			prev.start, prev.traceID, prev.identity, prev.opts, prev.parsed, prev.badAuth, prev.log
 	}
 	st.log.Method = r.Method
 	st.log.Path = r.URL.Path
@@ -343,6 +343,7 @@ type requestState struct {
 	identity Identity
 	opts     RequestOptions
 	parsed   bool
+	badAuth  bool // Authorization is not a bearer token (see RequestOptions.parse)
 	log      RequestLog
 	rw       responseRecorder
 	body     countingBody

@@ -329,10 +329,11 @@ func (st *requestState) parseHeaders(r *http.Request) error {
 	if st.parsed {
 		return nil
 	}
-	if err := st.opts.parse(r.Header, st.identity.Metadata); err != nil {
+	badAuth, err := st.opts.parse(r.Header, st.identity.Metadata)
+	if err != nil {
 		return err
 	}
-	st.parsed = true
+	st.parsed, st.badAuth = true, badAuth
 	st.log.Metadata = st.opts.Metadata
 	for k := range r.Header {
 		// The gateway key is Authenticate's to check and remove, even when
@@ -348,8 +349,12 @@ func (st *requestState) parseHeaders(r *http.Request) error {
 // key's default metadata, which request metadata overrides key by key.
 func parseRequestOptions(h http.Header, defaults map[string]string) (*RequestOptions, error) {
 	o := new(RequestOptions)
-	if err := o.parse(h, defaults); err != nil {
+	badAuth, err := o.parse(h, defaults)
+	if err != nil {
 		return nil, err
+	}
+	if badAuth {
+		return nil, badAuthorization()
 	}
 	return o, nil
 }
@@ -394,7 +399,17 @@ var optionHeaderNames = [numOptionHeaders]string{HeaderVirtualKey, HeaderProvide
 	HeaderHostCAccessKeyID, HeaderHostCSecretKey, HeaderHostCSessionToken, HeaderHostCRegion}
 
 // parse reads the option headers of h into o in one pass over h.
-func (o *RequestOptions) parse(h http.Header, defaults map[string]string) error {
+// badAuthorization refuses an Authorization that is not a bearer token
+// where the gateway would send the token on.
+func badAuthorization() error {
+	return invalidHeader("Authorization", "must be Bearer followed by the provider token")
+}
+
+// parse fills o from the gateway headers of h. badAuth reports an
+// Authorization that is not a bearer token: it is refused only where the
+// token would be used, since beside a virtual key the caller's
+// Authorization is dropped whatever it holds (DESIGN §8).
+func (o *RequestOptions) parse(h http.Header, defaults map[string]string) (badAuth bool, err error) {
 	var vals [numOptionHeaders]string
 	var sent [numOptionHeaders]bool
 	for k, v := range h {
@@ -406,7 +421,7 @@ func (o *RequestOptions) parse(h http.Header, defaults map[string]string) error 
 			continue
 		}
 		if len(v) > 1 {
-			return invalidHeader(optionHeaderNames[i], "must be sent once")
+			return false, invalidHeader(optionHeaderNames[i], "must be sent once")
 		}
 		if len(v) == 1 {
 			vals[i], sent[i] = v[0], true
@@ -416,7 +431,7 @@ func (o *RequestOptions) parse(h http.Header, defaults map[string]string) error 
 
 	md, err := parseMetadata(vals[hMetadata])
 	if err != nil {
-		return err
+		return false, err
 	}
 	switch {
 	case len(defaults) == 0:
@@ -441,33 +456,33 @@ func (o *RequestOptions) parse(h http.Header, defaults map[string]string) error 
 			o.CacheForceRefresh = true
 		case "false":
 		default:
-			return invalidHeader(HeaderCacheForceRefresh, "must be true or false")
+			return false, invalidHeader(HeaderCacheForceRefresh, "must be true or false")
 		}
 	}
 	if v := vals[hCacheNamespace]; v != "" {
 		if !utf8.ValidString(v) || utf8.RuneCountInString(v) > maxCacheNamespaceLen {
-			return invalidHeader(HeaderCacheNamespace, "must be at most 256 characters")
+			return false, invalidHeader(HeaderCacheNamespace, "must be at most 256 characters")
 		}
 		o.CacheNamespace = v
 	}
 	if v := get(hRequestTimeout); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || ms <= 0 || ms > int64(24*time.Hour/time.Millisecond) {
-			return invalidHeader(HeaderRequestTimeout, "must be a positive integer number of milliseconds")
+			return false, invalidHeader(HeaderRequestTimeout, "must be a positive integer number of milliseconds")
 		}
 		o.RequestTimeout = time.Duration(ms) * time.Millisecond
 	}
 	if v := vals[hForwardHeaders]; v != "" {
 		names, err := ParseForwardHeaders(v)
 		if err != nil {
-			return err
+			return false, err
 		}
 		o.ForwardHeaders = names
 	}
 
 	o.Provider = get(hProvider)
 	if sent[hProvider] && o.Provider == "" {
-		return invalidHeader(HeaderProvider, "must not be empty")
+		return false, invalidHeader(HeaderProvider, "must not be empty")
 	}
 	if hasUpper(o.Provider) {
 		o.Provider = strings.ToLower(o.Provider)
@@ -478,9 +493,10 @@ func (o *RequestOptions) parse(h http.Header, defaults map[string]string) error 
 	if auth := h["Authorization"]; len(auth) > 0 && auth[0] != "" {
 		scheme, tok, ok := strings.Cut(auth[0], " ")
 		if len(auth) > 1 || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-			return invalidHeader("Authorization", "must be Bearer followed by the provider token")
+			badAuth = true
+		} else {
+			o.Token = strings.TrimSpace(tok)
 		}
-		o.Token = strings.TrimSpace(tok)
 	}
 	o.Host = HostSettings{
 		ResourceName:    get(hHostAResourceName),
@@ -495,11 +511,11 @@ func (o *RequestOptions) parse(h http.Header, defaults map[string]string) error 
 	}
 	if r := get(hHostCRegion); r != "" {
 		if o.Host.Region != "" && o.Host.Region != r {
-			return invalidHeader(HeaderHostCRegion, "conflicts with "+HeaderHostBRegion)
+			return false, invalidHeader(HeaderHostCRegion, "conflicts with "+HeaderHostBRegion)
 		}
 		o.Host.Region = r
 	}
-	return nil
+	return badAuth, nil
 }
 
 func hasUpper(s string) bool {

@@ -62,7 +62,9 @@ func TestHeaderValidation(t *testing.T) {
 		{"forward bad name", "x-gateway-forward-headers: a b", 400, HeaderForwardHeaders},
 		{"forward empty items ignored", "x-gateway-forward-headers: a,,b,", 200, ""},
 		{"forward empty JSON item", `x-gateway-forward-headers: ["a",""]`, 400, HeaderForwardHeaders},
-		{"authorization not bearer", "Authorization: Basic abc", 400, "Authorization"},
+		// Beside a virtual key the caller's Authorization is dropped, whatever
+		// it holds; TestAuthorizationNotBearer covers where it is used.
+		{"authorization not bearer beside a virtual key", "Authorization: Basic abc", 200, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -270,5 +272,44 @@ func FuzzParsePlainMetadata(f *testing.F) {
 func TestParseMetadataAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { parseMetadata(`{"_user":"u1","_environment":"prod"}`) }); n > 2 {
 		t.Errorf("parseMetadata of plain metadata allocates %v times, want at most 2 (the map)", n)
+	}
+}
+
+// TestAuthorizationNotBearer: an Authorization that is not a bearer token is
+// refused where the gateway would send it on (provider + token, custom
+// host, configs), and dropped beside a virtual key.
+func TestAuthorizationNotBearer(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	key := "x-gateway-api-key: " + coreKey
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		status  int
+	}{
+		{"provider and token", []string{key, "x-gateway-provider: openai", "Authorization: Basic abc"}, 400},
+		{"custom host", []string{key, "x-gateway-provider: openai", "x-gateway-custom-host: " + up.URL + "/v1", "Authorization: Basic abc"}, 400},
+		{"inline config", []string{key, `x-gateway-config: {"provider":"openai","custom_host":"` + up.URL + `/v1"}`, "Authorization: Token"}, 400},
+		{"virtual key", []string{key, "x-gateway-virtual-key: vk-up", "Authorization: Basic abc"}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := e.do("POST", "/v1/chat/completions", strings.NewReader(`{}`), tc.headers...)
+			if res.StatusCode != tc.status {
+				t.Fatalf("status = %d, want %d", res.StatusCode, tc.status)
+			}
+			if tc.status == 400 {
+				if p := decodeError(t, res).Error.Param; p == nil || *p != "Authorization" {
+					t.Errorf("param = %v, want Authorization", p)
+				}
+			}
+		})
+	}
+	for _, r := range up.received() {
+		if a := r.Header.Get("Authorization"); a != "Bearer sk-stored-secret" {
+			t.Errorf("provider got Authorization %q, want the virtual key's own", a)
+		}
+	}
+	if n := len(up.received()); n != 1 {
+		t.Errorf("provider received %d requests, want 1", n)
 	}
 }

@@ -37,6 +37,10 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 // streams from the caller.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	st := stateFrom(r.Context())
+	if st.badAuth && (st.opts.VirtualKey == "" || st.opts.Config != "") {
+		WriteError(w, r, badAuthorization())
+		return
+	}
 	plan, err := g.selectPlan(r.Context(), st.identity, &st.opts)
 	if err != nil {
 		if ge := (*Error)(nil); !errors.As(err, &ge) {

@@ -128,7 +128,7 @@ func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions
 		} else {
 			c, err := ParseConfig([]byte(ref))
 			if err != nil {
-				return nil, err
+				return nil, fromConfigHeader(err)
 			}
 			if len(ref) <= maxCachedInlineConfig {
 				// Larger ones are parsed each time, so that callers cannot
@@ -171,7 +171,25 @@ func (g *Gateway) savedConfig(ctx context.Context, id Identity, ref string) (*Co
 		return nil, &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: HeaderConfig,
 			Message: "config " + quoteShort(ref) + " belongs to another workspace"}
 	}
-	return g.savedConfigs.parse(sc)
+	cfg, err := g.savedConfigs.parse(sc)
+	if err != nil {
+		return nil, fromConfigHeader(err)
+	}
+	return cfg, nil
+}
+
+// fromConfigHeader returns a ParseConfig error for a config the request
+// named in x-gateway-config, with that header as its Param. ParseConfig
+// leaves Param empty, so that a config loaded from elsewhere (a store
+// file) is not blamed on a header.
+func fromConfigHeader(err error) error {
+	var ge *Error
+	if !errors.As(err, &ge) || ge.Param != "" {
+		return err
+	}
+	c := *ge
+	c.Param = HeaderConfig
+	return &c
 }
 
 // unknownConfig is built only when needed: a hot request with a known id
@@ -211,6 +229,8 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 			inh.customHost = ""
 		}
 	} else if c.APIKey != "" {
+		// ParseConfig refuses an api_key under an inherited virtual key,
+		// which would override it, so this key goes with a provider.
 		inh.apiKey, inh.apiKeyStored = c.APIKey, trusted
 	}
 	if c.CustomHost != "" {
@@ -297,7 +317,7 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 				// An operator's saved config is trusted like a virtual key.
 				u, err = url.Parse(inh.customHost)
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return nil, configError(path+".custom_host", "must be an absolute http(s) URL")
+					return nil, fromConfigHeader(configError(path+".custom_host", "must be an absolute http(s) URL"))
 				}
 			} else if u, err = g.guard.checkURL(inh.customHost, inh.customHostParam); err != nil {
 				return nil, err

@@ -1,12 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -207,5 +209,200 @@ func TestControlPlaneNamespaceNotPassedThrough(t *testing.T) {
 	}
 	if n := len(up.received()); n != 0 {
 		t.Errorf("provider received %d control-plane requests", n)
+	}
+}
+
+// TestConfigWithoutTargets: a config with empty or absent targets is the
+// single target of its own top level whatever its mode (DESIGN §7's
+// sample config among them), filled from the request's headers when it
+// names no provider. A conditional config without targets is refused, and
+// the error names x-gateway-config.
+func TestConfigWithoutTargets(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string // "host auth"
+	rt := transportFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		sent = append(sent, r.URL.Host+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})
+	e := newCoreEnv(t, newCoreUpstream(t, nil), func(o *Options) { o.Transport = rt })
+	for id, cfg := range map[string]string{
+		"pc-fallback-empty":   `{"strategy":{"mode":"fallback"},"targets":[]}`,
+		"pc-loadbalance-none": `{"strategy":{"mode":"loadbalance"}}`,
+		"pc-single-empty":     `{"targets":[]}`,
+		"pc-fallback-openai":  `{"strategy":{"mode":"fallback","on_status_codes":[503]},"provider":"openai","api_key":"sk-saved","targets":[]}`,
+		"pc-conditional":      `{"strategy":{"mode":"conditional","default":"a"},"provider":"openai","api_key":"sk-saved"}`,
+	} {
+		e.store.AddConfig(SavedConfig{ID: id, Config: json.RawMessage(cfg)})
+	}
+	key := "x-gateway-api-key: " + coreKey
+	caller := []string{"x-gateway-provider: openai", "Authorization: Bearer sk-caller"}
+	tests := []struct {
+		name    string
+		headers []string
+		status  int
+		code    string
+		sent    string // "" means nothing was sent
+	}{
+		{"saved fallback with empty targets", append([]string{key, "x-gateway-config: pc-fallback-empty"}, caller...), 200, "", "api.openai.com Bearer sk-caller"},
+		{"saved loadbalance without targets", append([]string{key, "x-gateway-config: pc-loadbalance-none"}, caller...), 200, "", "api.openai.com Bearer sk-caller"},
+		{"saved single with empty targets", append([]string{key, "x-gateway-config: pc-single-empty"}, caller...), 200, "", "api.openai.com Bearer sk-caller"},
+		{"inline fallback with empty targets", append([]string{key, `x-gateway-config: {"strategy":{"mode":"fallback"},"targets":[]}`}, caller...), 200, "", "api.openai.com Bearer sk-caller"},
+		{"saved fallback naming its provider", []string{key, "x-gateway-config: pc-fallback-openai", "Authorization: Bearer sk-caller"}, 200, "", "api.openai.com Bearer sk-saved"},
+		{"saved fallback without provider", []string{key, "x-gateway-config: pc-fallback-empty", "Authorization: Bearer sk-caller"}, 400, CodeMissingProvider, ""},
+		{"saved conditional without targets", append([]string{key, "x-gateway-config: pc-conditional"}, caller...), 400, CodeInvalidConfig, ""},
+		{"inline conditional without targets", append([]string{key, `x-gateway-config: {"strategy":{"mode":"conditional","default":"a"}}`}, caller...), 400, CodeInvalidConfig, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			before := len(sent)
+			mu.Unlock()
+			res := e.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`), tc.headers...)
+			if res.StatusCode != tc.status {
+				b, _ := io.ReadAll(res.Body)
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, b)
+			}
+			mu.Lock()
+			got := append([]string(nil), sent[before:]...)
+			mu.Unlock()
+			var want []string
+			if tc.sent != "" {
+				want = []string{tc.sent}
+			}
+			if diff := cmp.Diff(want, got, cmpEmptyNil); diff != "" {
+				t.Errorf("sent (-want +got):\n%s", diff)
+			}
+			if tc.status == 200 {
+				if p := res.Header.Get(HeaderProvider); p != "openai" {
+					t.Errorf("x-gateway-provider = %q, want openai", p)
+				}
+				return
+			}
+			body := decodeError(t, res)
+			if c := deref(body.Error.Code); c != tc.code {
+				t.Errorf("code = %s, want %s (%s)", c, tc.code, body.Error.Message)
+			}
+			if p := deref(body.Error.Param); p != HeaderConfig {
+				t.Errorf("param = %q, want %s", p, HeaderConfig)
+			}
+			if tc.code == CodeInvalidConfig && body.Error.Message != "invalid config: targets: must not be empty for strategy mode conditional" {
+				t.Errorf("message = %q", body.Error.Message)
+			}
+		})
+	}
+}
+
+// TestInheritedVirtualKeyRefusesChildCredential: a target under a parent
+// whose virtual key it inherits may not carry a credential or host of its
+// own, which the virtual key would silently override; the request is
+// refused before anything is sent, naming the target's path.
+func TestInheritedVirtualKeyRefusesChildCredential(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	key := "x-gateway-api-key: " + coreKey
+	tests := []struct {
+		name, config, msg string
+	}{
+		{"child api key", `{"strategy":{"mode":"fallback"},"targets":[{"virtual_key":"vk-up","targets":[{},{"api_key":"sk-child"}]}]}`,
+			"invalid config: targets[0].targets[1].api_key: cannot be combined with virtual_key inherited from targets[0]"},
+		{"child key pair", `{"virtual_key":"vk-up","targets":[{"access_key_id":"AKIDCHILD","secret_access_key":"child"}]}`,
+			"invalid config: targets[0].access_key_id: cannot be combined with virtual_key inherited from the top level"},
+		{"child custom host", `{"virtual_key":"vk-up","targets":[{"custom_host":"https://other.example/v1"}]}`,
+			"invalid config: targets[0].custom_host: cannot be combined with virtual_key inherited from the top level"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := e.do("POST", "/v1/chat/completions", strings.NewReader(`{}`), key, "x-gateway-config: "+tc.config)
+			body := decodeError(t, res)
+			if res.StatusCode != 400 || deref(body.Error.Code) != CodeInvalidConfig || body.Error.Message != tc.msg || deref(body.Error.Param) != HeaderConfig {
+				t.Errorf("got %d %s %q (%s); want 400 invalid_config %q (%s)", res.StatusCode, deref(body.Error.Code), body.Error.Message, deref(body.Error.Param), tc.msg, HeaderConfig)
+			}
+		})
+	}
+	if n := len(up.received()); n != 0 {
+		t.Errorf("provider received %d requests, want none", n)
+	}
+}
+
+// TestConfigInheritanceNested: a grandchild target inherits cache,
+// request_timeout, custom_host, forward_headers and retry from the top
+// level through a child that sets none; a child that sets its own
+// overrides them for itself and its children; override_params merge down
+// the tree, the nearer target winning.
+func TestConfigInheritanceNested(t *testing.T) {
+	st := &MemoryStore{}
+	st.AddConfig(SavedConfig{ID: "pc-tree", Config: json.RawMessage(`{
+		"strategy": {"mode": "fallback"},
+		"provider": "openai", "api_key": "sk-top", "custom_host": "https://top.example/v1",
+		"cache": {"mode": "simple", "max_age": 60}, "request_timeout": 1000, "forward_headers": ["x-top"],
+		"retry": {"attempts": 1}, "override_params": {"model": "top", "temperature": 0},
+		"targets": [
+			{"targets": [{"override_params": {"seed": 1}}]},
+			{"cache": {"mode": "simple", "max_age": 120}, "request_timeout": 2000, "custom_host": "https://child.example/v1",
+			 "forward_headers": ["x-child"], "retry": {"attempts": 2}, "override_params": {"model": "child"}},
+			{"cache": {"mode": "simple", "max_age": 300}, "request_timeout": 3000, "custom_host": "https://child2.example/v1",
+			 "forward_headers": ["x-child2"], "override_params": {"temperature": 1},
+			 "targets": [{"override_params": {"model": "grandchild"}}]}
+		]}`)})
+	g := New(Options{Configs: st})
+	defer g.Close()
+	plan, err := g.selectPlan(context.Background(), Identity{WorkspaceID: "ws-1"}, &RequestOptions{Config: "pc-tree"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaves := map[string]*Target{}
+	var walk func(n *planNode)
+	walk = func(n *planNode) {
+		if n.target != nil {
+			leaves[n.target.Index] = n.target
+		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(plan)
+
+	type settings struct {
+		BaseURL        string
+		APIKey         string
+		Cache          *CacheConfig
+		RequestTimeout time.Duration
+		ForwardHeaders []string
+		Retry          *RetryConfig
+		OverrideParams map[string]any
+	}
+	tests := []struct {
+		name, index string
+		want        settings
+	}{
+		{"grandchild inherits the top level", "config.targets[0].targets[0]", settings{
+			"https://top.example/v1", "sk-top", &CacheConfig{Mode: "simple", MaxAge: 60}, time.Second, []string{"X-Top"},
+			&RetryConfig{Attempts: 1}, map[string]any{"model": "top", "temperature": json.Number("0"), "seed": json.Number("1")}}},
+		{"child overrides", "config.targets[1]", settings{
+			"https://child.example/v1", "sk-top", &CacheConfig{Mode: "simple", MaxAge: 120}, 2 * time.Second, []string{"X-Child"},
+			&RetryConfig{Attempts: 2}, map[string]any{"model": "child", "temperature": json.Number("0")}}},
+		{"grandchild inherits the overriding child", "config.targets[2].targets[0]", settings{
+			"https://child2.example/v1", "sk-top", &CacheConfig{Mode: "simple", MaxAge: 300}, 3 * time.Second, []string{"X-Child2"},
+			&RetryConfig{Attempts: 1}, map[string]any{"model": "grandchild", "temperature": json.Number("1")}}},
+	}
+	if len(leaves) != len(tests) {
+		t.Fatalf("plan has %d leaves, want %d", len(leaves), len(tests))
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l, ok := leaves[tc.index]
+			if !ok {
+				t.Fatalf("no target %s in the plan", tc.index)
+			}
+			got := settings{"", l.APIKey, l.Cache, l.RequestTimeout, l.ForwardHeaders, l.Retry, l.OverrideParams}
+			if l.BaseURL != nil {
+				got.BaseURL = l.BaseURL.String()
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("target %s (-want +got):\n%s", tc.index, d)
+			}
+		})
 	}
 }
