@@ -196,6 +196,13 @@ type fillResult struct {
 // an answer too long to keep (over Options.MaxBodyBytes) goes on to the
 // leader as it arrives instead, and every other caller makes its own
 // attempt, since nothing of it was kept for them.
+//
+// The fill writes to the leader's connection as the provider's answer
+// arrives, so followers of a streamed fill wait for the whole stream at the
+// pace the leader's client reads it: a client that stalls holds them until
+// the write to it fails (examples/server bounds each write with
+// -write-timeout). A provider's error answer and the gateway's own (a 408,
+// say) are shared by every caller, streamed or not.
 func (x *run) cached(l *attemptLoop) outcome {
 	key, ok := x.cacheKey(l)
 	if !ok {
@@ -233,7 +240,16 @@ func (x *run) cached(l *attemptLoop) outcome {
 		fw.pass = pass2xx
 	}
 	again := status == CacheMiss // a refresh must reach the provider
-	ch := x.g.cache.fills.DoChan(flightKey(status, key, &fl), func() (any, error) {
+	ch := x.g.cache.fills.DoChan(flightKey(status, key, &fl), func() (v any, err error) {
+		defer func() {
+			// singleflight re-panics on a goroutine of its own, where
+			// nothing could recover: a panicking Cache would end the
+			// process. The callers get a 502 instead.
+			if p := recover(); p != nil {
+				x.g.errLog.Error("gateway: cache fill panicked", "panic", fmt.Sprint(p))
+				v = &fillResult{w: fw, err: ErrUpstreamUnreachable, upstream: fst.upstream.Load()}
+			}
+		}()
 		fr := x.g.fill(fctx, &fl, fw, key, ttl, again)
 		fr.upstream = fst.upstream.Load()
 		return fr, nil
@@ -267,15 +283,29 @@ func (x *run) cached(l *attemptLoop) outcome {
 			x.abort()
 		}
 		return outcome{done: true}
-	case stream && !leader:
-		if fr.stored == nil {
-			return x.direct(l, key, ttl)
+	case fr.large, stream && fr.broken:
+		// Nothing whole was kept for this caller: it makes its own
+		// attempt, as if the cache were not there.
+		return x.direct(l, key, ttl)
+	case stream && fr.stored != nil:
+		// Replayed from the entry the leader's stream filled: a HIT, or
+		// for a forced refresh the REFRESH the caller asked for.
+		if status == CacheRefresh {
+			x.retries += fr.retries
+			x.writeHeld(&heldResponse{status: fr.stored.Status, header: fr.stored.Header, body: fr.stored.Body, target: l.t}, status)
+		} else {
+			x.hit(fr.stored, l.t)
 		}
-		x.hit(fr.stored, l.t)
 		return outcome{done: true}
-	case fr.large:
+	case stream && fr.err == nil && fr.held != nil && fr.held.status >= 200 && fr.held.status <= 299:
+		// The leader's stream went out live but could not be stored
+		// (it did not end with data: [DONE]): it may have been cut, so
+		// each follower makes its own attempt.
 		return x.direct(l, key, ttl)
 	}
+	// A provider's error answer and the gateway's own are shared by every
+	// caller of the fill, streamed or not: a provider that refused one
+	// call (429, say) is not called again at once by each follower.
 	x.retries += fr.retries
 	switch {
 	case fr.err != nil:

@@ -554,7 +554,10 @@ func (x *run) writeHeld(h *heldResponse, cacheStatus string) {
 	dst := x.w.Header()
 	for k, v := range h.header {
 		if !strings.HasPrefix(k, "X-Gateway-") {
-			dst[k] = v
+			// Clipped: the values are shared with the other callers of a
+			// fill or cache entry, and an append by one (a host
+			// middleware adding Vary) must not reach another.
+			dst[k] = slices.Clip(v)
 		}
 	}
 	dst.Set("Content-Length", strconv.Itoa(len(h.body)))
