@@ -100,8 +100,9 @@ type Options struct {
 	Rand func() float64
 
 	// LogSink receives one RequestLog per request, from a goroutine of the
-	// gateway's own so that a slow sink never delays a response. Nil means
-	// no request logs.
+	// gateway's own so that a slow sink never delays a response; records
+	// are handed over in order, in batches gathered for at most 5ms. Nil
+	// means no request logs.
 	LogSink LogSink
 
 	// LogBuffer is how many records may wait for a slow LogSink before new

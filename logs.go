@@ -164,44 +164,96 @@ func (f LogFilter) matches(r *RequestLog) bool {
 }
 
 // logQueue hands records to a LogSink from one goroutine, so that a slow
-// sink never delays a response. When the queue is full new records are
-// dropped and counted.
+// sink never delays a response. Records are handed over in batches: the
+// goroutine wakes for the first record after it went idle, waits
+// logBatchDelay for more to arrive, then logs them all, so that a busy
+// gateway pays one wake-up per batch rather than one per request (a
+// wake-up per request cost a third of a pass-through's time on two
+// cores). When max records are waiting, new ones are dropped and counted.
 type logQueue struct {
-	sink    LogSink
-	ch      chan *RequestLog
-	done    chan struct{}
-	once    sync.Once
-	mu      sync.RWMutex // guards closed against sends racing close
+	sink LogSink
+	max  int
+	wake chan struct{} // a record arrived while the goroutine was idle
+	stop chan struct{} // closed by close: log what is waiting, then exit
+	done chan struct{} // closed by the goroutine when it exits
+	once sync.Once
+
+	mu      sync.Mutex // guards buf and closed
+	buf     []*RequestLog
 	closed  bool
 	dropped atomic.Int64
 }
+
+// logBatchDelay is how long the log goroutine lets records gather after
+// the first one woke it: the most a record waits for its LogSink.
+const logBatchDelay = 5 * time.Millisecond
 
 func newLogQueue(sink LogSink, size int) *logQueue {
 	if size <= 0 {
 		size = 4096
 	}
-	q := &logQueue{sink: sink, ch: make(chan *RequestLog, size), done: make(chan struct{})}
+	q := &logQueue{sink: sink, max: size, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go q.run()
 	return q
 }
 
 func (q *logQueue) run() {
 	defer close(q.done)
-	for rec := range q.ch {
-		q.sink.Log(rec)
+	delay := time.NewTimer(logBatchDelay)
+	delay.Stop()
+	var batch []*RequestLog
+	for {
+		stopping := false
+		select {
+		case <-q.wake:
+			delay.Reset(logBatchDelay)
+			select {
+			case <-delay.C:
+			case <-q.stop:
+				delay.Stop()
+				stopping = true
+			}
+		case <-q.stop:
+			stopping = true
+		}
+		q.mu.Lock()
+		batch, q.buf = q.buf, batch[:0]
+		q.mu.Unlock()
+		for i, rec := range batch {
+			q.sink.Log(rec)
+			batch[i] = nil
+		}
+		if stopping {
+			q.mu.Lock()
+			rest := q.buf
+			q.buf = nil
+			q.mu.Unlock()
+			for _, rec := range rest {
+				q.sink.Log(rec)
+			}
+			return
+		}
 	}
 }
 
 func (q *logQueue) send(rec *RequestLog) {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	if q.closed {
+	q.mu.Lock()
+	if q.closed || len(q.buf) >= q.max {
+		closed := q.closed
+		q.mu.Unlock()
+		if !closed {
+			q.dropped.Add(1)
+		}
 		return
 	}
-	select {
-	case q.ch <- rec:
-	default:
-		q.dropped.Add(1)
+	q.buf = append(q.buf, rec)
+	first := len(q.buf) == 1
+	q.mu.Unlock()
+	if first {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -209,8 +261,8 @@ func (q *logQueue) close() {
 	q.once.Do(func() {
 		q.mu.Lock()
 		q.closed = true
-		close(q.ch)
 		q.mu.Unlock()
+		close(q.stop)
 	})
 	<-q.done
 }

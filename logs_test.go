@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // syncBuffer is a bytes.Buffer safe for the log goroutine and the test.
@@ -89,4 +93,67 @@ func TestLogBufferQueryCopies(t *testing.T) {
 	if again := b.Query(LogFilter{Metadata: map[string]string{"_user": "alice"}}); len(again) != 1 {
 		t.Errorf("after changing a returned record, Query by the kept metadata found %d records, want 1", len(again))
 	}
+}
+
+// chanSink hands each record to a channel, blocking while nobody reads.
+type chanSink chan *RequestLog
+
+func (c chanSink) Log(rec *RequestLog) { c <- rec }
+
+// TestLogQueue: records reach the sink in order within logBatchDelay of
+// the first, without waiting for Close; a sink that cannot keep up makes
+// the queue drop new records and count them, never delay a sender; Close
+// hands over what is waiting, and later records are neither logged nor
+// counted.
+func TestLogQueue(t *testing.T) {
+	t.Run("batches", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			sink := make(chanSink, 10)
+			q := newLogQueue(sink, 0)
+			defer q.close()
+			start := time.Now()
+			for i := range 3 {
+				q.send(&RequestLog{TraceID: strconv.Itoa(i)})
+			}
+			for i := range 3 {
+				rec := <-sink
+				if rec.TraceID != strconv.Itoa(i) || time.Since(start) != logBatchDelay {
+					t.Errorf("record %q after %v, want %d after %v", rec.TraceID, time.Since(start), i, logBatchDelay)
+				}
+			}
+		})
+	})
+	t.Run("slow sink", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			sink := make(chanSink) // nobody reads yet: the sink blocks
+			q := newLogQueue(sink, 4)
+			q.send(&RequestLog{TraceID: "first"})
+			time.Sleep(logBatchDelay) // the goroutine took "first" and blocks in the sink
+			synctest.Wait()
+			for i := range 6 {
+				q.send(&RequestLog{TraceID: strconv.Itoa(i)})
+			}
+			if n := q.dropped.Load(); n != 2 {
+				t.Errorf("dropped %d records, want 2 (4 wait)", n)
+			}
+			var got []string
+			done := make(chan struct{})
+			go func() {
+				for rec := range sink {
+					got = append(got, rec.TraceID)
+				}
+				close(done)
+			}()
+			q.close()
+			q.send(&RequestLog{TraceID: "late"})
+			close(sink)
+			<-done
+			if want := []string{"first", "0", "1", "2", "3"}; !slices.Equal(got, want) {
+				t.Errorf("sink got %q, want %q", got, want)
+			}
+			if n := q.dropped.Load(); n != 2 {
+				t.Errorf("dropped %d records after Close, want still 2", n)
+			}
+		})
+	})
 }
