@@ -40,6 +40,7 @@ const (
 	CodeNotFound            = "not_found"
 	CodeMethodNotAllowed    = "method_not_allowed"
 	CodePermissionDenied    = "permission_denied"
+	CodeConflict            = "conflict"
 )
 
 // Error is an error the gateway answers with. Its fields are the four keys

@@ -56,7 +56,9 @@ type Limiter interface {
 	// Take admits cost units into bucket key when the bucket holds less
 	// than limit.Value and cost fits in what is left, and records them. A
 	// cost of zero asks only whether room is left (token policies charge
-	// the real usage afterwards). A refused Take records nothing.
+	// the real usage afterwards). A refused Take, or one of cost zero,
+	// adds nothing to the consumption; like every call it may record the
+	// bucket's current level and limit, from which it drains.
 	Take(ctx context.Context, key string, limit Limit, cost float64) (LimitDecision, error)
 
 	// Charge records n more units of consumption in bucket key, even past

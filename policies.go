@@ -550,7 +550,13 @@ func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store Pol
 	}
 	ctx := r.Context()
 	cas, _ := store.(PolicyCompareAndSwapper)
-	for {
+	for try := 0; ; try++ {
+		if try == maxPolicySwaps {
+			// Others keep changing it (or the store reads back what it
+			// never compares equal): give up rather than spin.
+			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
+				Message: "policy " + pid + " kept changing during the update; try again"}
+		}
 		p, err := lookupPolicy(ctx, store, id, pid)
 		if err != nil {
 			return err
@@ -597,6 +603,9 @@ func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store Pol
 	writePolicyJSON(w, struct{}{})
 	return nil
 }
+
+// maxPolicySwaps bounds the compare-and-swap attempts of one PUT.
+const maxPolicySwaps = 16
 
 func (g *Gateway) deletePolicy(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity, pid string) error {
 	if _, err := lookupPolicy(r.Context(), store, id, pid); err != nil {
@@ -863,6 +872,11 @@ func (p *RateLimitsPolicy) bucketKey(st *requestState) string {
 	b.WriteString(p.ID)
 	for _, g := range p.GroupBy {
 		v, _ := policyValue(st, g.Key)
+		if g.Key == "api_key" && p.WorkspaceID == "" {
+			// An operator's policy spans workspaces, whose key ids need
+			// not differ: a key is named by its workspace too.
+			v = st.identity.WorkspaceID + "\x00" + v
+		}
 		b.WriteByte(0)
 		b.WriteString(strconv.Itoa(len(v)))
 		b.WriteByte(':')

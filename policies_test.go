@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -1606,4 +1607,45 @@ func TestPolicyPutRaces(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPolicyOperatorKeyIDsAcrossWorkspaces: an operator's policy (no
+// workspace_id) grouped by api_key keeps the keys of different workspaces
+// apart even when their ids are the same.
+func TestPolicyOperatorKeyIDsAcrossWorkspaces(t *testing.T) {
+	e := newPolEnv(t, nil, nil)
+	e.store.AddAPIKey(gateway.APIKey{ID: "default", Digest: gateway.HashAPIKey("gw-a"), WorkspaceID: "ws-1", Role: gateway.RoleMember})
+	e.store.AddAPIKey(gateway.APIKey{ID: "default", Digest: gateway.HashAPIKey("gw-b"), WorkspaceID: "ws-2", Role: gateway.RoleMember})
+	e.addVirtualKey("vk2", func(vk *gateway.VirtualKey) { vk.WorkspaceID = "ws-2" })
+	op := gateway.RateLimitsPolicy{ID: "7d1e0000-0000-4000-8000-0000000000fe", GroupBy: []gateway.PolicyGroupBy{{Key: "api_key"}},
+		Type: "requests", Unit: "rph", Value: 2, Status: gateway.PolicyActive}
+	if err := e.store.PutPolicy(context.Background(), &op); err != nil {
+		t.Fatal(err)
+	}
+	send := func(key, vk string) int {
+		res := e.do(key, "POST", "/v1/chat/completions", `{}`, "x-gateway-virtual-key: "+vk, "Content-Type: application/json")
+		io.Copy(io.Discard, res.Body)
+		return res.StatusCode
+	}
+	got := []int{send("gw-a", "vk"), send("gw-a", "vk"), send("gw-a", "vk"), send("gw-b", "vk2"), send("gw-b", "vk2"), send("gw-b", "vk2")}
+	if diff := cmp.Diff([]int{200, 200, 429, 200, 200, 429}, got); diff != "" {
+		t.Errorf("ws-1's key three times, then ws-2's (-want +got):\n%s", diff)
+	}
+}
+
+// TestPolicyPutGivesUp: a PUT whose compare-and-swap never succeeds (here a
+// stored value that never compares equal, NaN) answers 409 instead of
+// spinning.
+func TestPolicyPutGivesUp(t *testing.T) {
+	e := newPolEnv(t, nil, nil)
+	p := perKey3
+	p.WorkspaceID, p.Status, p.Value = "ws-1", gateway.PolicyActive, math.NaN()
+	if err := e.store.PutPolicy(context.Background(), &p); err != nil {
+		t.Fatal(err)
+	}
+	res := e.do(polAdmin, "PUT", "/v1/policies/rate-limits/"+p.ID, `{"value":5}`)
+	io.Copy(io.Discard, res.Body)
+	if res.StatusCode != http.StatusConflict {
+		t.Errorf("status %d, want 409", res.StatusCode)
+	}
 }

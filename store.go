@@ -71,7 +71,12 @@ type PolicyStore interface {
 // is the same) if the stored policy still equals old in every field, and
 // reports whether it did. It returns ErrNotFound if no policy old.ID is
 // stored. It must be atomic with respect to every other method of the
-// store.
+// store. A PUT gives up with 409 after 16 failed swaps.
+//
+// A store that embeds *MemoryStore and overrides PutPolicy (to write
+// through to a database, say) must override CompareAndSwapPolicy too:
+// the promoted method would otherwise take the PUT's write, and the
+// store's own PutPolicy would never see it.
 type PolicyCompareAndSwapper interface {
 	CompareAndSwapPolicy(ctx context.Context, old, p *RateLimitsPolicy) (bool, error)
 }
