@@ -185,10 +185,7 @@ func (e *FineTuningError) UnmarshalJSON(data []byte) error {
 	if bytes.Equal(bytes.TrimSpace(data), jsonNull) {
 		return nil
 	}
-	var keys map[string]json.RawMessage
-	_ = json.Unmarshal(data, &keys) // decodeObject has checked it is an object
-	_, hasParam := keys["param"]
-	f.paramMissing = !hasParam
+	f.paramMissing = !hasMember(data, "param")
 	f.Extra = extra
 	*e = FineTuningError(f)
 	return nil
@@ -205,6 +202,15 @@ func (e FineTuningError) MarshalJSON() ([]byte, error) {
 		}{e.Code, e.Message}, e.Extra)
 	}
 	return encodeObject(fineTuningErrorFields(e), e.Extra)
+}
+
+// hasMember reports whether the JSON object data, which decodeObject has
+// accepted, has a member named name.
+func hasMember(data []byte, name string) bool {
+	var keys map[string]json.RawMessage
+	_ = json.Unmarshal(data, &keys)
+	_, ok := keys[name]
+	return ok
 }
 
 // Hyperparameters are a job's training settings. Members other than
@@ -235,10 +241,7 @@ func (h *Hyperparameters) UnmarshalJSON(data []byte) error {
 	if bytes.Equal(bytes.TrimSpace(data), jsonNull) {
 		return nil
 	}
-	var keys map[string]json.RawMessage
-	_ = json.Unmarshal(data, &keys) // decodeObject has checked it is an object
-	_, has := keys["n_epochs"]
-	f.nEpochsMissing = !has
+	f.nEpochsMissing = !hasMember(data, "n_epochs")
 	f.Extra = extra
 	*h = Hyperparameters(f)
 	return nil
