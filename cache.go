@@ -287,25 +287,21 @@ func (x *run) cached(l *attemptLoop) outcome {
 		// Nothing whole was kept for this caller: it makes its own
 		// attempt, as if the cache were not there.
 		return x.direct(l, key, ttl)
-	case stream && fr.stored != nil:
-		// Replayed from the entry the leader's stream filled: a HIT, or
-		// for a forced refresh the REFRESH the caller asked for.
-		if status == CacheRefresh {
-			x.retries += fr.retries
-			x.writeHeld(&heldResponse{status: fr.stored.Status, header: fr.stored.Header, body: fr.stored.Body, target: l.t}, status)
-		} else {
-			x.hit(fr.stored, l.t)
-		}
+	case stream && fr.stored != nil && status == CacheMiss:
+		// Replayed from the entry the leader's stream filled. (A forced
+		// refresh's followers get it below, as REFRESH.)
+		x.hit(fr.stored, l.t)
 		return outcome{done: true}
-	case stream && fr.err == nil && fr.held != nil && fr.held.status >= 200 && fr.held.status <= 299:
+	case stream && fr.stored == nil && fr.err == nil && fr.held.status >= 200 && fr.held.status <= 299:
 		// The leader's stream went out live but could not be stored
 		// (it did not end with data: [DONE]): it may have been cut, so
 		// each follower makes its own attempt.
 		return x.direct(l, key, ttl)
 	}
-	// A provider's error answer and the gateway's own are shared by every
-	// caller of the fill, streamed or not: a provider that refused one
-	// call (429, say) is not called again at once by each follower.
+	// A stored answer (for a forced refresh), a provider's error answer
+	// and the gateway's own are shared by every caller of the fill,
+	// streamed or not: a provider that refused one call (429, say) is not
+	// called again at once by each follower.
 	x.retries += fr.retries
 	switch {
 	case fr.err != nil:
@@ -525,17 +521,7 @@ func (x *run) cacheKey(l *attemptLoop) (string, bool) {
 	u := *x.r.URL
 	out.URL = &u
 	out.Form, out.PostForm, out.MultipartForm, out.Trailer = nil, nil, nil, nil
-	out.Header = make(http.Header, len(requestHeaders)+len(t.ForwardHeaders)+2)
-	for _, n := range requestHeaders {
-		if v := x.r.Header[n]; v != nil {
-			out.Header[n] = v
-		}
-	}
-	for _, n := range t.ForwardHeaders {
-		if v := x.r.Header[n]; v != nil {
-			out.Header[n] = v
-		}
-	}
+	out.Header = upstreamHeader(x.r.Header, t.ForwardHeaders)
 	out.Body = io.NopCloser(bytes.NewReader(l.body))
 	out.ContentLength = int64(len(l.body))
 	pr := ProxyRequest{In: x.r, Out: out, Path: x.path, RawPath: x.rawPath, Target: t}

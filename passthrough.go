@@ -139,27 +139,34 @@ func (g *Gateway) try(w http.ResponseWriter, r *http.Request, a *attempt, body [
 // lists it as its own (DESIGN §3).
 var requestHeaders = []string{"Content-Type", "Accept", "Accept-Encoding", "Content-Encoding", "Idempotency-Key"}
 
+// upstreamHeader returns the caller's headers that reach the provider
+// before its Provider adds its own: requestHeaders and the forwarded ones.
+// A nil User-Agent keeps the caller's and Go's default out.
+func upstreamHeader(in http.Header, forward []string) http.Header {
+	h := make(http.Header, len(requestHeaders)+len(forward)+2)
+	for _, n := range requestHeaders {
+		if v := in[n]; v != nil {
+			h[n] = v
+		}
+	}
+	for _, n := range forward {
+		if v := in[n]; v != nil {
+			h[n] = v
+		}
+	}
+	if _, ok := h["User-Agent"]; !ok {
+		h["User-Agent"] = nil
+	}
+	return h
+}
+
 // rewrite builds the upstream request: only the allowed headers, then the
 // provider's own URL and auth. A provider error is kept in the attempt and
 // returned by the transport without touching the network.
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	a := attemptFrom(pr.In.Context())
 	in, out := pr.In, pr.Out
-	h := make(http.Header, len(requestHeaders)+len(a.target.ForwardHeaders)+2)
-	for _, n := range requestHeaders {
-		if v := in.Header[n]; v != nil {
-			h[n] = v
-		}
-	}
-	for _, n := range a.target.ForwardHeaders {
-		if v := in.Header[n]; v != nil {
-			h[n] = v
-		}
-	}
-	if _, ok := h["User-Agent"]; !ok {
-		h["User-Agent"] = nil // keep the caller's and Go's default User-Agent out
-	}
-	out.Header = h
+	out.Header = upstreamHeader(in.Header, a.target.ForwardHeaders)
 	a.pr = ProxyRequest{In: in, Out: out, Path: a.path, RawPath: a.rawPath, Target: a.target}
 	if err := a.provider.Rewrite(&a.pr); err != nil {
 		a.err = err

@@ -698,7 +698,8 @@ func (h policyHit) cost() float64 {
 
 // wait returns how long until h would admit the request, from d, the
 // Limiter's answer to a Take of cost (the request's cost under h, or zero
-// to ask without recording anything): zero when it would admit it now.
+// to ask without adding to the consumption): zero when it would admit it
+// now.
 //
 // A tokens policy admits only while its bucket is below its value, so it
 // needs a nanosecond more than the wait until the bucket reaches it.

@@ -1131,6 +1131,17 @@ func (p polTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(strings.NewReader(`{}`)), Request: r}, nil
 }
 
+// polSend sends a member's completion through virtual key vk to gw in
+// memory and returns the status and Retry-After.
+func polSend(gw http.Handler) (int, string) {
+	req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{}`))
+	req.Header.Set("x-gateway-api-key", polMember)
+	req.Header.Set("x-gateway-virtual-key", "vk")
+	rec := httptest.NewRecorder()
+	gw.ServeHTTP(rec, req)
+	return rec.Code, rec.Header().Get("Retry-After")
+}
+
 // TestPolicyWindowFakeTime checks the drain of a per-minute policy through
 // the whole gateway with fake time.
 func TestPolicyWindowFakeTime(t *testing.T) {
@@ -1145,14 +1156,7 @@ func TestPolicyWindowFakeTime(t *testing.T) {
 		var calls int
 		gw := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Policies: store, Transport: polTransport{&calls}})
 		defer gw.Close()
-		send := func() (int, string) {
-			req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{}`))
-			req.Header.Set("x-gateway-api-key", polMember)
-			req.Header.Set("x-gateway-virtual-key", "vk")
-			rec := httptest.NewRecorder()
-			gw.ServeHTTP(rec, req)
-			return rec.Code, rec.Header().Get("Retry-After")
-		}
+		send := func() (int, string) { return polSend(gw) }
 		type answer struct {
 			Status     int
 			RetryAfter string
@@ -1445,14 +1449,7 @@ func TestPolicyRetryAfterLongestWait(t *testing.T) {
 				var calls int
 				gw := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Policies: store, Transport: polTransport{&calls}})
 				defer gw.Close()
-				send := func() (int, string) {
-					req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{}`))
-					req.Header.Set("x-gateway-api-key", polMember)
-					req.Header.Set("x-gateway-virtual-key", "vk")
-					rec := httptest.NewRecorder()
-					gw.ServeHTTP(rec, req)
-					return rec.Code, rec.Header().Get("Retry-After")
-				}
+				send := func() (int, string) { return polSend(gw) }
 				if code, _ := send(); code != 200 {
 					t.Fatalf("first request: %d", code)
 				}

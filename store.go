@@ -392,9 +392,6 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 			return fmt.Errorf("gateway: store file: configs[%d].id repeats configs[%d].id", i, j)
 		}
 		if _, err := ParseConfig(c.Config); err != nil {
-			if ge := (*Error)(nil); errors.As(err, &ge) {
-				err = errors.New(ge.Message) // without the header name Error() adds
-			}
 			return fmt.Errorf("gateway: store file: configs[%d].config: %w", i, unprefixed{err})
 		}
 	}
