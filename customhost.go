@@ -136,14 +136,15 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 }
 
 // transport returns a transport for caller-supplied hosts: a clone of base
-// when it is an *http.Transport (else of http.DefaultTransport), dialing
+// when it is an *http.Transport (else NewTransport's), dialing
 // through the guard and never through a proxy.
 func (g *guard) transport(base http.RoundTripper) http.RoundTripper {
 	t, ok := base.(*http.Transport)
-	if !ok {
-		t = http.DefaultTransport.(*http.Transport)
+	if ok {
+		t = t.Clone()
+	} else {
+		t = NewTransport()
 	}
-	t = t.Clone()
 	t.Proxy = nil
 	t.DialContext = g.dialContext
 	// A TLS dialer of the base transport would dial without the guard.

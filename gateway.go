@@ -50,10 +50,15 @@ type Options struct {
 	Providers map[string]Provider
 
 	// Transport sends requests to operator-configured hosts (provider
-	// defaults, virtual keys, saved configs). Nil means
-	// http.DefaultTransport. Caller-supplied custom hosts use a clone of it
-	// (of http.DefaultTransport when it is not an *http.Transport) that
-	// dials through the custom-host guard and never through a proxy.
+	// defaults, virtual keys, saved configs). Nil means a transport of the
+	// gateway's own from NewTransport: hundreds of idle connections per
+	// host, HTTP/2 where the provider offers it, bounded dial and TLS
+	// handshake times. http.DefaultTransport is not used, since it keeps
+	// only 2 idle connections per host, and a gateway under load would dial
+	// most requests anew. A Transport given here is used as it is.
+	// Caller-supplied custom hosts use a clone of it (of NewTransport's
+	// when it is not an *http.Transport) that dials through the
+	// custom-host guard and never through a proxy.
 	Transport http.RoundTripper
 
 	// CustomHostAllow lists custom hosts, as "host" or "host:port" matched
@@ -171,7 +176,7 @@ func New(opts Options) *Gateway {
 	}
 	g.base = opts.Transport
 	if g.base == nil {
-		g.base = http.DefaultTransport
+		g.base = NewTransport()
 	}
 	g.guard = newGuard(opts.CustomHostAllow, opts.Resolver, opts.DialContext)
 	g.custom = g.guard.transport(g.base)
@@ -183,6 +188,7 @@ func New(opts Options) *Gateway {
 		Transport:      roundTripper{g},
 		ModifyResponse: g.modifyResponse,
 		ErrorHandler:   g.proxyError,
+		BufferPool:     new(copyBuffers),
 		ErrorLog:       slog.NewLogLogger(g.errLog.Handler(), slog.LevelDebug),
 	}
 	if opts.LogSink != nil {
@@ -194,11 +200,18 @@ func New(opts Options) *Gateway {
 }
 
 // Close stops the gateway's log goroutine after handing every queued
-// record to the LogSink. Requests still being served after Close are not
-// logged. Close is safe to call more than once.
+// record to the LogSink, and closes the idle upstream connections of the
+// transports the gateway made itself. Requests still being served after
+// Close are not logged. Close is safe to call more than once.
 func (g *Gateway) Close() error {
 	if g.logs != nil {
 		g.logs.close()
+	}
+	if g.opts.Transport == nil {
+		g.base.(*http.Transport).CloseIdleConnections()
+	}
+	if t, ok := g.custom.(*http.Transport); ok {
+		t.CloseIdleConnections()
 	}
 	return nil
 }

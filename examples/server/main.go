@@ -51,6 +51,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"regexp"
@@ -102,6 +103,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	configPath := fs.String("config", "", "JSON config `file` (API keys, virtual keys, configs, policies, custom hosts)")
 	grace := fs.Duration("grace", 30*time.Second, "how long in-flight requests and streams may run after SIGINT or SIGTERM")
 	writeTimeout := fs.Duration("write-timeout", 60*time.Second, "how long one write to a client may block before its connection is dropped (0: no limit)")
+	requestLog := fs.String("request-log", "stdout", "where the JSON line per request goes: `stdout` or off")
+	adminAddr := fs.String("admin-addr", "", "`address` of the operators' listener serving /debug/pprof/ (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -116,6 +119,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *writeTimeout < 0 {
 		return errors.New("gateway: -write-timeout must not be negative")
+	}
+	var sink gateway.LogSink
+	switch *requestLog {
+	case "stdout":
+		sink = gateway.SlogSink{Logger: slog.New(slog.NewJSONHandler(stdout, nil))}
+	case "off":
+	default:
+		return fmt.Errorf("gateway: -request-log must be stdout or off, not %q", *requestLog)
 	}
 
 	errLog := slog.New(slog.NewTextHandler(stderr, nil))
@@ -143,7 +154,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Policies:        store,
 		Providers:       providers(),
 		CustomHostAllow: allow,
-		LogSink:         gateway.SlogSink{Logger: slog.New(slog.NewJSONHandler(stdout, nil))},
+		LogSink:         sink,
 		ErrorLog:        errLog,
 	})
 	defer g.Close()
@@ -173,6 +184,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// BaseContext is left alone on purpose: request contexts must not
 		// derive from ctx, or the shutdown signal would cancel every
 		// stream at once instead of letting it finish.
+	}
+	if *adminAddr != "" {
+		admin, err := serveAdmin(*adminAddr, stderr)
+		if err != nil {
+			return err
+		}
+		defer admin.Close()
 	}
 	announced := make(chan struct{})
 	srv.RegisterOnShutdown(func() {
@@ -292,4 +310,25 @@ func loadConfig(path string, store *gateway.MemoryStore, stderr io.Writer) (*gat
 		fmt.Fprintf(stderr, "gateway: warning: %s has no api_keys; every request will be refused\n", path)
 	}
 	return f, nil
+}
+
+// serveAdmin serves the operators' endpoints on their own listener, kept
+// apart from the gateway's so that it can stay on a private address:
+// /debug/pprof/ profiles the running server. It asks for no key; whoever
+// reaches the address may profile the process.
+func serveAdmin(addr string, stderr io.Writer) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: -admin-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ErrorLog: log.New(stderr, "gateway: admin: ", 0)}
+	fmt.Fprintf(stderr, "gateway: admin listening on http://%s\n", ln.Addr())
+	go srv.Serve(ln)
+	return srv, nil
 }
