@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,7 +13,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -141,71 +139,6 @@ func (g *Gateway) CreateCompletion(ctx context.Context, req *CompletionRequest, 
 	return &c, nil
 }
 
-// StreamCompletion creates a streamed completion through the gateway: req
-// is sent with stream true, and the sequence yields each event's
-// Completion as the provider sends it, ending at its data: [DONE]. An error
-// is yielded once, as the last value: an *Error for an error answer (the
-// request then produced no event), or a transport or decoding error
-// mid-stream. Stopping the iteration early cancels the call and waits for
-// it to end. The sequence is single-use; ranging over it again makes a new
-// call.
-func (g *Gateway) StreamCompletion(ctx context.Context, req *CompletionRequest, opts ...CallOption) iter.Seq2[*Completion, error] {
-	return func(yield func(*Completion, error) bool) {
-		r := *req
-		stream := true
-		r.Stream = &stream
-		body, err := json.Marshal(r)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		cl := g.newCall(ctx, http.MethodPost, "/completions", nil, body, "text/event-stream", opts)
-		pr, pw := io.Pipe()
-		w := &pipeResponse{header: make(http.Header), pw: pw, started: make(chan struct{})}
-		done := make(chan struct{})
-		var callErr error // set before done is closed
-		go func() {
-			defer close(done)
-			callErr = g.serveCall(w, cl.req)
-			w.start(0) // no-op if the response started
-			pw.CloseWithError(callErr)
-		}()
-		defer func() {
-			pr.CloseWithError(errStreamStopped)
-			cancel()
-			<-done
-		}()
-		<-w.started
-		if w.status == 0 {
-			<-done
-			yield(nil, noResponse(ctx, callErr))
-			return
-		}
-		if cl.header != nil {
-			*cl.header = w.sent
-		}
-		if w.status < 200 || w.status > 299 {
-			b, _ := io.ReadAll(io.LimitReader(pr, maxErrorBody))
-			yield(nil, responseError(w.status, w.sent, b))
-			return
-		}
-		if !strings.HasPrefix(w.sent.Get("Content-Type"), "text/event-stream") {
-			// The provider answered with one object instead of a stream.
-			yield(decodeCompletion(pr, g.opts.MaxBodyBytes))
-			return
-		}
-		for c, err := range readCompletionEvents(pr, g.opts.MaxBodyBytes) {
-			if !yield(c, err) || err != nil {
-				return
-			}
-		}
-	}
-}
-
-var errStreamStopped = errors.New("gateway: the caller stopped reading the stream")
-
 // maxErrorBody bounds how much of an error answer is read.
 const maxErrorBody = 1 << 20
 
@@ -238,85 +171,6 @@ func noResponse(ctx context.Context, err error) error {
 		return err
 	}
 	return errors.New("gateway: the call ended without a response")
-}
-
-// readCompletionEvents reads server-sent events from r, yielding the
-// Completion in each data field until data: [DONE]. An event whose data is
-// an OpenAI error body is yielded as an *Error; a stream ending without
-// [DONE] yields an error wrapping io.ErrUnexpectedEOF, since it was cut.
-// An event whose data, all its lines together, is longer than maxEvent
-// bytes is an error wrapping ErrInvalidResponse.
-func readCompletionEvents(r io.Reader, maxEvent int64) iter.Seq2[*Completion, error] {
-	return func(yield func(*Completion, error) bool) {
-		sc := bufio.NewScanner(r)
-		max := int(min(maxEvent, 1<<30))
-		sc.Buffer(make([]byte, 0, min(max, 64<<10)), max)
-		var data []byte
-		dispatch := func() bool {
-			defer func() { data = data[:0] }()
-			d := bytes.TrimSpace(data)
-			if len(d) == 0 {
-				return true
-			}
-			if bytes.Contains(d, []byte(`"error"`)) {
-				// An error object in place of a completion, however the
-				// provider spaced it.
-				var eb struct {
-					Error *errorFields `json:"error"`
-				}
-				if json.Unmarshal(d, &eb) == nil && eb.Error != nil {
-					yield(nil, errorFromBody(http.StatusOK, nil, *eb.Error))
-					return false
-				}
-			}
-			var c Completion
-			if err := json.Unmarshal(d, &c); err != nil {
-				yield(nil, &invalidResponse{err})
-				return false
-			}
-			if err := c.Validate(); err != nil {
-				yield(nil, &invalidResponse{err})
-				return false
-			}
-			return yield(&c, nil)
-		}
-		for sc.Scan() {
-			line := sc.Bytes()
-			if len(line) == 0 {
-				if !dispatch() {
-					return
-				}
-				continue
-			}
-			field, value, _ := bytes.Cut(line, []byte(":"))
-			if string(field) != "data" {
-				continue // comments, event names, ids and retry hints
-			}
-			value = bytes.TrimPrefix(value, []byte(" "))
-			if len(data) == 0 && string(value) == "[DONE]" {
-				return
-			}
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			if len(data)+len(value) > max {
-				yield(nil, &invalidResponse{fmt.Errorf("gateway: an event is longer than %d bytes", max)})
-				return
-			}
-			data = append(data, value...)
-		}
-		if err := sc.Err(); err != nil {
-			if errors.Is(err, bufio.ErrTooLong) {
-				// One data line alone is longer than an event may be.
-				err = &invalidResponse{fmt.Errorf("gateway: an event is longer than %d bytes", max)}
-			}
-			yield(nil, err)
-			return
-		}
-		if dispatch() {
-			yield(nil, fmt.Errorf("gateway: the stream ended without data: [DONE]: %w", io.ErrUnexpectedEOF))
-		}
-	}
 }
 
 // FineTuningJob retrieves a fine-tuning job through the gateway, as GET
@@ -521,78 +375,3 @@ func retryAfter(h http.Header) time.Duration {
 	}
 	return 0
 }
-
-// bufferResponse is the in-memory ResponseWriter of a call answered with
-// one object. It holds at most limit bytes: a Write past it fails, which
-// ends the call.
-type bufferResponse struct {
-	header   http.Header
-	sent     http.Header // header as of WriteHeader
-	status   int
-	body     bytes.Buffer
-	limit    int64
-	tooLarge bool // a Write was refused for going past limit
-}
-
-func (w *bufferResponse) Header() http.Header { return w.header }
-
-func (w *bufferResponse) WriteHeader(code int) {
-	if w.status != 0 || code < 200 {
-		return // informational answers are not the response
-	}
-	w.status = code
-	w.sent = w.header.Clone()
-}
-
-func (w *bufferResponse) Write(p []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	if int64(w.body.Len())+int64(len(p)) > w.limit {
-		w.tooLarge = true
-		return 0, errTooLarge(w.limit)
-	}
-	return w.body.Write(p)
-}
-
-// errTooLarge is the error of an answer longer than limit bytes.
-func errTooLarge(limit int64) error {
-	return fmt.Errorf("gateway: the answer is longer than %d bytes (Options.MaxBodyBytes)", limit)
-}
-
-// Flush does nothing: the whole answer is read when the call returns.
-func (w *bufferResponse) Flush() {}
-
-// pipeResponse is the in-memory ResponseWriter of a streamed call: each
-// Write blocks until the reader has taken it, so events arrive as the
-// provider produces them.
-type pipeResponse struct {
-	header  http.Header
-	pw      *io.PipeWriter
-	once    sync.Once
-	started chan struct{} // closed once status and sent are set
-	status  int
-	sent    http.Header
-}
-
-func (w *pipeResponse) Header() http.Header { return w.header }
-
-func (w *pipeResponse) start(code int) {
-	w.once.Do(func() {
-		w.status = code
-		w.sent = w.header.Clone()
-		close(w.started)
-	})
-}
-
-func (w *pipeResponse) WriteHeader(code int) {
-	if code >= 200 {
-		w.start(code)
-	}
-}
-
-func (w *pipeResponse) Write(p []byte) (int, error) {
-	w.start(http.StatusOK)
-	return w.pw.Write(p)
-}
-
-// Flush does nothing: writes reach the reader as they happen.
-func (w *pipeResponse) Flush() {}

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -66,37 +65,6 @@ func cacheablePath(path string) bool {
 		return true
 	}
 	return false
-}
-
-// planNeeds says what a plan needs of the request body.
-type planNeeds struct {
-	replay bool // it may be sent more than once
-	read   bool // it must be looked into
-}
-
-func (n *planNode) needs(p *planNeeds, cacheRoute bool) {
-	if t := n.target; t != nil {
-		if (t.Retry != nil && t.Retry.Attempts > 0) || (cacheRoute && t.Cache != nil) {
-			p.replay = true
-		}
-		if len(t.OverrideParams) > 0 {
-			p.read = true
-		}
-		return
-	}
-	if n.mode == ModeFallback && len(n.children) > 1 {
-		p.replay = true
-	}
-	if n.mode == ModeConditional {
-		for _, c := range n.conditions {
-			if c.params {
-				p.read = true
-			}
-		}
-	}
-	for _, c := range n.children {
-		c.needs(p, cacheRoute)
-	}
 }
 
 // run is the execution of one plan for one request. It belongs to the
@@ -214,21 +182,6 @@ func (x *run) node(n *planNode) outcome {
 	return x.node(n.children[0])
 }
 
-// movesOn reports whether a fallback node tries its next target after out.
-func (n *planNode) movesOn(out outcome) bool {
-	if out.held != nil {
-		return n.movesOnStatus(out.held.status)
-	}
-	return out.err != nil && !errors.Is(out.err, context.Canceled)
-}
-
-func (n *planNode) movesOnStatus(code int) bool {
-	if len(n.onStatusCodes) > 0 {
-		return slices.Contains(n.onStatusCodes, code)
-	}
-	return code < 200 || code > 299
-}
-
 // pick draws a child of a loadbalance node by weight; a child of weight 0
 // is never drawn.
 func (x *run) pick(n *planNode) *planNode {
@@ -334,176 +287,6 @@ func (x *run) loop(t *Target, prov Provider, body []byte) *attemptLoop {
 		}
 	}
 	return l
-}
-
-// attemptLoop makes the attempts at one target: the first try and its
-// retries. It touches no per-request state but its own fields, so a cache
-// fill may run it on another goroutine.
-type attemptLoop struct {
-	g             *Gateway
-	w             http.ResponseWriter
-	r             *http.Request
-	t             *Target
-	prov          Provider
-	path, rawPath string
-	body          []byte // nil: stream r.Body, once
-	replay        bool
-	timeout       time.Duration
-	cache         string
-	before        int // retries made before this loop, for the header
-	deadline      time.Time
-	detached      bool // a cache fill: cancellation is not the caller leaving
-	watch         bool // the cache may store the answer: note if it broke off
-
-	// moveOn reports whether a fallback ancestor would try another
-	// target after this status, so the answer must be held back.
-	moveOn func(code int) bool
-
-	retries int  // retries made by this loop
-	broken  bool // the answer sent broke off (only when watch is set)
-}
-
-func (l *attemptLoop) run() outcome {
-	maxRetries := 0
-	if l.replay && l.t.Retry != nil {
-		maxRetries = l.t.Retry.Attempts
-	}
-	ctx := l.r.Context()
-	// An earlier provider answer beats a later failure to reach the
-	// provider at all; a timeout on the last attempt is still a 408.
-	var prev *heldResponse
-	settle := func(out outcome) outcome {
-		var te errTimeout
-		if out.held == nil && prev != nil && out.err != nil && !errors.As(out.err, &te) {
-			return outcome{held: prev}
-		}
-		return out
-	}
-	for i := 0; ; i++ {
-		canRetry := i < maxRetries
-		a := &attempt{target: l.t, provider: l.prov, index: l.before + l.retries, path: l.path, rawPath: l.rawPath,
-			cache: l.cache, timeout: l.timeout, watchBody: l.watch}
-		a.retryable = func(res *http.Response) bool {
-			code := res.StatusCode
-			if !(canRetry && retryStatus(l.t.Retry, code)) && !(l.moveOn != nil && l.moveOn(code)) {
-				return false
-			}
-			return a.hold(res)
-		}
-		l.g.try(l.w, l.r, a, l.body)
-		var out outcome
-		var re errRetryable
-		var te errTimeout
-		switch {
-		case a.err == nil:
-			l.broken = a.bodyErr != nil
-			return outcome{done: true}
-		case errors.As(a.err, &re) && a.held != nil:
-			a.held.target, a.held.cache = l.t, l.cache
-			out.held = a.held
-		case errors.As(a.err, &re):
-			out.err = ErrUpstreamUnreachable // the held answer broke off
-		case errors.Is(a.err, context.Canceled):
-			if !l.detached {
-				return outcome{done: true} // the caller went away
-			}
-			out.err = errors.Join(ErrUpstreamUnreachable, a.err)
-		case errors.As(a.err, &te), errors.Is(a.err, ErrUpstreamUnreachable):
-			out.err = a.err
-		default:
-			return outcome{err: a.err} // the gateway's own refusal: not retried
-		}
-		if !canRetry || (out.held != nil && !retryStatus(l.t.Retry, out.held.status)) {
-			return settle(out)
-		}
-		d := l.backoff(i, out.held)
-		if time.Now().Add(d).After(l.deadline) {
-			return settle(out)
-		}
-		if !sleep(ctx, d) {
-			if l.detached {
-				return settle(out)
-			}
-			return outcome{done: true}
-		}
-		if out.held != nil {
-			prev = out.held
-		}
-		l.retries++
-	}
-}
-
-// hold reads a provider answer that the plan may replace with another
-// attempt. It reports false, leaving res as it was, when the answer is too
-// long to hold, so that it goes to the caller.
-func (a *attempt) hold(res *http.Response) bool {
-	b, err := io.ReadAll(io.LimitReader(res.Body, maxHeldBody+1))
-	if err != nil {
-		return true // broke off: a.held stays nil
-	}
-	if len(b) > maxHeldBody {
-		res.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(b), res.Body), res.Body}
-		return false
-	}
-	a.held = &heldResponse{status: res.StatusCode, header: res.Header, body: b}
-	return true
-}
-
-// retryStatus reports whether a provider status is retried under rc.
-func retryStatus(rc *RetryConfig, code int) bool {
-	if rc != nil && len(rc.OnStatusCodes) > 0 {
-		return slices.Contains(rc.OnStatusCodes, code)
-	}
-	return slices.Contains(defaultRetryStatuses, code)
-}
-
-// backoff is the wait before retry i+1: the provider's own retry-after
-// when the config honours it, else exponential backoff with equal jitter.
-func (l *attemptLoop) backoff(i int, held *heldResponse) time.Duration {
-	if held != nil && l.t.Retry.UseRetryAfterHeader {
-		if d, ok := retryAfterDelay(held.header, time.Now()); ok {
-			return d
-		}
-	}
-	d := l.g.retryBaseDelay() << i
-	return d/2 + time.Duration(l.g.random()*float64(d/2))
-}
-
-// retryAfterDelay reads retry-after-ms (milliseconds) or Retry-After (seconds
-// or an HTTP date).
-func retryAfterDelay(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && ms >= 0 && ms < 1e12 {
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 && s < 1e9 {
-			return time.Duration(s) * time.Second, true
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return max(t.Sub(now), 0), true
-		}
-	}
-	return 0, false
-}
-
-// sleep waits d, or until ctx is done; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // applyOverrides sets top-level fields of a JSON object body. A body that

@@ -11,20 +11,6 @@ import (
 	"time"
 )
 
-// planNode is one node of a request's routing plan: a leaf holds a Target,
-// an inner node a strategy over its children. Plans are built per request
-// from a parsed Config (or from the selection headers, as a single leaf).
-type planNode struct {
-	mode          string
-	onStatusCodes []int
-	conditions    []Condition
-	def           string
-	name          string
-	weight        float64
-	children      []*planNode
-	target        *Target // non-nil on leaves only
-}
-
 // selectPlan applies the provider-selection rules to the request: exactly
 // one of config, virtual key, custom host + provider, provider + token.
 func (g *Gateway) selectPlan(ctx context.Context, id Identity, o *RequestOptions) (*planNode, error) {

@@ -90,6 +90,8 @@ const (
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 120 * time.Second
 	maxHeaderBytes    = 64 << 10
+
+	defaultWriteTimeout = 60 * time.Second // -write-timeout
 )
 
 // run is the whole program: it parses args, builds the gateway and serves
@@ -102,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
 	configPath := fs.String("config", "", "JSON config `file` (API keys, virtual keys, configs, policies, custom hosts)")
 	grace := fs.Duration("grace", 30*time.Second, "how long in-flight requests and streams may run after SIGINT or SIGTERM")
-	writeTimeout := fs.Duration("write-timeout", 60*time.Second, "how long one write to a client may block before its connection is dropped (0: no limit)")
+	writeTimeout := fs.Duration("write-timeout", defaultWriteTimeout, "how long one write to a client may block before its connection is dropped (0: no limit)")
 	requestLog := fs.String("request-log", "stdout", "where the JSON line per request goes: `stdout` or off")
 	adminAddr := fs.String("admin-addr", "", "`address` of the operators' listener serving /debug/pprof/ (empty: none)")
 	if err := fs.Parse(args); err != nil {
@@ -120,13 +122,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *writeTimeout < 0 {
 		return errors.New("gateway: -write-timeout must not be negative")
 	}
-	var sink gateway.LogSink
-	switch *requestLog {
-	case "stdout":
-		sink = gateway.SlogSink{Logger: slog.New(slog.NewJSONHandler(stdout, nil))}
-	case "off":
-	default:
-		return fmt.Errorf("gateway: -request-log must be stdout or off, not %q", *requestLog)
+	sink, err := requestLogSink(*requestLog, stdout)
+	if err != nil {
+		return err
 	}
 
 	errLog := slog.New(slog.NewTextHandler(stderr, nil))
@@ -147,16 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		store.AddAPIKey(gateway.APIKey{ID: "key-default", Digest: gateway.HashAPIKey(key), WorkspaceID: "default", Role: gateway.RoleAdmin})
 	}
 
-	g := gateway.New(gateway.Options{
-		Keys:            store,
-		VirtualKeys:     store,
-		Configs:         store,
-		Policies:        store,
-		Providers:       providers(),
-		CustomHostAllow: allow,
-		LogSink:         sink,
-		ErrorLog:        errLog,
-	})
+	g := newGateway(store, allow, sink, errLog)
 	defer g.Close()
 
 	ln, err := net.Listen("tcp", *addr)
@@ -167,16 +156,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// a forced close run can wait for the cut requests to be logged.
 	var serving sync.RWMutex
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			serving.RLock()
-			defer serving.RUnlock()
-			if *writeTimeout > 0 {
-				sw := newStallWriter(w, *writeTimeout)
-				defer sw.extend() // bounds the server's own final flush too
-				w = sw
-			}
-			g.ServeHTTP(w, r)
-		}),
+		Handler:           serverHandler(g, &serving, *writeTimeout),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -227,6 +207,52 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	g.Close()  // hands every queued request log to stdout
 	fmt.Fprintln(stderr, "gateway: stopped")
 	return nil
+}
+
+// requestLogSink returns the sink of the -request-log mode: one JSON line
+// per request on stdout for "stdout", none (nil) for "off".
+func requestLogSink(mode string, stdout io.Writer) (gateway.LogSink, error) {
+	switch mode {
+	case "stdout":
+		return gateway.SlogSink{Logger: slog.New(slog.NewJSONHandler(stdout, nil))}, nil
+	case "off":
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("gateway: -request-log must be stdout or off, not %q", mode)
+	}
+}
+
+// newGateway returns the gateway the server runs, with store as every
+// store, the server's extra providers, and the custom hosts in allow.
+func newGateway(store *gateway.MemoryStore, allow []string, sink gateway.LogSink, errLog *slog.Logger) *gateway.Gateway {
+	return gateway.New(gateway.Options{
+		Keys:            store,
+		VirtualKeys:     store,
+		Configs:         store,
+		Policies:        store,
+		Providers:       providers(),
+		CustomHostAllow: allow,
+		LogSink:         sink,
+		ErrorLog:        errLog,
+	})
+}
+
+// serverHandler returns the handler the http.Server runs: g, with each
+// write to the client bounded by writeTimeout (0: no limit; see
+// stallWriter), and each request holding serving read-locked while it is
+// served, so that after a forced close run can wait for the cut requests
+// to be logged.
+func serverHandler(g http.Handler, serving *sync.RWMutex, writeTimeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serving.RLock()
+		defer serving.RUnlock()
+		if writeTimeout > 0 {
+			sw := newStallWriter(w, writeTimeout)
+			defer sw.extend() // bounds the server's own final flush too
+			w = sw
+		}
+		g.ServeHTTP(w, r)
+	})
 }
 
 // stallWriter bounds each write to the client instead of the whole

@@ -71,7 +71,7 @@ func (l *lines) String() string {
 
 // wait returns the first line that match accepts. It fails the test when
 // no such line comes within waitLimit or before stopped is closed.
-func (l *lines) wait(t *testing.T, what string, stopped <-chan struct{}, match func(string) bool) string {
+func (l *lines) wait(t testing.TB, what string, stopped <-chan struct{}, match func(string) bool) string {
 	t.Helper()
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
@@ -102,7 +102,7 @@ func (l *lines) wait(t *testing.T, what string, stopped <-chan struct{}, match f
 var listenRE = regexp.MustCompile(`^gateway: listening on (http://\S+)$`)
 
 // baseURL waits for the listening line on stderr and returns the address.
-func baseURL(t *testing.T, stderr *lines, stopped <-chan struct{}) string {
+func baseURL(t testing.TB, stderr *lines, stopped <-chan struct{}) string {
 	t.Helper()
 	line := stderr.wait(t, "listening line", stopped, listenRE.MatchString)
 	return listenRE.FindStringSubmatch(line)[1]

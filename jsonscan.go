@@ -1,0 +1,135 @@
+package gateway
+
+import "strconv"
+
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipJSONString returns the index after the string that starts at b[i].
+func skipJSONString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipJSONValue returns the index after the value that starts at b[i].
+func skipJSONValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipJSONString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipJSONString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
+}
+
+// eachJSONMember calls fn with the name (between its quotes, escapes
+// kept) and the value of each member of the object b, in order, while fn
+// returns true. It reports whether fn always did.
+func eachJSONMember(b []byte, fn func(name, v []byte) bool) bool {
+	i := skipJSONSpace(b, 0) + 1 // past '{'
+	for {
+		i = skipJSONSpace(b, i)
+		if b[i] == ',' {
+			i = skipJSONSpace(b, i+1)
+		}
+		if b[i] == '}' {
+			return true
+		}
+		end := skipJSONString(b, i)
+		name := b[i+1 : end-1]
+		i = skipJSONSpace(b, end) // at ':'
+		i = skipJSONSpace(b, i+1) // at the value
+		end = skipJSONValue(b, i)
+		if !fn(name, b[i:end]) {
+			return false
+		}
+		i = end
+	}
+}
+
+// eachJSONElem calls fn with each element of the array b, in order, while
+// fn returns true. It reports whether fn always did.
+func eachJSONElem(b []byte, fn func(v []byte) bool) bool {
+	i := 1 // past '['
+	for {
+		i = skipJSONSpace(b, i)
+		if b[i] == ',' {
+			i = skipJSONSpace(b, i+1)
+		}
+		if b[i] == ']' {
+			return true
+		}
+		end := skipJSONValue(b, i)
+		if !fn(b[i:end]) {
+			return false
+		}
+		i = end
+	}
+}
+
+// jsonInt reads v as encoding/json reads an integer of the given bit
+// size: digits with an optional minus sign, in range; a fraction or an
+// exponent is not an integer.
+func jsonInt(v []byte, bits int) (int64, bool) {
+	d := v
+	neg := len(d) > 0 && d[0] == '-'
+	if neg {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 19 {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	limit := uint64(1) << (bits - 1)
+	switch {
+	case neg && u <= limit:
+		return int64(-u), true // -limit wraps to the least value exactly
+	case !neg && u < limit:
+		return int64(u), true
+	}
+	return 0, false
+}
+
+// jsonFloat reads v as encoding/json reads a float64.
+func jsonFloat(v []byte) (float64, bool) {
+	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	return f, err == nil
+}

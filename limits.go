@@ -1,0 +1,389 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Response headers reporting the tightest rate-limits policy that applied
+// to a request.
+const (
+	HeaderRateLimitRequests          = "X-Ratelimit-Limit-Requests"
+	HeaderRateLimitRemainingRequests = "X-Ratelimit-Remaining-Requests"
+	HeaderRateLimitTokens            = "X-Ratelimit-Limit-Tokens"
+	HeaderRateLimitRemainingTokens   = "X-Ratelimit-Remaining-Tokens"
+)
+
+// policyHit is one policy applied to one request.
+type policyHit struct {
+	p     *RateLimitsPolicy
+	key   string
+	limit Limit
+}
+
+// cost is what admitting the request takes from h's bucket: 1 for a
+// requests policy; nothing for a tokens policy, whose usage is charged
+// afterwards.
+func (h policyHit) cost() float64 {
+	if h.p.Type == PolicyRequests {
+		return 1
+	}
+	return 0
+}
+
+// wait returns how long until h would admit the request, from d, the
+// Limiter's answer to a Take of cost (the request's cost under h, or zero
+// to ask without adding to the consumption): zero when it would admit it
+// now.
+//
+// A tokens policy admits only while its bucket is below its value, so it
+// needs a nanosecond more than the wait until the bucket reaches it.
+// A Take of cost zero is refused only while the bucket is full, so for a
+// requests policy asked that way the wait until one unit fits is worked
+// out from what is left, at the limit's rate, rounded as MemoryLimiter
+// rounds.
+func (h policyHit) wait(d LimitDecision, cost float64) time.Duration {
+	w := time.Duration(0)
+	if !d.Allowed {
+		w = max(d.RetryAfter, 0)
+		if h.cost() == 0 && w < math.MaxInt64 {
+			w++
+		}
+	}
+	if c := h.cost(); c > cost && d.Remaining < c {
+		need := math.Round((c - d.Remaining) * float64(h.limit.Per) / h.limit.Value)
+		if !(need < float64(math.MaxInt64)) {
+			return time.Duration(math.MaxInt64)
+		}
+		w = max(w, time.Duration(need))
+	}
+	return w
+}
+
+// maxRetryAfter caps the Retry-After of a refusal. A bucket overdrawn by
+// a huge usage can need longer than a time.Duration holds (a Limiter then
+// answers math.MaxInt64), and the header must stay a positive number.
+const maxRetryAfter = 100 * 365 * 24 * time.Hour
+
+// policyNoop is the completion of a request no policy applied to.
+func policyNoop() {}
+
+// admitPolicies applies the caller's active rate-limits policies (those of
+// its workspace and those of no workspace) to a request about to reach a
+// provider. It returns the ResponseWriter the request must answer through
+// (it adds the x-ratelimit-* headers and counts the tokens of the
+// response) and a func to call once the response is done; or the 429
+// refusing the request. The 429's Retry-After is the longest wait among
+// the matching policies that refuse, so that a retry after it is not
+// refused by another one; the policies after the first refusal are only
+// asked, at no cost.
+//
+// Policies are read from the store on every request, so a change applies
+// at once. An error of the store or the Limiter refuses the request.
+func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requestState) (http.ResponseWriter, func(), error) {
+	if g.opts.Policies == nil {
+		return w, policyNoop, nil
+	}
+	ctx := r.Context()
+	ps, err := g.opts.Policies.Policies(ctx, st.identity.WorkspaceID)
+	if err != nil {
+		g.errLog.ErrorContext(ctx, "gateway: policy store", "err", err)
+		return w, policyNoop, err
+	}
+	var hits []policyHit
+	for i := range ps {
+		p := &ps[i]
+		if p.Status != PolicyActive || p.WorkspaceID != "" && p.WorkspaceID != st.identity.WorkspaceID || !p.matches(st) {
+			continue
+		}
+		if p.Type != PolicyRequests && p.Type != PolicyTokens {
+			return w, policyNoop, errors.New("gateway: policy " + p.ID + " has an unknown type")
+		}
+		hits = append(hits, policyHit{p: p, key: p.bucketKey(st), limit: Limit{Value: p.Value, Per: policyPeriod(p.Unit)}})
+	}
+	if len(hits) == 0 {
+		return w, policyNoop, nil
+	}
+	lw := &limitWriter{ResponseWriter: w, g: g, ctx: ctx, st: st, hits: hits, reqBytes: &st.body,
+		estimate: r.Method == http.MethodPost && !uploadBody(r.Header.Get("Content-Type"))}
+	for i, h := range hits {
+		d, err := g.opts.Limiter.Take(ctx, h.key, h.limit, h.cost())
+		if err != nil {
+			g.errLog.ErrorContext(ctx, "gateway: rate limiter", "policy", h.p.ID, "err", err)
+		} else if !d.Allowed {
+			err = g.refusal(ctx, w, h, d, hits[i+1:])
+		}
+		if err != nil {
+			lw.refund(hits[:i])
+			return w, policyNoop, err
+		}
+		lw.note(h, d.Remaining)
+	}
+	if lw.tokens != nil {
+		// Ask the transport for the encoding it decodes itself, so that
+		// the usage in the response can be read.
+		r.Header.Del("Accept-Encoding")
+	}
+	return lw, lw.done, nil
+}
+
+// refusal returns the 429 of a request that policy h refused with d. The
+// policies after h (rest) are asked at no cost whether they would refuse
+// too: the answer names the one of them all whose wait is the longest, and
+// waits that long. An error of the Limiter in asking is logged and that
+// policy left out.
+func (g *Gateway) refusal(ctx context.Context, w http.ResponseWriter, h policyHit, d LimitDecision, rest []policyHit) error {
+	worst, wait := h, h.wait(d, h.cost())
+	for _, o := range rest {
+		od, err := g.opts.Limiter.Take(ctx, o.key, o.limit, 0)
+		if err != nil {
+			g.errLog.WarnContext(ctx, "gateway: rate limiter", "policy", o.p.ID, "err", err)
+			continue
+		}
+		if ow := o.wait(od, 0); ow > wait {
+			worst, wait = o, ow
+		}
+	}
+	p := worst.p
+	limitHeader, remainingHeader := HeaderRateLimitRequests, HeaderRateLimitRemainingRequests
+	if p.Type == PolicyTokens {
+		limitHeader, remainingHeader = HeaderRateLimitTokens, HeaderRateLimitRemainingTokens
+	}
+	w.Header().Set(limitHeader, strconv.FormatFloat(p.Value, 'f', -1, 64))
+	w.Header().Set(remainingHeader, "0")
+	return &Error{Status: http.StatusTooManyRequests, Type: p.Type, Code: CodeRateLimitExceeded,
+		RetryAfter: min(max(wait, time.Second), maxRetryAfter), Message: "rate limit exceeded: policy " + policyLabel(p) +
+			" allows " + strconv.FormatFloat(p.Value, 'f', -1, 64) + " " + p.Type + " per " + policyUnitName(p.Unit)}
+}
+
+func policyLabel(p *RateLimitsPolicy) string {
+	if p.Name != "" {
+		return quoteShort(p.Name)
+	}
+	return p.ID
+}
+
+func policyUnitName(unit string) string {
+	switch unit {
+	case PolicyPerMinute:
+		return "minute"
+	case PolicyPerHour:
+		return "hour"
+	}
+	return "day"
+}
+
+// policyValue returns the value of a condition or group key for a request.
+func policyValue(st *requestState, key string) (string, bool) {
+	switch key {
+	case "api_key":
+		return st.identity.KeyID, true
+	case "workspace_id":
+		return st.identity.WorkspaceID, true
+	case "organisation_id":
+		v, ok := st.opts.Metadata[MetadataOrganisation]
+		return v, ok
+	}
+	if name, ok := strings.CutPrefix(key, "metadata."); ok {
+		v, ok := st.opts.Metadata[name]
+		return v, ok
+	}
+	return "", false
+}
+
+// matches reports whether every condition of p holds for the request.
+func (p *RateLimitsPolicy) matches(st *requestState) bool {
+	for _, c := range p.Conditions {
+		if v, ok := policyValue(st, c.Key); !ok || v != c.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// bucketKey names the bucket of p the request counts in: the policy id and
+// the length-prefixed values of its group keys.
+func (p *RateLimitsPolicy) bucketKey(st *requestState) string {
+	var b strings.Builder
+	b.WriteString(p.ID)
+	for _, g := range p.GroupBy {
+		v, _ := policyValue(st, g.Key)
+		if g.Key == "api_key" && p.WorkspaceID == "" {
+			// An operator's policy spans workspaces, whose key ids need
+			// not differ: a key is named by its workspace too.
+			v = st.identity.WorkspaceID + "\x00" + v
+		}
+		b.WriteByte(0)
+		b.WriteString(strconv.Itoa(len(v)))
+		b.WriteByte(':')
+		b.WriteString(v)
+	}
+	return b.String()
+}
+
+// limitWriter adds the x-ratelimit-* headers to a response and, when token
+// policies applied, reads usage.total_tokens from the response body as it
+// passes, unchanged, to charge it when the response is done.
+type limitWriter struct {
+	http.ResponseWriter
+	g    *Gateway
+	ctx  context.Context
+	st   *requestState
+	hits []policyHit // every policy that admitted the request
+
+	req, tok       bool    // a requests / tokens policy applied
+	reqLim, reqRem float64 // the tightest requests policy
+	tokLim, tokRem float64 // the tightest tokens policy
+	tokens         []policyHit
+
+	started  bool
+	status   int  // the status sent
+	hit      bool // a cache hit: no provider tokens used
+	scan     bool // the body is being scanned
+	estimate bool // no reported usage: charge an estimate
+	reqBytes *countingBody
+	usage    usageScanner
+}
+
+// note records a policy that admitted the request with rem left.
+func (lw *limitWriter) note(h policyHit, rem float64) {
+	if h.p.Type == PolicyTokens {
+		lw.tokens = append(lw.tokens, h)
+		if !lw.tok || rem < lw.tokRem || rem == lw.tokRem && h.limit.Value < lw.tokLim {
+			lw.tok, lw.tokLim, lw.tokRem = true, h.limit.Value, rem
+		}
+		return
+	}
+	if !lw.req || rem < lw.reqRem || rem == lw.reqRem && h.limit.Value < lw.reqLim {
+		lw.req, lw.reqLim, lw.reqRem = true, h.limit.Value, rem
+	}
+}
+
+func (lw *limitWriter) start(code int) {
+	lw.started, lw.status = true, code
+	h := lw.Header()
+	if lw.req {
+		setHeader(h, HeaderRateLimitRequests, strconv.FormatFloat(lw.reqLim, 'f', -1, 64))
+		setHeader(h, HeaderRateLimitRemainingRequests, strconv.FormatFloat(max(0, math.Floor(lw.reqRem)), 'f', -1, 64))
+	}
+	if lw.tok {
+		setHeader(h, HeaderRateLimitTokens, strconv.FormatFloat(lw.tokLim, 'f', -1, 64))
+		setHeader(h, HeaderRateLimitRemainingTokens, strconv.FormatFloat(max(0, math.Floor(lw.tokRem)), 'f', -1, 64))
+	}
+	if lw.tokens == nil {
+		return
+	}
+	if h.Get(HeaderCacheStatus) == "HIT" {
+		lw.hit = true // a cache hit used no provider tokens
+		return
+	}
+	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return
+	}
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	switch {
+	case mt == "text/event-stream":
+		lw.scan = true
+		lw.usage.sse = true
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		lw.scan = true
+	}
+}
+
+// WriteHeader adds the rate-limit headers before the status goes out.
+func (lw *limitWriter) WriteHeader(code int) {
+	if !lw.started && code >= 200 {
+		lw.start(code)
+	}
+	lw.ResponseWriter.WriteHeader(code)
+}
+
+// Write passes p on, reading the usage in it.
+func (lw *limitWriter) Write(p []byte) (int, error) {
+	if !lw.started {
+		lw.start(http.StatusOK)
+	}
+	n, err := lw.ResponseWriter.Write(p)
+	if lw.scan {
+		lw.usage.write(p[:n])
+	}
+	return n, err
+}
+
+// Flush sends buffered data to the client.
+func (lw *limitWriter) Flush() {
+	http.NewResponseController(lw.ResponseWriter).Flush()
+}
+
+// Unwrap returns the underlying ResponseWriter, for http.ResponseController.
+func (lw *limitWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
+
+// done charges the tokens the response used to every token policy that
+// admitted the request: the usage it reported, else an estimate. It runs
+// even when the response was aborted or the caller went away, for what was
+// seen.
+//
+// A request the gateway itself refused (an error of its own, 4xx but 429,
+// such as incomplete host settings) before any of it reached a provider
+// gets its unit back from every requests policy: it cost no provider
+// anything. Cache hits, which reach no provider either, stay charged.
+func (lw *limitWriter) done() {
+	if lw.started && lw.status >= 400 && lw.status <= 499 && lw.status != http.StatusTooManyRequests &&
+		!lw.st.upstream.Load() && lw.st.log.ErrorCode != "" {
+		// log.ErrorCode is set by WriteError alone: the gateway wrote
+		// this answer, no provider did (a cache fill shared with other
+		// callers does not mark upstream).
+		lw.refund(lw.hits)
+		return
+	}
+	if lw.tokens == nil || !lw.started || lw.hit {
+		return
+	}
+	total, ok := lw.usage.total()
+	if !ok {
+		if !lw.estimate || lw.status < 200 || lw.status > 299 {
+			return
+		}
+		total = math.Ceil(float64(lw.reqBytes.n)/4) + lw.usage.estimate()
+	}
+	if total <= 0 {
+		return
+	}
+	ctx := context.WithoutCancel(lw.ctx)
+	for _, h := range lw.tokens {
+		if err := lw.g.opts.Limiter.Charge(ctx, h.key, h.limit, total); err != nil {
+			lw.g.errLog.WarnContext(ctx, "gateway: rate limiter charge", "err", err)
+		}
+	}
+}
+
+// refund gives back the unit each requests policy among hits took.
+func (lw *limitWriter) refund(hits []policyHit) {
+	ctx := context.WithoutCancel(lw.ctx)
+	for _, h := range hits {
+		if h.p.Type != PolicyRequests {
+			continue
+		}
+		if err := lw.g.opts.Limiter.Charge(ctx, h.key, h.limit, -1); err != nil {
+			lw.g.errLog.WarnContext(ctx, "gateway: rate limiter refund", "policy", h.p.ID, "err", err)
+		}
+	}
+}
+
+// uploadBody reports whether a request body of this content type is an
+// upload rather than a request for tokens.
+func uploadBody(contentType string) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case strings.HasPrefix(mt, "multipart/"), mt == "application/octet-stream",
+		strings.HasPrefix(mt, "audio/"), strings.HasPrefix(mt, "image/"), strings.HasPrefix(mt, "video/"):
+		return true
+	}
+	return false
+}
