@@ -19,14 +19,14 @@ type attemptKey struct{}
 
 // attempt is one call to one target, shared by the ReverseProxy hooks.
 type attempt struct {
-	target   *Target
+	target   *routedTarget
 	provider Provider
 	index    int // retries made before this attempt
 	path     string
 	rawPath  string
-	cache    string // value of x-gateway-cache-status
-	err      error  // why the attempt gave no response to send
-	status   int    // the provider's status, once headers arrived
+	cache    CacheStatus // value of x-gateway-cache-status
+	err      error       // why the attempt gave no response to send
+	status   int         // the provider's status, once headers arrived
 	timer    *time.Timer
 	timeout  time.Duration
 	held     *heldResponse // the answer retryable dropped, read in full
@@ -113,8 +113,8 @@ func upstreamHeader(in http.Header, forward []string) http.Header {
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	a := attemptFrom(pr.In.Context())
 	in, out := pr.In, pr.Out
-	out.Header = upstreamHeader(in.Header, a.target.ForwardHeaders)
-	a.pr = ProxyRequest{In: in, Out: out, Path: a.path, RawPath: a.rawPath, Target: a.target}
+	out.Header = upstreamHeader(in.Header, a.target.forwardHeaders)
+	a.pr = ProxyRequest{In: in, Out: out, Path: a.path, RawPath: a.rawPath, Target: &a.target.Target}
 	if err := a.provider.Rewrite(&a.pr); err != nil {
 		a.err = err
 		out.URL = &url.URL{Scheme: "http", Host: "provider.invalid"}
@@ -166,7 +166,7 @@ func (g *Gateway) modifyResponse(res *http.Response) error {
 		}
 	}
 	setHeader(h, HeaderProvider, a.target.Provider)
-	setHeader(h, HeaderCacheStatus, a.cache)
+	setHeader(h, HeaderCacheStatus, string(a.cache))
 	setHeader(h, HeaderRetryAttemptCount, strconv.Itoa(a.index))
 	if a.target.Index != "" {
 		setHeader(h, HeaderLastUsedOptionIndex, a.target.Index)
@@ -233,13 +233,13 @@ type attemptLoop struct {
 	g             *Gateway
 	w             http.ResponseWriter
 	r             *http.Request
-	t             *Target
+	t             *routedTarget
 	prov          Provider
 	path, rawPath string
 	body          []byte // nil: stream r.Body, once
 	replay        bool
 	timeout       time.Duration
-	cache         string
+	cache         CacheStatus
 	before        int // retries made before this loop, for the header
 	deadline      time.Time
 	detached      bool // a cache fill: cancellation is not the caller leaving
@@ -255,8 +255,8 @@ type attemptLoop struct {
 
 func (l *attemptLoop) run() outcome {
 	maxRetries := 0
-	if l.replay && l.t.Retry != nil {
-		maxRetries = l.t.Retry.Attempts
+	if l.replay && l.t.retry != nil {
+		maxRetries = l.t.retry.Attempts
 	}
 	ctx := l.r.Context()
 	// An earlier provider answer beats a later failure to reach the
@@ -275,7 +275,7 @@ func (l *attemptLoop) run() outcome {
 			cache: l.cache, timeout: l.timeout, watchBody: l.watch}
 		a.retryable = func(res *http.Response) bool {
 			code := res.StatusCode
-			if !(canRetry && retryStatus(l.t.Retry, code)) && !(l.moveOn != nil && l.moveOn(code)) {
+			if !(canRetry && retryStatus(l.t.retry, code)) && !(l.moveOn != nil && l.moveOn(code)) {
 				return false
 			}
 			return a.hold(res)
@@ -303,7 +303,7 @@ func (l *attemptLoop) run() outcome {
 		default:
 			return outcome{err: a.err} // the gateway's own refusal: not retried
 		}
-		if !canRetry || (out.held != nil && !retryStatus(l.t.Retry, out.held.status)) {
+		if !canRetry || (out.held != nil && !retryStatus(l.t.retry, out.held.status)) {
 			return settle(out)
 		}
 		d := l.backoff(i, out.held)
@@ -353,7 +353,7 @@ func retryStatus(rc *RetryConfig, code int) bool {
 // backoff is the wait before retry i+1: the provider's own retry-after
 // when the config honours it, else exponential backoff with equal jitter.
 func (l *attemptLoop) backoff(i int, held *heldResponse) time.Duration {
-	if held != nil && l.t.Retry.UseRetryAfterHeader {
+	if held != nil && l.t.retry.UseRetryAfterHeader {
 		if d, ok := retryAfterDelay(held.header, time.Now()); ok {
 			return d
 		}

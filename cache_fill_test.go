@@ -65,7 +65,7 @@ func TestCacheFillIncompleteNotStored(t *testing.T) {
 					t.Errorf("first request: 200 with body %q, want no 200 for an incomplete answer", first.Body)
 				}
 				second := serve(t.Context(), g, cfg, `{}`)
-				if second.Code == http.StatusOK || second.Header().Get(HeaderCacheStatus) == CacheHit {
+				if second.Code == http.StatusOK || second.Header().Get(HeaderCacheStatus) == string(CacheHit) {
 					t.Errorf("second request: %d %s %q, want the incomplete answer not served from the cache", second.Code, second.Header().Get(HeaderCacheStatus), second.Body)
 				}
 				if calls != 2 {
@@ -93,7 +93,7 @@ func TestCacheStreamedBrokenNotStored(t *testing.T) {
 		const cfg = `{"virtual_key":"up","cache":{"mode":"simple"}}`
 		serve(t.Context(), g, cfg, `{"stream":true}`)
 		second := serve(t.Context(), g, cfg, `{"stream":true}`)
-		if got := second.Header().Get(HeaderCacheStatus); got != CacheMiss {
+		if got := second.Header().Get(HeaderCacheStatus); got != string(CacheMiss) {
 			t.Errorf("second request: cache status %q (body %q), want MISS", got, second.Body)
 		}
 		if calls != 2 {

@@ -36,7 +36,7 @@ func TestCacheRefreshFollowersSayRefresh(t *testing.T) {
 				close(up.release)
 				wg.Wait()
 				for i, r := range recs {
-					if r.Code != 200 || r.Header().Get(HeaderCacheStatus) != CacheRefresh || r.Body.String() != sseUpEvents {
+					if r.Code != 200 || r.Header().Get(HeaderCacheStatus) != string(CacheRefresh) || r.Body.String() != sseUpEvents {
 						t.Errorf("caller %d: %d %s %q; want 200 REFRESH with the whole answer", i, r.Code, r.Header().Get(HeaderCacheStatus), r.Body)
 					}
 				}

@@ -35,9 +35,9 @@ func TestCacheTooLargeAnswerPassesThrough(t *testing.T) {
 		headers []string
 		cache   string
 	}{
-		{"an answer", `{"model":"m"}`, map[string]string{"X-Request-Id": "r1"}, big, nil, CacheMiss},
-		{"a stream", `{"model":"m","stream":true}`, map[string]string{"Content-Type": "text/event-stream", "X-Request-Id": "r1"}, bigStream, nil, CacheMiss},
-		{"a forced refresh", `{"model":"m"}`, map[string]string{"X-Request-Id": "r1"}, big, []string{"x-gateway-cache-force-refresh: true"}, CacheRefresh},
+		{"an answer", `{"model":"m"}`, map[string]string{"X-Request-Id": "r1"}, big, nil, string(CacheMiss)},
+		{"a stream", `{"model":"m","stream":true}`, map[string]string{"Content-Type": "text/event-stream", "X-Request-Id": "r1"}, bigStream, nil, string(CacheMiss)},
+		{"a forced refresh", `{"model":"m"}`, map[string]string{"X-Request-Id": "r1"}, big, []string{"x-gateway-cache-force-refresh: true"}, string(CacheRefresh)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +100,7 @@ func TestCacheTooLargeAnswerShared(t *testing.T) {
 		close(up.release)
 		wg.Wait()
 		for i, a := range got {
-			if d := cmp.Diff(answer{Status: 200, Body: up.body, Cache: CacheMiss}, a); d != "" {
+			if d := cmp.Diff(answer{Status: 200, Body: up.body, Cache: string(CacheMiss)}, a); d != "" {
 				t.Errorf("caller %d (-want +got):\n%s", i, d)
 			}
 		}
@@ -142,8 +142,8 @@ func TestCacheStoresOnlyProviderHeaders(t *testing.T) {
 			e := cacheEnv(t, nil, up)
 			srv := hostServer(t, e.gw)
 			for i, c := range []struct{ origin, caller, cache string }{
-				{"https://one.example", "caller-1", CacheMiss},
-				{"https://two.example", "caller-2", CacheHit},
+				{"https://one.example", "caller-1", string(CacheMiss)},
+				{"https://two.example", "caller-2", string(CacheHit)},
 			} {
 				req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", strings.NewReader(tt.body))
 				req.Header.Set("X-Gateway-Api-Key", coreKey)
@@ -206,7 +206,7 @@ func TestCacheKeyHasProviderHeaders(t *testing.T) {
 			e.store.AddVirtualKey(VirtualKey{Slug: "vk-p", Provider: tt.provider, APIKey: "sk-p", BaseURL: up.URL + "/v1"})
 			const cfg = `{"virtual_key":"vk-p","cache":{"mode":"simple"}}`
 			for i, s := range []struct{ value, body, cache string }{
-				{"one", "v1", CacheMiss}, {"two", "v2", CacheMiss}, {"one", "v1", CacheHit}, {"two", "v2", CacheHit},
+				{"one", "v1", string(CacheMiss)}, {"two", "v2", string(CacheMiss)}, {"one", "v1", string(CacheHit)}, {"two", "v2", string(CacheHit)},
 			} {
 				h := append([]string{tt.header + ": " + s.value}, tt.extra...)
 				got := readAnswer(t, e.post(cfg, `{"model":"m"}`, h...))
@@ -232,7 +232,7 @@ func TestCacheKeyIgnoresWhatTheProviderNeverSees(t *testing.T) {
 		{"x-tenant: two", "user-agent: sdk/2", "idempotency-key: k2"},
 	} {
 		got := readAnswer(t, e.post(cacheSharedCfg, `{"model":"m"}`, h...))
-		want := []string{CacheMiss, CacheHit}[i]
+		want := []string{string(CacheMiss), string(CacheHit)}[i]
 		if got.Body != "v1" || got.Cache != want {
 			t.Errorf("request %d: %s %q, want %s v1", i+1, got.Cache, got.Body, want)
 		}
@@ -322,7 +322,7 @@ func TestCacheConcurrentStreamedMissesShareOneCall(t *testing.T) {
 		}
 		statuses[a.Cache]++
 	}
-	if d := cmp.Diff(map[string]int{CacheMiss: 1, CacheHit: n - 1}, statuses); d != "" {
+	if d := cmp.Diff(map[string]int{string(CacheMiss): 1, string(CacheHit): n - 1}, statuses); d != "" {
 		t.Errorf("cache statuses (-want +got):\n%s", d)
 	}
 	if calls := up.calls.Load(); calls != 1 {
@@ -339,7 +339,7 @@ func TestCacheStreamedMissFlushesEvents(t *testing.T) {
 	e := routeEnv(t, nil)
 	e.store.AddVirtualKey(VirtualKey{Slug: "shared", Provider: "openai", APIKey: "sk-shared", BaseURL: srv.URL + "/v1"})
 	res := e.post(cacheSharedCfg, `{"model":"m","stream":true}`)
-	if res.StatusCode != 200 || res.Header.Get(HeaderCacheStatus) != CacheMiss {
+	if res.StatusCode != 200 || res.Header.Get(HeaderCacheStatus) != string(CacheMiss) {
 		t.Fatalf("status %d, cache %q: want 200 MISS", res.StatusCode, res.Header.Get(HeaderCacheStatus))
 	}
 	first := make(chan string, 1)
@@ -361,7 +361,7 @@ func TestCacheStreamedMissFlushesEvents(t *testing.T) {
 	if err != nil || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
 		t.Errorf("rest of the stream %q (%v), want it to end with data: [DONE]", rest, err)
 	}
-	if got := readAnswer(t, e.post(cacheSharedCfg, `{"model":"m","stream":true}`)); got.Cache != CacheHit || got.Body != sseUpEvents {
+	if got := readAnswer(t, e.post(cacheSharedCfg, `{"model":"m","stream":true}`)); got.Cache != string(CacheHit) || got.Body != sseUpEvents {
 		t.Errorf("next request: %s %q, want HIT %q", got.Cache, got.Body, sseUpEvents)
 	}
 }
@@ -395,7 +395,7 @@ func TestCacheStreamedFill(t *testing.T) {
 				name  string
 				rec   *httptest.ResponseRecorder
 				cache string
-			}{{"leader", leader, CacheMiss}, {"follower", follower, CacheHit}} {
+			}{{"leader", leader, string(CacheMiss)}, {"follower", follower, string(CacheHit)}} {
 				if c.rec.Code != 200 || c.rec.Body.String() != sseUpEvents || c.rec.Header().Get(HeaderCacheStatus) != c.cache {
 					t.Errorf("%s: %d %s %q, want 200 %s %q", c.name, c.rec.Code, c.rec.Header().Get(HeaderCacheStatus), c.rec.Body, c.cache, sseUpEvents)
 				}
@@ -427,7 +427,7 @@ func TestCacheStreamedFill(t *testing.T) {
 			<-leaderDone
 			close(up.release)
 			<-followerDone
-			if follower.Code != 200 || follower.Body.String() != sseUpEvents || follower.Header().Get(HeaderCacheStatus) != CacheHit {
+			if follower.Code != 200 || follower.Body.String() != sseUpEvents || follower.Header().Get(HeaderCacheStatus) != string(CacheHit) {
 				t.Errorf("follower: %d %s %q, want 200 HIT %q", follower.Code, follower.Header().Get(HeaderCacheStatus), follower.Body, sseUpEvents)
 			}
 			if n := up.calls.Load(); n != 1 {
@@ -492,7 +492,7 @@ func TestCacheStreamedFill(t *testing.T) {
 			if rec.Code != 200 || rec.Body.String() != sseUpEvents {
 				t.Errorf("got %d %q, want 200 %q", rec.Code, rec.Body, sseUpEvents)
 			}
-			if got := serve(t.Context(), g, cfg, body).Header().Get(HeaderCacheStatus); got != CacheHit {
+			if got := serve(t.Context(), g, cfg, body).Header().Get(HeaderCacheStatus); got != string(CacheHit) {
 				t.Errorf("next request: %s, want HIT", got)
 			}
 		})

@@ -74,7 +74,7 @@ func TestCacheStatuses(t *testing.T) {
 	e.gw.Close()
 	var logged []string
 	for _, r := range e.logs.Query(LogFilter{}) {
-		logged = append(logged, r.CacheStatus)
+		logged = append(logged, string(r.CacheStatus))
 	}
 	want := []string{"MISS", "HIT", "REFRESH", "HIT", "MISS", "MISS", "HIT", "MISS", "MISS"}
 	if d := cmp.Diff(want, logged); d != "" {
@@ -122,7 +122,7 @@ func TestCacheDisabled(t *testing.T) {
 					h = append(h, "x-gateway-virtual-key: shared")
 				}
 				got := readAnswer(t, e.do(tt.method, tt.path, strings.NewReader(`{}`), h...))
-				if got.Status != 200 || got.Cache != CacheDisabled {
+				if got.Status != 200 || got.Cache != string(CacheDisabled) {
 					t.Errorf("got %d %q, want 200 DISABLED", got.Status, got.Cache)
 				}
 			}

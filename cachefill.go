@@ -84,8 +84,8 @@ func (x *run) cached(l *attemptLoop) outcome {
 	x.st.log.CacheStatus = status
 	l.cache, l.watch = status, true
 	ttl := defaultCacheMaxAge
-	if l.t.Cache.MaxAge > 0 {
-		ttl = time.Duration(l.t.Cache.MaxAge) * time.Second
+	if l.t.cache.MaxAge > 0 {
+		ttl = time.Duration(l.t.cache.MaxAge) * time.Second
 	}
 	stream := streamRequested(x.r, l.body)
 
@@ -178,7 +178,7 @@ func (x *run) cached(l *attemptLoop) outcome {
 }
 
 // hit answers the caller from a cache entry.
-func (x *run) hit(res *CachedResponse, t *Target) {
+func (x *run) hit(res *CachedResponse, t *routedTarget) {
 	x.st.log.CacheStatus = CacheHit
 	x.writeHeld(&heldResponse{status: res.Status, header: res.Header, body: res.Body, target: t}, CacheHit)
 }
@@ -227,9 +227,9 @@ func (g *Gateway) lookup(ctx context.Context, key string) (*CachedResponse, bool
 // flightKey names a shared cache fill. Callers share one only when it
 // makes the same attempts for each of them, so that none gets an answer
 // shaped by another's request timeout or retry settings.
-func flightKey(status, key string, l *attemptLoop) string {
-	k := status + key + "/" + strconv.FormatInt(int64(l.timeout), 10)
-	if rc := l.t.Retry; rc != nil && rc.Attempts > 0 {
+func flightKey(status CacheStatus, key string, l *attemptLoop) string {
+	k := string(status) + key + "/" + strconv.FormatInt(int64(l.timeout), 10)
+	if rc := l.t.retry; rc != nil && rc.Attempts > 0 {
 		k += fmt.Sprintf("/%d/%v/%t", rc.Attempts, rc.OnStatusCodes, rc.UseRetryAfterHeader)
 	}
 	return k

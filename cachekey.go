@@ -31,10 +31,10 @@ func (x *run) cacheKey(l *attemptLoop) (string, bool) {
 	u := *x.r.URL
 	out.URL = &u
 	out.Form, out.PostForm, out.MultipartForm, out.Trailer = nil, nil, nil, nil
-	out.Header = upstreamHeader(x.r.Header, t.ForwardHeaders)
+	out.Header = upstreamHeader(x.r.Header, t.forwardHeaders)
 	out.Body = io.NopCloser(bytes.NewReader(l.body))
 	out.ContentLength = int64(len(l.body))
-	pr := ProxyRequest{In: x.r, Out: out, Path: x.path, RawPath: x.rawPath, Target: t}
+	pr := ProxyRequest{In: x.r, Out: out, Path: x.path, RawPath: x.rawPath, Target: &t.Target}
 	if err := l.prov.Rewrite(&pr); err != nil || out.URL == nil {
 		return "", false
 	}

@@ -59,7 +59,7 @@ type Config struct {
 // Strategy says how a config node picks among its targets. An empty Mode
 // means ModeSingle.
 type Strategy struct {
-	Mode string `json:"mode"`
+	Mode Mode `json:"mode"`
 
 	// OnStatusCodes are the provider statuses on which a fallback moves to
 	// the next target; empty means every non-2xx status. Transport errors
@@ -72,12 +72,15 @@ type Strategy struct {
 	Default    string      `json:"default,omitempty"`
 }
 
+// Mode is how a strategy picks among its targets.
+type Mode string
+
 // Strategy modes.
 const (
-	ModeSingle      = "single"      // the first target
-	ModeFallback    = "fallback"    // the targets in order, until one answers
-	ModeLoadbalance = "loadbalance" // one target, drawn by weight
-	ModeConditional = "conditional" // the target named by the first matching condition
+	ModeSingle      Mode = "single"      // the first target
+	ModeFallback    Mode = "fallback"    // the targets in order, until one answers
+	ModeLoadbalance Mode = "loadbalance" // one target, drawn by weight
+	ModeConditional Mode = "conditional" // the target named by the first matching condition
 )
 
 // Condition routes to the target named Then when Query matches. Query maps
@@ -248,7 +251,7 @@ func (v *validator) config(c *Config, path string, depth int, vkFrom string) err
 		// Without targets a node is the single target of its own settings,
 		// whatever the mode (fallback or loadbalance over one target is
 		// that target), but conditions need targets to name.
-		return configError(join(path, "targets"), "must not be empty for strategy mode "+mode)
+		return configError(join(path, "targets"), "must not be empty for strategy mode "+string(mode))
 	}
 	total := 0.0
 	names := make(map[string]bool, len(c.Targets))
@@ -327,7 +330,7 @@ func keyPairField(h HostSettings) string {
 	return ""
 }
 
-func (c *Config) mode() string {
+func (c *Config) mode() Mode {
 	if c.Strategy == nil || c.Strategy.Mode == "" {
 		return ModeSingle
 	}

@@ -43,7 +43,7 @@
 // middlewares of the shape func(http.Handler) http.Handler — Trace,
 // Authenticate and ParseHeaders — so a host can run them in front of its own
 // handlers; later stages read what they stored through TraceIDFrom,
-// IdentityFrom and OptionsFrom.
+// IdentityFrom and RequestOptionsFrom.
 //
 // # Stores and providers
 //

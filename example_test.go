@@ -69,7 +69,7 @@ func ExampleAuthenticate() {
 	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
 	h := gateway.Trace(gateway.Authenticate(store)(gateway.ParseHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := gateway.IdentityFrom(r.Context())
-		opts, _ := gateway.OptionsFrom(r.Context())
+		opts, _ := gateway.RequestOptionsFrom(r.Context())
 		trace, _ := gateway.TraceIDFrom(r.Context())
 		fmt.Println(id.KeyID, id.WorkspaceID, id.Role, opts.Metadata["_user"], trace)
 	}))))

@@ -27,12 +27,17 @@ const (
 // defaultRetryStatuses are retried when a retry config names none.
 var defaultRetryStatuses = []int{429, 500, 502, 503, 504}
 
-// Cache statuses, as written in x-gateway-cache-status and RequestLog.
+// CacheStatus says how the response cache took part in a request, as
+// written in x-gateway-cache-status and RequestLog.CacheStatus.
+type CacheStatus string
+
+// Cache statuses. DISABLED is answered on every route the cache does not
+// cover and wherever no config enables it.
 const (
-	CacheHit      = "HIT"
-	CacheMiss     = "MISS"
-	CacheRefresh  = "REFRESH"
-	CacheDisabled = "DISABLED"
+	CacheHit      CacheStatus = "HIT"
+	CacheMiss     CacheStatus = "MISS"
+	CacheRefresh  CacheStatus = "REFRESH"
+	CacheDisabled CacheStatus = "DISABLED"
 )
 
 // execute runs a plan for the request: it reads the body when the plan may
@@ -146,8 +151,8 @@ type heldResponse struct {
 	status int
 	header http.Header
 	body   []byte
-	target *Target
-	cache  string
+	target *routedTarget
+	cache  CacheStatus
 }
 
 // node runs one plan node.
@@ -232,7 +237,7 @@ func (x *run) choose(n *planNode) (*planNode, error) {
 }
 
 // leaf runs one target: the cache, then the attempts with their retries.
-func (x *run) leaf(t *Target) outcome {
+func (x *run) leaf(t *routedTarget) outcome {
 	prov, err := x.g.provider(t.Provider, HeaderProvider)
 	if err != nil {
 		return outcome{err: err}
@@ -242,15 +247,15 @@ func (x *run) leaf(t *Target) outcome {
 		x.st.log.Model = t.Host.ModelName
 	}
 	body := x.body
-	if len(t.OverrideParams) > 0 && body != nil {
-		body = applyOverrides(body, t.OverrideParams)
+	if len(t.overrideParams) > 0 && body != nil {
+		body = applyOverrides(body, t.overrideParams)
 	}
 	l := x.loop(t, prov, body)
 	var out outcome
-	if x.cacheRoute && x.replay && t.Cache != nil {
+	if x.cacheRoute && x.replay && t.cache != nil {
 		out = x.cached(l)
 	} else {
-		if t.Cache != nil {
+		if t.cache != nil {
 			x.st.log.CacheStatus = CacheDisabled // logged only where a config asked for the cache
 		}
 		out = l.run()
@@ -263,11 +268,11 @@ func (x *run) leaf(t *Target) outcome {
 }
 
 // loop prepares the attempts at t from the request's goroutine.
-func (x *run) loop(t *Target, prov Provider, body []byte) *attemptLoop {
+func (x *run) loop(t *routedTarget, prov Provider, body []byte) *attemptLoop {
 	l := &attemptLoop{
 		g: x.g, w: x.w, r: x.r, t: t, prov: prov, path: x.path, rawPath: x.rawPath,
 		replay: x.replay, cache: CacheDisabled, before: x.retries, deadline: x.deadline,
-		timeout: t.RequestTimeout,
+		timeout: t.requestTimeout,
 	}
 	if x.replay {
 		l.body = body
@@ -333,7 +338,7 @@ func (x *run) finish(out outcome) {
 }
 
 // writeHeld sends a complete provider answer with the gateway's headers.
-func (x *run) writeHeld(h *heldResponse, cacheStatus string) {
+func (x *run) writeHeld(h *heldResponse, cacheStatus CacheStatus) {
 	dst := x.w.Header()
 	for k, v := range h.header {
 		if !strings.HasPrefix(k, "X-Gateway-") {
@@ -350,9 +355,9 @@ func (x *run) writeHeld(h *heldResponse, cacheStatus string) {
 	x.w.Write(h.body)
 }
 
-func (x *run) gatewayHeaders(h http.Header, t *Target, cacheStatus string) {
+func (x *run) gatewayHeaders(h http.Header, t *routedTarget, cacheStatus CacheStatus) {
 	setHeader(h, HeaderProvider, t.Provider)
-	setHeader(h, HeaderCacheStatus, cacheStatus)
+	setHeader(h, HeaderCacheStatus, string(cacheStatus))
 	setHeader(h, HeaderRetryAttemptCount, strconv.Itoa(x.retries))
 	if t.Index != "" {
 		setHeader(h, HeaderLastUsedOptionIndex, t.Index)

@@ -110,9 +110,9 @@ type Options struct {
 	// means no request logs.
 	LogSink LogSink
 
-	// LogBuffer is how many records may wait for a slow LogSink before new
-	// ones are dropped (and counted by DroppedLogs). Zero means 4096.
-	LogBuffer int
+	// LogQueueSize is how many records may wait for a slow LogSink before
+	// new ones are dropped (and counted by DroppedLogs). Zero means 4096.
+	LogQueueSize int
 
 	// ErrorLog receives errors the gateway cannot answer with, e.g. a store
 	// failing. Nil means slog.Default().
@@ -192,7 +192,7 @@ func New(opts Options) *Gateway {
 		ErrorLog:       slog.NewLogLogger(g.errLog.Handler(), slog.LevelDebug),
 	}
 	if opts.LogSink != nil {
-		g.logs = newLogQueue(opts.LogSink, opts.LogBuffer)
+		g.logs = newLogQueue(opts.LogSink, opts.LogQueueSize)
 	}
 	g.mux = http.NewServeMux()
 	g.routes()

@@ -166,14 +166,15 @@ type RequestOptions struct {
 	Host HostSettings
 }
 
-// OptionsFrom returns the request options the ParseHeaders stage stored in
-// ctx.
-func OptionsFrom(ctx context.Context) (*RequestOptions, bool) {
+// RequestOptionsFrom returns the request options the ParseHeaders stage
+// stored in ctx. The map and slice in them are shared with the gateway and
+// must not be modified.
+func RequestOptionsFrom(ctx context.Context) (RequestOptions, bool) {
 	st := stateFrom(ctx)
 	if st == nil || !st.parsed {
-		return nil, false
+		return RequestOptions{}, false
 	}
-	return &st.opts, true
+	return st.opts, true
 }
 
 // singleHeader returns the value of a header sent exactly once.
@@ -187,7 +188,7 @@ func singleHeader(h http.Header, name string) (string, bool) {
 
 // ParseHeaders is the middleware that reads and validates every
 // x-gateway-* header once into the request's RequestOptions (see
-// OptionsFrom). A malformed value is a 400 invalid_header whose param names
+// RequestOptionsFrom). A malformed value is a 400 invalid_header whose param names
 // the header. The gateway's own headers and the caller's Authorization are
 // then removed from the request so that no later stage forwards them.
 func ParseHeaders(next http.Handler) http.Handler {

@@ -28,7 +28,7 @@ type RequestLog struct {
 	Latency     time.Duration     `json:"latency"`
 	BytesIn     int64             `json:"bytes_in"`
 	BytesOut    int64             `json:"bytes_out"`
-	CacheStatus string            `json:"cache_status,omitempty"`
+	CacheStatus CacheStatus       `json:"cache_status,omitempty"`
 	Attempts    int               `json:"attempts"` // retries made after the first try
 	ErrorCode   string            `json:"error_code,omitempty"`
 	Aborted     bool              `json:"aborted,omitempty"` // the response was cut mid-stream
@@ -73,7 +73,7 @@ func (s SlogSink) Log(rec *RequestLog) {
 		attrs = append(attrs, slog.String("query", rec.Query))
 	}
 	if rec.CacheStatus != "" {
-		attrs = append(attrs, slog.String("cache_status", rec.CacheStatus))
+		attrs = append(attrs, slog.String("cache_status", string(rec.CacheStatus)))
 	}
 	if rec.ErrorCode != "" {
 		attrs = append(attrs, slog.String("error_code", rec.ErrorCode))

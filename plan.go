@@ -4,20 +4,21 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 )
 
 // planNode is one node of a request's routing plan: a leaf holds a Target,
 // an inner node a strategy over its children. Plans are built per request
 // from a parsed Config (or from the selection headers, as a single leaf).
 type planNode struct {
-	mode          string
+	mode          Mode
 	onStatusCodes []int
 	conditions    []Condition
 	def           string
 	name          string
 	weight        float64
 	children      []*planNode
-	target        *Target // non-nil on leaves only
+	target        *routedTarget // non-nil on leaves only
 }
 
 // planNeeds says what a plan needs of the request body.
@@ -28,10 +29,10 @@ type planNeeds struct {
 
 func (n *planNode) needs(p *planNeeds, cacheRoute bool) {
 	if t := n.target; t != nil {
-		if (t.Retry != nil && t.Retry.Attempts > 0) || (cacheRoute && t.Cache != nil) {
+		if (t.retry != nil && t.retry.Attempts > 0) || (cacheRoute && t.cache != nil) {
 			p.replay = true
 		}
-		if len(t.OverrideParams) > 0 {
+		if len(t.overrideParams) > 0 {
 			p.read = true
 		}
 		return
@@ -64,4 +65,16 @@ func (n *planNode) movesOnStatus(code int) bool {
 		return slices.Contains(n.onStatusCodes, code)
 	}
 	return code < 200 || code > 299
+}
+
+// routedTarget is a plan leaf: the Target, which is all its Provider sees
+// (destination and credentials), and how the gateway sends the request
+// there, inherited down the config tree.
+type routedTarget struct {
+	Target
+	forwardHeaders []string // canonical names
+	overrideParams map[string]any
+	requestTimeout time.Duration // each attempt's time to response headers; 0: none
+	retry          *RetryConfig
+	cache          *CacheConfig
 }

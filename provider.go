@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 )
 
 // Provider slugs of the built-in provider kinds.
@@ -107,13 +106,6 @@ type Target struct {
 	// Index names the target in its config, e.g. "config.targets[1]";
 	// "" when no config was used.
 	Index string
-
-	// Routing settings, inherited down the config tree.
-	ForwardHeaders []string
-	OverrideParams map[string]any
-	RequestTimeout time.Duration
-	Retry          *RetryConfig
-	Cache          *CacheConfig
 }
 
 // baseURLOr returns t.BaseURL, or def when t has none.

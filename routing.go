@@ -29,8 +29,7 @@ func (g *Gateway) selectPlan(ctx context.Context, id Identity, o *RequestOptions
 			return nil, err
 		}
 		t.Host.mergeUnderStored(o.Host)
-		t.ForwardHeaders = o.ForwardHeaders
-		return &planNode{mode: ModeSingle, target: t}, nil
+		return &planNode{mode: ModeSingle, target: &routedTarget{Target: *t, forwardHeaders: o.ForwardHeaders}}, nil
 	case o.CustomHost != "":
 		if o.Provider == "" {
 			return nil, badRequest(CodeMissingProvider, HeaderProvider, HeaderCustomHost+" needs "+HeaderProvider+" to name the kind of provider at that host")
@@ -42,12 +41,12 @@ func (g *Gateway) selectPlan(ctx context.Context, id Identity, o *RequestOptions
 		if err != nil {
 			return nil, err
 		}
-		return &planNode{mode: ModeSingle, target: &Target{Provider: o.Provider, BaseURL: u, CustomHost: true, APIKey: o.Token, Host: o.Host, ForwardHeaders: o.ForwardHeaders}}, nil
+		return &planNode{mode: ModeSingle, target: &routedTarget{Target: Target{Provider: o.Provider, BaseURL: u, CustomHost: true, APIKey: o.Token, Host: o.Host}, forwardHeaders: o.ForwardHeaders}}, nil
 	case o.Provider != "":
 		if _, err := g.provider(o.Provider, HeaderProvider); err != nil {
 			return nil, err
 		}
-		return &planNode{mode: ModeSingle, target: &Target{Provider: o.Provider, APIKey: o.Token, Host: o.Host, ForwardHeaders: o.ForwardHeaders}}, nil
+		return &planNode{mode: ModeSingle, target: &routedTarget{Target: Target{Provider: o.Provider, APIKey: o.Token, Host: o.Host}, forwardHeaders: o.ForwardHeaders}}, nil
 	case id.DefaultConfig != "":
 		return g.configPlan(ctx, id, o, id.DefaultConfig)
 	}
@@ -271,8 +270,8 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 	return n, nil
 }
 
-func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, path string) (*Target, error) {
-	var t *Target
+func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, path string) (*routedTarget, error) {
+	var t *routedTarget
 	switch {
 	case inh.virtualKey != "":
 		vt, err := g.virtualKeyTarget(ctx, id, inh.virtualKey, HeaderConfig)
@@ -281,7 +280,7 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 		}
 		vt.Host.mergeUnderStored(inh.host)
 		vt.Host.mergeUnderStored(inh.callerHost)
-		t = vt
+		t = &routedTarget{Target: *vt}
 	case inh.provider != "":
 		if _, err := g.provider(inh.provider, HeaderConfig); err != nil {
 			return nil, err
@@ -291,7 +290,7 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 			// names, never to one the caller picks.
 			return nil, badRequest(CodeMissingProvider, HeaderConfig, path+" holds a stored credential but names no provider; set provider beside it")
 		}
-		t = &Target{Provider: inh.provider, APIKey: inh.apiKey, Host: inh.host}
+		t = &routedTarget{Target: Target{Provider: inh.provider, APIKey: inh.apiKey, Host: inh.host}}
 		if t.APIKey == "" {
 			// The caller's own token fills in a target without credentials.
 			t.APIKey = inh.callerToken
@@ -329,11 +328,11 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 		return nil, badRequest(CodeMissingProvider, HeaderConfig, path+" names no provider: set provider or virtual_key, or send "+HeaderProvider)
 	}
 	t.Index = path
-	t.ForwardHeaders = inh.forwardHeaders
-	t.OverrideParams = inh.overrides
-	t.Retry = inh.retry
-	t.Cache = inh.cache
-	t.RequestTimeout = inh.timeout
+	t.forwardHeaders = inh.forwardHeaders
+	t.overrideParams = inh.overrides
+	t.retry = inh.retry
+	t.cache = inh.cache
+	t.requestTimeout = inh.timeout
 	return t, nil
 }
 

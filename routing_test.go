@@ -352,7 +352,7 @@ func TestConfigInheritanceNested(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaves := map[string]*Target{}
+	leaves := map[string]*routedTarget{}
 	var walk func(n *planNode)
 	walk = func(n *planNode) {
 		if n.target != nil {
@@ -396,7 +396,7 @@ func TestConfigInheritanceNested(t *testing.T) {
 			if !ok {
 				t.Fatalf("no target %s in the plan", tc.index)
 			}
-			got := settings{"", l.APIKey, l.Cache, l.RequestTimeout, l.ForwardHeaders, l.Retry, l.OverrideParams}
+			got := settings{"", l.APIKey, l.cache, l.requestTimeout, l.forwardHeaders, l.retry, l.overrideParams}
 			if l.BaseURL != nil {
 				got.BaseURL = l.BaseURL.String()
 			}
