@@ -180,6 +180,7 @@ func (x *run) cached(l *attemptLoop) outcome {
 // hit answers the caller from a cache entry.
 func (x *run) hit(res *CachedResponse, t *routedTarget) {
 	x.st.log.CacheStatus = CacheHit
+	x.cacheHit = true
 	x.writeHeld(&heldResponse{status: res.Status, header: res.Header, body: res.Body, target: t}, CacheHit)
 }
 

@@ -39,11 +39,14 @@
 //
 // # Composing stages
 //
-// Gateway is the pre-assembled chain. Its first stages are exported as
-// middlewares of the shape func(http.Handler) http.Handler — Trace,
-// Authenticate and ParseHeaders — so a host can run them in front of its own
-// handlers; later stages read what they stored through TraceIDFrom,
-// IdentityFrom and RequestOptionsFrom.
+// Gateway is the pre-assembled chain: trace → key → headers → limits →
+// route → execute. Its stages are exported as middlewares of the shape
+// func(http.Handler) http.Handler — Trace, Authenticate, ParseHeaders and
+// Limits — so a host can run them in front of its own handlers, composed
+// with Chain; later stages read what they stored through TraceIDFrom,
+// IdentityFrom and RequestOptionsFrom. A Gateway behind stages a host ran
+// itself does not run them again: their trace id, identity, options and
+// rate-limit admission stand.
 //
 // # Stores and providers
 //

@@ -89,3 +89,29 @@ func Example_rateLimitsPolicy() {
 	// 200 remaining 0
 	// 429 retry after 1800 seconds
 }
+
+// The stages compose in front of a host's own handler: Limits enforces the
+// rate-limits policies of the caller's workspace there too.
+func ExampleLimits() {
+	store := &gateway.MemoryStore{}
+	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1"})
+	store.PutPolicy(context.Background(), &gateway.RateLimitsPolicy{ID: "7d1e0000-0000-4000-8000-00000000000a",
+		WorkspaceID: "ws-1", GroupBy: []gateway.PolicyGroupBy{{Key: "api_key"}},
+		Type: gateway.PolicyRequests, Unit: gateway.PolicyPerHour, Value: 1, Status: gateway.PolicyActive})
+	h := gateway.Chain(gateway.Trace, gateway.Authenticate(store), gateway.ParseHeaders,
+		gateway.Limits(store, nil, nil))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "served by the host")
+	}))
+
+	for range 2 {
+		req := httptest.NewRequest("POST", "/search", nil)
+		req.Header.Set("x-gateway-api-key", "gw-secret")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Printf("%d remaining=%s retry-after=%s\n", rec.Code,
+			rec.Header().Get("X-Ratelimit-Remaining-Requests"), rec.Header().Get("Retry-After"))
+	}
+	// Output:
+	// 200 remaining=0 retry-after=
+	// 429 remaining=0 retry-after=3600
+}

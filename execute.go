@@ -44,7 +44,7 @@ const (
 // send it more than once (retries, fallback, cache) or must look into it
 // (override_params, params.* conditions), walks the plan's strategies,
 // and answers the caller once.
-func (g *Gateway) execute(w http.ResponseWriter, r *http.Request, st *requestState, plan *planNode, body []byte) {
+func (g *Gateway) execute(w http.ResponseWriter, r *http.Request, st *requestState, plan *planNode, body []byte) result {
 	x := &run{g: g, w: w, r: r, st: st, body: body}
 	x.path, x.rawPath = g.providerPath(r)
 	x.cacheRoute = g.cache != nil && r.Method == http.MethodPost && cacheablePath(x.path)
@@ -56,10 +56,22 @@ func (g *Gateway) execute(w http.ResponseWriter, r *http.Request, st *requestSta
 		x.replay = true
 	case n.replay || n.read:
 		if !x.readBody(n.read) {
-			return
+			return x.result()
 		}
 	}
 	x.finish(x.node(plan))
+	return x.result()
+}
+
+// result returns what the run came to, for the stages before it.
+func (x *run) result() result {
+	return result{upstream: x.st.upstream.Load(), own: x.own, cacheHit: x.cacheHit}
+}
+
+// fail answers the caller with an error of the gateway's own.
+func (x *run) fail(err error) {
+	x.own = true
+	WriteError(x.w, x.r, err)
 }
 
 // cacheablePath reports whether responses of POST path may be cached
@@ -90,6 +102,9 @@ type run struct {
 	params     map[string]any // top-level fields of a JSON body, for conditions
 	paramsRead bool
 
+	own      bool // the caller was answered with an error of the gateway's own
+	cacheHit bool // the caller was answered from the cache
+
 	frames   []*planNode   // fallback ancestors that still have targets to try
 	retries  int           // retries made so far
 	lastHeld *heldResponse // the latest provider answer not sent
@@ -105,7 +120,7 @@ func (x *run) readBody(mustRead bool) bool {
 		return true
 	}
 	if x.r.ContentLength > limit && mustRead {
-		WriteError(x.w, x.r, &http.MaxBytesError{Limit: limit})
+		x.fail(&http.MaxBytesError{Limit: limit})
 		return false
 	}
 	if x.r.ContentLength <= limit {
@@ -114,9 +129,9 @@ func (x *run) readBody(mustRead bool) bool {
 			var mbe *http.MaxBytesError
 			switch {
 			case errors.As(err, &mbe):
-				WriteError(x.w, x.r, err)
+				x.fail(err)
 			case x.r.Context().Err() == nil:
-				WriteError(x.w, x.r, &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest,
+				x.fail(&Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest,
 					Message: "the request body could not be read", Err: err})
 			}
 			return false
@@ -126,7 +141,7 @@ func (x *run) readBody(mustRead bool) bool {
 			return true
 		}
 		if mustRead {
-			WriteError(x.w, x.r, &http.MaxBytesError{Limit: limit})
+			x.fail(&http.MaxBytesError{Limit: limit})
 			return false
 		}
 		rest := x.r.Body
@@ -334,7 +349,7 @@ func (x *run) finish(out outcome) {
 		out.err = ErrUpstreamUnreachable
 	}
 	setHeader(x.w.Header(), HeaderRetryAttemptCount, strconv.Itoa(x.retries))
-	WriteError(x.w, x.r, out.err)
+	x.fail(out.err)
 }
 
 // writeHeld sends a complete provider answer with the gateway's headers.

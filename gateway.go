@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
-	"path"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -144,6 +140,9 @@ type Gateway struct {
 	cache         *responseCache // nil: caching disabled
 	inlineConfigs *lru.Cache[[sha256.Size]byte, *Config]
 	savedConfigs  savedConfigCache
+
+	limits  *limits      // the limits stage
+	handler http.Handler // the pipeline: see Gateway.pipeline
 }
 
 // New returns a Gateway configured by opts. It panics if opts.Prefix is
@@ -194,8 +193,10 @@ func New(opts Options) *Gateway {
 	if opts.LogSink != nil {
 		g.logs = newLogQueue(opts.LogSink, opts.LogQueueSize)
 	}
+	g.limits = newLimits(opts.Policies, g.opts.Limiter, g.errLog)
 	g.mux = http.NewServeMux()
 	g.routes()
+	g.handler = g.pipeline()
 	return g
 }
 
@@ -250,196 +251,6 @@ func (g *Gateway) notFound(w http.ResponseWriter, r *http.Request) {
 	WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
 		Message: "no route for " + r.Method + " " + r.URL.Path})
 }
-
-// ServeHTTP runs the whole pipeline: trace id, gateway key, headers, then
-// the route. Stages a host already ran in front of it (Trace, Authenticate,
-// ParseHeaders) are not run again: their trace id, identity and options
-// stand.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	st := &requestState{gw: g, start: time.Now()}
-	if prev := stateFrom(r.Context()); prev != nil {
-		// Trace, Authenticate or ParseHeaders ran in front of the Gateway:
-		// keep what they found, since they removed the headers they read.
-		st.start, st.traceID, st.identity, st.opts, st.parsed, st.badAuth, st.log =
-			prev.start, prev.traceID, prev.identity, prev.opts, prev.parsed, prev.badAuth, prev.log
-	}
-	st.log.Method = r.Method
-	st.log.Path = r.URL.Path
-	st.log.Query = redactQuery(r.URL.RawQuery)
-	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
-	st.rw = responseRecorder{ResponseWriter: w}
-	w = &st.rw
-	if r.Body != nil && r.Body != http.NoBody {
-		st.body = countingBody{rc: r.Body}
-		r.Body = &st.body
-	}
-	defer g.finish(st)
-
-	if err := st.trace(w, r); err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	if st.identity.KeyID == "" {
-		if err := authenticate(r, g.opts.Keys, st); err != nil {
-			if ge := (*Error)(nil); !errors.As(err, &ge) {
-				g.errLog.ErrorContext(r.Context(), "gateway: key store", "err", err)
-			}
-			WriteError(w, r, err)
-			return
-		}
-	}
-	if err := st.parseHeaders(r); err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	if p := r.URL.Path; p != cleanPath(p) || p == g.prefix {
-		// http.ServeMux would answer with a redirect, which clients follow
-		// with a GET, dropping a POST's body.
-		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
-			Message: "no route for " + r.Method + " " + p + ": paths have no empty, . or .. segments and go below " + g.prefix + "/"})
-		return
-	}
-	g.mux.ServeHTTP(w, r)
-}
-
-// cleanPath returns p without empty, . and .. segments, keeping a trailing
-// slash, as http.ServeMux cleans paths.
-func cleanPath(p string) string {
-	if p == "" || p[0] != '/' {
-		p = "/" + p
-	}
-	np := path.Clean(p)
-	if p[len(p)-1] == '/' && np != "/" {
-		np += "/"
-	}
-	return np
-}
-
-// finish completes the request's log record. A handler aborted with
-// http.ErrAbortHandler is logged, then the panic goes on to net/http, which
-// drops the connection.
-func (g *Gateway) finish(st *requestState) {
-	p := recover()
-	if p != nil && p != http.ErrAbortHandler {
-		panic(p)
-	}
-	if g.logs != nil {
-		rec := st.log
-		rec.Time = st.start
-		rec.Latency = time.Since(st.start)
-		rec.Status = st.rw.status
-		if p != nil {
-			rec.Aborted = true
-			if rec.ErrorCode == "" {
-				rec.ErrorCode = "upstream_aborted"
-			}
-		} else if rec.Status == 0 {
-			rec.Status = statusClientClosed
-		}
-		rec.BytesIn = st.body.n
-		rec.BytesOut = st.rw.n
-		g.logs.send(&rec)
-	}
-	if p != nil {
-		panic(p)
-	}
-}
-
-// stateKey is the context key of *requestState.
-type stateKey struct{}
-
-// requestState is everything the stages learn about one request, kept in a
-// single context value so the pipeline costs one context allocation.
-type requestState struct {
-	gw       *Gateway
-	start    time.Time
-	traceID  string
-	identity Identity
-	opts     RequestOptions
-	parsed   bool
-	badAuth  bool // Authorization is not a bearer token (see RequestOptions.parse)
-	log      RequestLog
-	rw       responseRecorder
-	body     countingBody
-
-	// upstream is set once a request of this one was handed to a
-	// provider's transport (by any attempt, or by a cache fill serving it).
-	upstream atomic.Bool
-}
-
-func stateFrom(ctx context.Context) *requestState {
-	st, _ := ctx.Value(stateKey{}).(*requestState)
-	return st
-}
-
-// withState returns r with a requestState, reusing the one already there.
-// It lets the exported middlewares run alone or composed by hand.
-func withState(w http.ResponseWriter, r *http.Request) (*http.Request, *requestState) {
-	if st := stateFrom(r.Context()); st != nil {
-		return r, st
-	}
-	st := &requestState{start: time.Now()}
-	return r.WithContext(context.WithValue(r.Context(), stateKey{}, st)), st
-}
-
-// responseRecorder remembers the status and counts the bytes of a response.
-type responseRecorder struct {
-	http.ResponseWriter
-	status int
-	n      int64
-}
-
-func (w *responseRecorder) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *responseRecorder) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(p)
-	w.n += int64(n)
-	return n, err
-}
-
-// Flush sends buffered data to the client.
-func (w *responseRecorder) Flush() {
-	http.NewResponseController(w.ResponseWriter).Flush()
-}
-
-// Unwrap returns the underlying ResponseWriter, for http.ResponseController.
-func (w *responseRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// countingBody counts the bytes read from a request body. Once the body
-// has returned io.EOF it keeps returning io.EOF without reading the
-// underlying body again: http.Transport reads once more past the declared
-// Content-Length to check for extra bytes, and when the provider answered
-// quickly the server may already have closed the body by then (see
-// https://go.dev/issue/40747); that read must not fail the upstream
-// connection and cut the answer being streamed.
-type countingBody struct {
-	rc interface {
-		Read([]byte) (int, error)
-		Close() error
-	}
-	n   int64
-	eof bool
-}
-
-func (b *countingBody) Read(p []byte) (int, error) {
-	if b.eof {
-		return 0, io.EOF
-	}
-	n, err := b.rc.Read(p)
-	b.n += int64(n)
-	b.eof = err == io.EOF
-	return n, err
-}
-
-func (b *countingBody) Close() error { return b.rc.Close() }
 
 // savedConfigCache keeps parsed saved configs by id, so a hot request pays
 // no parse; an entry is reused only while the stored JSON is unchanged. It

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"mime"
 	"net/http"
@@ -71,14 +72,61 @@ func (h policyHit) wait(d LimitDecision, cost float64) time.Duration {
 // answers math.MaxInt64), and the header must stay a positive number.
 const maxRetryAfter = 100 * 365 * 24 * time.Hour
 
-// policyNoop is the completion of a request no policy applied to.
-func policyNoop() {}
+// Limits returns the middleware that enforces rate-limits policies: it is
+// the limits stage of a Gateway's pipeline, for hosts that compose stages
+// by hand. It needs the caller's identity and options, so it runs behind
+// Authenticate and ParseHeaders. A request that a policy refuses gets a
+// 429 with Retry-After; an admitted one carries the x-ratelimit-* headers
+// of the tightest policies, and tokens policies are charged the usage its
+// answer reports. A Gateway behind Limits does not apply the policies
+// again, and tells Limits what became of the request (a refusal of its
+// own is refunded, a cache hit uses no tokens).
+//
+// Nil policies apply none; a nil limiter means a MemoryLimiter of this
+// middleware's own. Failures of the store or the limiter refuse the
+// request with a 500 and reach errLog (nil: slog.Default()).
+func Limits(policies PolicyStore, limiter Limiter, errLog *slog.Logger) func(http.Handler) http.Handler {
+	l := newLimits(policies, limiter, errLog)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r, st := withState(w, r)
+			lw, err := l.admit(w, r, st) // logs its own failures
+			if err != nil {
+				WriteError(w, r, err)
+				return
+			}
+			st.admitted = true
+			defer func() { lw.settle(st.result) }()
+			next.ServeHTTP(lw.writer(w), r)
+		})
+	}
+}
 
-// admitPolicies applies the caller's active rate-limits policies (those of
+// limits is the limits stage: the policies, the buckets they count in,
+// and where their failures are logged.
+type limits struct {
+	policies PolicyStore
+	limiter  Limiter
+	errLog   *slog.Logger
+}
+
+func newLimits(policies PolicyStore, limiter Limiter, errLog *slog.Logger) *limits {
+	if limiter == nil {
+		limiter = &MemoryLimiter{}
+	}
+	if errLog == nil {
+		errLog = slog.Default()
+	}
+	return &limits{policies: policies, limiter: limiter, errLog: errLog}
+}
+
+// admit applies the caller's active rate-limits policies (those of
 // its workspace and those of no workspace) to a request about to reach a
-// provider. It returns the ResponseWriter the request must answer through
+// provider. It returns the limitWriter the request must answer through
 // (it adds the x-ratelimit-* headers and counts the tokens of the
-// response) and a func to call once the response is done; or the 429
+// response), whose settle is called once the response is done, or nil
+// when no policy applies or a Limits stage in front already admitted the
+// request; or the 429
 // refusing the request. The 429's Retry-After is the longest wait among
 // the matching policies that refuse, so that a retry after it is not
 // refused by another one; the policies after the first refusal are only
@@ -86,15 +134,15 @@ func policyNoop() {}
 //
 // Policies are read from the store on every request, so a change applies
 // at once. An error of the store or the Limiter refuses the request.
-func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requestState) (http.ResponseWriter, func(), error) {
-	if g.opts.Policies == nil {
-		return w, policyNoop, nil
+func (l *limits) admit(w http.ResponseWriter, r *http.Request, st *requestState) (*limitWriter, error) {
+	if l.policies == nil || st.admitted {
+		return nil, nil
 	}
 	ctx := r.Context()
-	ps, err := g.opts.Policies.Policies(ctx, st.identity.WorkspaceID)
+	ps, err := l.policies.Policies(ctx, st.identity.WorkspaceID)
 	if err != nil {
-		g.errLog.ErrorContext(ctx, "gateway: policy store", "err", err)
-		return w, policyNoop, err
+		l.errLog.ErrorContext(ctx, "gateway: policy store", "err", err)
+		return nil, err
 	}
 	var hits []policyHit
 	for i := range ps {
@@ -103,25 +151,25 @@ func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requ
 			continue
 		}
 		if p.Type != PolicyRequests && p.Type != PolicyTokens {
-			return w, policyNoop, errors.New("gateway: policy " + p.ID + " has an unknown type")
+			return nil, errors.New("gateway: policy " + p.ID + " has an unknown type")
 		}
 		hits = append(hits, policyHit{p: p, key: p.bucketKey(st), limit: Limit{Value: p.Value, Per: policyPeriod(p.Unit)}})
 	}
 	if len(hits) == 0 {
-		return w, policyNoop, nil
+		return nil, nil
 	}
-	lw := &limitWriter{ResponseWriter: w, g: g, ctx: ctx, st: st, hits: hits, reqBytes: &st.body,
+	lw := &limitWriter{ResponseWriter: w, l: l, ctx: ctx, hits: hits, reqBytes: &st.body,
 		estimate: r.Method == http.MethodPost && !uploadBody(r.Header.Get("Content-Type"))}
 	for i, h := range hits {
-		d, err := g.opts.Limiter.Take(ctx, h.key, h.limit, h.cost())
+		d, err := l.limiter.Take(ctx, h.key, h.limit, h.cost())
 		if err != nil {
-			g.errLog.ErrorContext(ctx, "gateway: rate limiter", "policy", h.p.ID, "err", err)
+			l.errLog.ErrorContext(ctx, "gateway: rate limiter", "policy", h.p.ID, "err", err)
 		} else if !d.Allowed {
-			err = g.refusal(ctx, w, h, d, hits[i+1:])
+			err = l.refusal(ctx, w, h, d, hits[i+1:])
 		}
 		if err != nil {
 			lw.refund(hits[:i])
-			return w, policyNoop, err
+			return nil, err
 		}
 		lw.note(h, d.Remaining)
 	}
@@ -130,7 +178,7 @@ func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requ
 		// the usage in the response can be read.
 		r.Header.Del("Accept-Encoding")
 	}
-	return lw, lw.done, nil
+	return lw, nil
 }
 
 // refusal returns the 429 of a request that policy h refused with d. The
@@ -138,12 +186,12 @@ func (g *Gateway) admitPolicies(w http.ResponseWriter, r *http.Request, st *requ
 // too: the answer names the one of them all whose wait is the longest, and
 // waits that long. An error of the Limiter in asking is logged and that
 // policy left out.
-func (g *Gateway) refusal(ctx context.Context, w http.ResponseWriter, h policyHit, d LimitDecision, rest []policyHit) error {
+func (l *limits) refusal(ctx context.Context, w http.ResponseWriter, h policyHit, d LimitDecision, rest []policyHit) error {
 	worst, wait := h, h.wait(d, h.cost())
 	for _, o := range rest {
-		od, err := g.opts.Limiter.Take(ctx, o.key, o.limit, 0)
+		od, err := l.limiter.Take(ctx, o.key, o.limit, 0)
 		if err != nil {
-			g.errLog.WarnContext(ctx, "gateway: rate limiter", "policy", o.p.ID, "err", err)
+			l.errLog.WarnContext(ctx, "gateway: rate limiter", "policy", o.p.ID, "err", err)
 			continue
 		}
 		if ow := o.wait(od, 0); ow > wait {
@@ -232,9 +280,8 @@ func (p *RateLimitsPolicy) bucketKey(st *requestState) string {
 // passes, unchanged, to charge it when the response is done.
 type limitWriter struct {
 	http.ResponseWriter
-	g    *Gateway
+	l    *limits
 	ctx  context.Context
-	st   *requestState
 	hits []policyHit // every policy that admitted the request
 
 	req, tok       bool    // a requests / tokens policy applied
@@ -244,7 +291,6 @@ type limitWriter struct {
 
 	started  bool
 	status   int  // the status sent
-	hit      bool // a cache hit: no provider tokens used
 	scan     bool // the body is being scanned
 	estimate bool // no reported usage: charge an estimate
 	reqBytes *countingBody
@@ -277,10 +323,6 @@ func (lw *limitWriter) start(code int) {
 		setHeader(h, HeaderRateLimitRemainingTokens, strconv.FormatFloat(max(0, math.Floor(lw.tokRem)), 'f', -1, 64))
 	}
 	if lw.tokens == nil {
-		return
-	}
-	if h.Get(HeaderCacheStatus) == "HIT" {
-		lw.hit = true // a cache hit used no provider tokens
 		return
 	}
 	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
@@ -324,25 +366,35 @@ func (lw *limitWriter) Flush() {
 // Unwrap returns the underlying ResponseWriter, for http.ResponseController.
 func (lw *limitWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
 
-// done charges the tokens the response used to every token policy that
+// writer returns the ResponseWriter the admitted request answers
+// through: lw, or w when no policy applied (lw is nil).
+func (lw *limitWriter) writer(w http.ResponseWriter) http.ResponseWriter {
+	if lw == nil {
+		return w
+	}
+	return lw
+}
+
+// settle charges the tokens the response used to every token policy that
 // admitted the request: the usage it reported, else an estimate. It runs
 // even when the response was aborted or the caller went away, for what was
-// seen.
+// seen. A cache hit used no provider tokens and is not charged.
 //
-// A request the gateway itself refused (an error of its own, 4xx but 429,
-// such as incomplete host settings) before any of it reached a provider
-// gets its unit back from every requests policy: it cost no provider
-// anything. Cache hits, which reach no provider either, stay charged.
-func (lw *limitWriter) done() {
+// A request the gateway itself refused (res.own: an error of its own, 4xx
+// but 429, such as incomplete host settings) before any of it reached a
+// provider gets its unit back from every requests policy: it cost no
+// provider anything. Cache hits, which reach no provider either, stay
+// charged. settle on a nil lw does nothing.
+func (lw *limitWriter) settle(res result) {
+	if lw == nil {
+		return
+	}
 	if lw.started && lw.status >= 400 && lw.status <= 499 && lw.status != http.StatusTooManyRequests &&
-		!lw.st.upstream.Load() && lw.st.log.ErrorCode != "" {
-		// log.ErrorCode is set by WriteError alone: the gateway wrote
-		// this answer, no provider did (a cache fill shared with other
-		// callers does not mark upstream).
+		!res.upstream && res.own {
 		lw.refund(lw.hits)
 		return
 	}
-	if lw.tokens == nil || !lw.started || lw.hit {
+	if lw.tokens == nil || !lw.started || res.cacheHit {
 		return
 	}
 	total, ok := lw.usage.total()
@@ -357,8 +409,8 @@ func (lw *limitWriter) done() {
 	}
 	ctx := context.WithoutCancel(lw.ctx)
 	for _, h := range lw.tokens {
-		if err := lw.g.opts.Limiter.Charge(ctx, h.key, h.limit, total); err != nil {
-			lw.g.errLog.WarnContext(ctx, "gateway: rate limiter charge", "err", err)
+		if err := lw.l.limiter.Charge(ctx, h.key, h.limit, total); err != nil {
+			lw.l.errLog.WarnContext(ctx, "gateway: rate limiter charge", "err", err)
 		}
 	}
 }
@@ -370,8 +422,8 @@ func (lw *limitWriter) refund(hits []policyHit) {
 		if h.p.Type != PolicyRequests {
 			continue
 		}
-		if err := lw.g.opts.Limiter.Charge(ctx, h.key, h.limit, -1); err != nil {
-			lw.g.errLog.WarnContext(ctx, "gateway: rate limiter refund", "policy", h.p.ID, "err", err)
+		if err := lw.l.limiter.Charge(ctx, h.key, h.limit, -1); err != nil {
+			lw.l.errLog.WarnContext(ctx, "gateway: rate limiter refund", "policy", h.p.ID, "err", err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -228,5 +229,43 @@ func TestParseHeadersAloneInFrontOfGateway(t *testing.T) {
 		if res.StatusCode != want {
 			t.Errorf("key %s: status %d, want %d", key, res.StatusCode, want)
 		}
+	}
+}
+
+// TestLimitsInFrontOfGateway composes the stages by hand, Limits included,
+// in front of a Gateway that has the same policies: each request counts
+// once (the Gateway does not apply the policies again), the Gateway's own
+// refusals are refunded to the host's Limits stage, and the 429 comes from
+// that stage.
+func TestLimitsInFrontOfGateway(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	store := &MemoryStore{}
+	store.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1"})
+	store.AddVirtualKey(VirtualKey{Slug: "vk-up", Provider: "openai", APIKey: "sk", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
+	store.PutPolicy(t.Context(), &RateLimitsPolicy{ID: "7d1e0000-0000-4000-8000-000000000009", WorkspaceID: "ws-1",
+		GroupBy: []PolicyGroupBy{{Key: "api_key"}}, Type: PolicyRequests, Unit: PolicyPerHour, Value: 2, Status: PolicyActive})
+	limiter := &MemoryLimiter{}
+	g := New(Options{Keys: store, VirtualKeys: store, Policies: store, Limiter: limiter})
+	t.Cleanup(func() { g.Close() })
+	h := Chain(Trace, Authenticate(store), ParseHeaders, Limits(store, limiter, nil))(g)
+
+	send := func(vk string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`))
+		req.Header.Set(HeaderAPIKey, coreKey)
+		req.Header.Set(HeaderVirtualKey, vk)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	var got []int
+	for _, vk := range []string{"no-such-key", "no-such-key", "vk-up", "vk-up", "vk-up"} {
+		got = append(got, send(vk).Code)
+	}
+	want := []int{400, 400, 200, 200, 429}
+	if !slices.Equal(got, want) {
+		t.Errorf("statuses %v, want %v: two refunded refusals, then a policy of 2 per hour counted once per request", got, want)
+	}
+	if n := len(up.received()); n != 2 {
+		t.Errorf("the provider saw %d requests, want 2", n)
 	}
 }

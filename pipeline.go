@@ -1,0 +1,291 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"path"
+	"sync/atomic"
+	"time"
+)
+
+// Chain composes middlewares, outermost first: Chain(a, b)(h) is a(b(h)).
+func Chain(mws ...func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		for i := len(mws) - 1; i >= 0; i-- {
+			h = mws[i](h)
+		}
+		return h
+	}
+}
+
+// pipeline composes the Gateway's stages once, in the order of DESIGN §2:
+//
+//	begin → trace → key → headers → path check → mux → endpoint
+//	      → limits → route → execute            (forward, on the data plane)
+//
+// Each stage is a middleware a host can also run by hand (Trace,
+// Authenticate, ParseHeaders, Limits); one that ran in front of the
+// Gateway finds its work done in the request's state and passes the
+// request on, so its trace id, identity, options and admission stand.
+// Control-plane routes stop at their endpoint: they are neither limited
+// nor routed to a provider.
+func (g *Gateway) pipeline() http.Handler {
+	return Chain(g.begin, Trace, g.authenticate, ParseHeaders, g.checkPath)(g.mux)
+}
+
+// ServeHTTP runs the pipeline New composed (see Chain and the stages).
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.handler.ServeHTTP(w, r)
+}
+
+// begin opens the request's state, which every later stage shares, counts
+// the bytes in and out, and hands the request log over once the response
+// is done.
+func (g *Gateway) begin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := stateFrom(r.Context())
+		if st == nil {
+			st = &requestState{start: time.Now()}
+			r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+		}
+		st.gw = g
+		st.log.Method = r.Method
+		st.log.Path = r.URL.Path
+		st.log.Query = redactQuery(r.URL.RawQuery)
+		st.rw = responseRecorder{ResponseWriter: w}
+		if r.Body != nil && r.Body != http.NoBody {
+			st.body = countingBody{rc: r.Body}
+			r.Body = &st.body
+		}
+		defer g.finish(st)
+		next.ServeHTTP(&st.rw, r)
+	})
+}
+
+// authenticate is the Authenticate stage with the gateway's key store,
+// whose failures reach the error log. A key checked in front of the
+// Gateway stands.
+func (g *Gateway) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := stateFrom(r.Context())
+		if st.identity.KeyID == "" {
+			if err := authenticate(r, g.opts.Keys, st); err != nil {
+				g.fail(w, r, "key store", err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkPath refuses paths with empty, . or .. segments, and the bare
+// prefix, with a 404: http.ServeMux would answer with a redirect, which
+// clients follow with a GET, dropping a POST's body.
+func (g *Gateway) checkPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p != cleanPath(p) || p == g.prefix {
+			g.fail(w, r, "", &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+				Message: "no route for " + r.Method + " " + p + ": paths have no empty, . or .. segments and go below " + g.prefix + "/"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// fail is the one place the pipeline answers with an error of its own. An
+// error that is not an *Error is a failure of the gateway's machinery (a
+// store, the limiter): the caller gets a bare 500, the error log the cause,
+// under what (e.g. "key store").
+func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if ge := (*Error)(nil); !errors.As(err, &ge) {
+		g.errLog.ErrorContext(r.Context(), "gateway: "+what, "err", err)
+	}
+	WriteError(w, r, err)
+}
+
+// result is what the route and execute stages came to, returned to the
+// limits stage, which charges or refunds by it.
+type result struct {
+	// upstream: some of the request was handed to a provider's transport
+	// (by any attempt, or by a cache fill serving it).
+	upstream bool
+	// own: the gateway answered with an error of its own, not a provider.
+	own bool
+	// cacheHit: the answer came from the cache; no provider was asked.
+	cacheHit bool
+}
+
+// cleanPath returns p without empty, . and .. segments, keeping a trailing
+// slash, as http.ServeMux cleans paths.
+func cleanPath(p string) string {
+	if p == "" || p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// finish completes the request's log record. A handler aborted with
+// http.ErrAbortHandler is logged, then the panic goes on to net/http, which
+// drops the connection.
+func (g *Gateway) finish(st *requestState) {
+	p := recover()
+	if p != nil && p != http.ErrAbortHandler {
+		panic(p)
+	}
+	if g.logs != nil {
+		rec := st.log
+		rec.Time = st.start
+		rec.Latency = time.Since(st.start)
+		rec.Status = st.rw.status
+		if p != nil {
+			rec.Aborted = true
+			if rec.ErrorCode == "" {
+				rec.ErrorCode = "upstream_aborted"
+			}
+		} else if rec.Status == 0 {
+			rec.Status = statusClientClosed
+		}
+		rec.BytesIn = st.body.n
+		rec.BytesOut = st.rw.n
+		g.logs.send(&rec)
+	}
+	if p != nil {
+		panic(p)
+	}
+}
+
+// stateKey is the context key of *requestState.
+type stateKey struct{}
+
+// requestState is everything the stages learn about one request, kept in a
+// single context value so the pipeline costs one context allocation.
+type requestState struct {
+	gw       *Gateway
+	start    time.Time
+	traceID  string
+	identity Identity
+	opts     RequestOptions
+	parsed   bool
+	badAuth  bool // Authorization is not a bearer token (see RequestOptions.parse)
+	log      RequestLog
+	rw       responseRecorder
+	body     countingBody
+
+	// upstream is set once a request of this one was handed to a
+	// provider's transport (by any attempt, or by a cache fill serving it).
+	upstream atomic.Bool
+
+	admitted bool   // a Limits stage in front of the Gateway applied the policies
+	result   result // what route and execute came to, for that Limits stage
+}
+
+func stateFrom(ctx context.Context) *requestState {
+	st, _ := ctx.Value(stateKey{}).(*requestState)
+	return st
+}
+
+// withState returns r with a requestState, reusing the one already there.
+// It lets the exported middlewares run alone or composed by hand.
+func withState(w http.ResponseWriter, r *http.Request) (*http.Request, *requestState) {
+	if st := stateFrom(r.Context()); st != nil {
+		return r, st
+	}
+	st := &requestState{start: time.Now()}
+	return r.WithContext(context.WithValue(r.Context(), stateKey{}, st)), st
+}
+
+// responseRecorder remembers the status and counts the bytes of a response.
+type responseRecorder struct {
+	http.ResponseWriter
+	status int
+	n      int64
+}
+
+func (w *responseRecorder) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseRecorder) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+// Flush sends buffered data to the client.
+func (w *responseRecorder) Flush() {
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap returns the underlying ResponseWriter, for http.ResponseController.
+func (w *responseRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// countingBody counts the bytes read from a request body. Once the body
+// has returned io.EOF it keeps returning io.EOF without reading the
+// underlying body again: http.Transport reads once more past the declared
+// Content-Length to check for extra bytes, and when the provider answered
+// quickly the server may already have closed the body by then (see
+// https://go.dev/issue/40747); that read must not fail the upstream
+// connection and cut the answer being streamed.
+type countingBody struct {
+	rc interface {
+		Read([]byte) (int, error)
+		Close() error
+	}
+	n   int64
+	eof bool
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	if b.eof {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	b.eof = err == io.EOF
+	return n, err
+}
+
+func (b *countingBody) Close() error { return b.rc.Close() }
+
+// forward runs the last stages of the pipeline for a data-plane request
+// its endpoint accepted: limits, route, execute. body, when not nil, is the
+// request body the endpoint already read; otherwise the body streams from
+// the caller.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte) {
+	st := stateFrom(r.Context())
+	lw, err := g.limits.admit(w, r, st) // logs its own failures
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	// Deferred: a response aborted mid-stream (http.ErrAbortHandler) is
+	// still charged for the tokens that went out.
+	defer func() { lw.settle(st.result) }()
+	st.result = g.route(lw.writer(w), r, st, body)
+}
+
+// route selects the provider (the plan), then executes it.
+func (g *Gateway) route(w http.ResponseWriter, r *http.Request, st *requestState, body []byte) result {
+	if st.badAuth && (st.opts.VirtualKey == "" || st.opts.Config != "") {
+		g.fail(w, r, "", badAuthorization())
+		return result{own: true}
+	}
+	plan, err := g.selectPlan(r.Context(), st.identity, &st.opts)
+	if err != nil {
+		g.fail(w, r, "provider selection", err)
+		return result{own: true}
+	}
+	return g.execute(w, r, st, plan, body)
+}
