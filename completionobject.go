@@ -30,14 +30,7 @@ type completionFields Completion
 
 // UnmarshalJSON decodes a completion, keeping unknown members in Extra.
 func (c *Completion) UnmarshalJSON(data []byte) error {
-	var f completionFields
-	extra, err := decodeObject(data, &f, "object", "choices")
-	if err != nil {
-		return err
-	}
-	f.Extra = extra
-	*c = Completion(f)
-	return nil
+	return decodeInto(data, (*completionFields)(c), "object", "choices")
 }
 
 // MarshalJSON encodes c with its Extra members. Nil Choices are written as
@@ -50,7 +43,7 @@ func (c Completion) MarshalJSON() ([]byte, error) {
 	if f.Choices == nil && c.Extra["choices"] == nil {
 		f.Choices = []CompletionChoice{}
 	}
-	return encodeObject(f, c.Extra)
+	return encodeObject(f)
 }
 
 // Validate checks the shape rules of a completion: object text_completion
@@ -90,14 +83,7 @@ type completionChoiceFields CompletionChoice
 
 // UnmarshalJSON decodes a choice, keeping unknown members in Extra.
 func (c *CompletionChoice) UnmarshalJSON(data []byte) error {
-	var f completionChoiceFields
-	extra, err := decodeObject(data, &f, "finish_reason")
-	if err != nil {
-		return err
-	}
-	f.Extra = extra
-	*c = CompletionChoice(f)
-	return nil
+	return decodeInto(data, (*completionChoiceFields)(c), "finish_reason")
 }
 
 // MarshalJSON encodes c with its Extra members. An empty FinishReason is
@@ -111,7 +97,7 @@ func (c CompletionChoice) MarshalJSON() ([]byte, error) {
 		extra["finish_reason"] = jsonNull
 		c.Extra = extra
 	}
-	return encodeObject(completionChoiceFields(c), c.Extra)
+	return encodeObject(completionChoiceFields(c))
 }
 
 // CompletionLogprobs are the log probabilities of a choice. A null entry of
@@ -132,19 +118,12 @@ type completionLogprobsFields CompletionLogprobs
 
 // UnmarshalJSON decodes log probabilities, keeping unknown members in Extra.
 func (l *CompletionLogprobs) UnmarshalJSON(data []byte) error {
-	var f completionLogprobsFields
-	extra, err := decodeObject(data, &f)
-	if err != nil {
-		return err
-	}
-	f.Extra = extra
-	*l = CompletionLogprobs(f)
-	return nil
+	return decodeInto(data, (*completionLogprobsFields)(l))
 }
 
 // MarshalJSON encodes l with its Extra members.
 func (l CompletionLogprobs) MarshalJSON() ([]byte, error) {
-	return encodeObject(completionLogprobsFields(l), l.Extra)
+	return encodeObject(completionLogprobsFields(l))
 }
 
 // CompletionUsage is the token usage of a completion. Breakdowns such as
@@ -164,17 +143,10 @@ type completionUsageFields CompletionUsage
 
 // UnmarshalJSON decodes usage, keeping unknown members in Extra.
 func (u *CompletionUsage) UnmarshalJSON(data []byte) error {
-	var f completionUsageFields
-	extra, err := decodeObject(data, &f)
-	if err != nil {
-		return err
-	}
-	f.Extra = extra
-	*u = CompletionUsage(f)
-	return nil
+	return decodeInto(data, (*completionUsageFields)(u))
 }
 
 // MarshalJSON encodes u with its Extra members.
 func (u CompletionUsage) MarshalJSON() ([]byte, error) {
-	return encodeObject(completionUsageFields(u), u.Extra)
+	return encodeObject(completionUsageFields(u))
 }

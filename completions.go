@@ -70,19 +70,12 @@ type completionRequestFields CompletionRequest
 // "Model" for "model"; such a member is kept in Extra instead). A member
 // of the wrong type is a *JSONFieldError naming it.
 func (r *CompletionRequest) UnmarshalJSON(data []byte) error {
-	var f completionRequestFields
-	extra, err := decodeObject(data, &f)
-	if err != nil {
-		return err
-	}
-	f.Extra = extra
-	*r = CompletionRequest(f)
-	return nil
+	return decodeInto(data, (*completionRequestFields)(r))
 }
 
 // MarshalJSON encodes r with its Extra members.
 func (r CompletionRequest) MarshalJSON() ([]byte, error) {
-	return encodeObject(completionRequestFields(r), r.Extra)
+	return encodeObject(completionRequestFields(r))
 }
 
 // Streaming reports whether r asks for a streamed response.
@@ -429,19 +422,12 @@ type streamOptionsFields StreamOptions
 
 // UnmarshalJSON decodes stream options, keeping unknown members in Extra.
 func (o *StreamOptions) UnmarshalJSON(data []byte) error {
-	var f streamOptionsFields
-	extra, err := decodeObject(data, &f)
-	if err != nil {
-		return err
-	}
-	f.Extra = extra
-	*o = StreamOptions(f)
-	return nil
+	return decodeInto(data, (*streamOptionsFields)(o))
 }
 
 // MarshalJSON encodes o with its Extra members.
 func (o StreamOptions) MarshalJSON() ([]byte, error) {
-	return encodeObject(streamOptionsFields(o), o.Extra)
+	return encodeObject(streamOptionsFields(o))
 }
 
 // The helpers below read JSON already checked by json.Valid, so they only

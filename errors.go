@@ -175,15 +175,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Status == statusClientClosed {
 		return
 	}
-	body, _ := e.MarshalJSON()
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	h.Del("Content-Encoding")
 	if e.RetryAfter > 0 {
 		secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))
 	}
-	w.WriteHeader(e.Status)
-	w.Write(append(body, '\n'))
+	writeJSON(w, e.Status, e)
 }

@@ -28,14 +28,7 @@ type fileFields File
 
 // UnmarshalJSON decodes a file, keeping unknown members in Extra.
 func (f *File) UnmarshalJSON(data []byte) error {
-	var v fileFields
-	extra, err := decodeObject(data, &v, "object")
-	if err != nil {
-		return err
-	}
-	v.Extra = extra
-	*f = File(v)
-	return nil
+	return decodeInto(data, (*fileFields)(f), "object")
 }
 
 // MarshalJSON encodes f with its Extra members.
@@ -44,7 +37,7 @@ func (f File) MarshalJSON() ([]byte, error) {
 	if v.Object == "" && f.Extra["object"] == nil {
 		v.Object = ObjectFile
 	}
-	return encodeObject(v, f.Extra)
+	return encodeObject(v)
 }
 
 // Validate checks that Object is "file" (or empty).
@@ -70,14 +63,7 @@ type fileListFields FileList
 
 // UnmarshalJSON decodes a file list, keeping unknown members in Extra.
 func (l *FileList) UnmarshalJSON(data []byte) error {
-	var f fileListFields
-	extra, err := decodeObject(data, &f, "object", "data")
-	if err != nil {
-		return err
-	}
-	f.Extra = extra
-	*l = FileList(f)
-	return nil
+	return decodeInto(data, (*fileListFields)(l), "object", "data")
 }
 
 // MarshalJSON encodes l with its Extra members.
@@ -89,7 +75,7 @@ func (l FileList) MarshalJSON() ([]byte, error) {
 	if f.Data == nil && l.Extra["data"] == nil {
 		f.Data = []File{}
 	}
-	return encodeObject(f, l.Extra)
+	return encodeObject(f)
 }
 
 // Validate checks that Object is "list" (or empty) and every file.

@@ -81,14 +81,7 @@ type fineTuningJobFields FineTuningJob
 // UnmarshalJSON decodes a job, keeping unknown members in Extra. Status
 // values outside the six are kept as they are, for Validate to report.
 func (j *FineTuningJob) UnmarshalJSON(data []byte) error {
-	var f fineTuningJobFields
-	extra, err := decodeObject(data, &f, "object", "result_files")
-	if err != nil {
-		return err
-	}
-	f.Extra = extra
-	*j = FineTuningJob(f)
-	return nil
+	return decodeInto(data, (*fineTuningJobFields)(j), "object", "result_files")
 }
 
 // MarshalJSON encodes j with its Extra members.
@@ -100,7 +93,7 @@ func (j FineTuningJob) MarshalJSON() ([]byte, error) {
 	if f.ResultFiles == nil && j.Extra["result_files"] == nil {
 		f.ResultFiles = []string{}
 	}
-	return encodeObject(f, j.Extra)
+	return encodeObject(f)
 }
 
 // Validate checks the rules every job satisfies: object "fine_tuning.job"
@@ -195,11 +188,12 @@ func (e *FineTuningError) UnmarshalJSON(data []byte) error {
 func (e FineTuningError) MarshalJSON() ([]byte, error) {
 	if e.paramMissing && e.Param == nil {
 		return encodeObject(struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		}{e.Code, e.Message}, e.Extra)
+			Code    string                     `json:"code"`
+			Message string                     `json:"message"`
+			Extra   map[string]json.RawMessage `json:"-"`
+		}{e.Code, e.Message, e.Extra})
 	}
-	return encodeObject(fineTuningErrorFields(e), e.Extra)
+	return encodeObject(fineTuningErrorFields(e))
 }
 
 // hasMember reports whether the JSON object data, which decodeObject has
@@ -252,7 +246,7 @@ func (h Hyperparameters) MarshalJSON() ([]byte, error) {
 	if h.NEpochs.IsZero() && !h.nEpochsMissing {
 		h.NEpochs = AutoEpochs()
 	}
-	return encodeObject(hyperparametersFields(h), h.Extra)
+	return encodeObject(hyperparametersFields(h))
 }
 
 // NEpochs is the n_epochs hyperparameter: the string "auto", or a fixed
@@ -331,19 +325,12 @@ type trackerIntegrationFields TrackerIntegration
 
 // UnmarshalJSON decodes the integration, keeping unknown members in Extra.
 func (t *TrackerIntegration) UnmarshalJSON(data []byte) error {
-	var f trackerIntegrationFields
-	extra, err := decodeObject(data, &f, "tracker")
-	if err != nil {
-		return err
-	}
-	f.Extra = extra
-	*t = TrackerIntegration(f)
-	return nil
+	return decodeInto(data, (*trackerIntegrationFields)(t), "tracker")
 }
 
 // MarshalJSON encodes t with its Extra members.
 func (t TrackerIntegration) MarshalJSON() ([]byte, error) {
-	return encodeObject(trackerIntegrationFields(t), t.Extra)
+	return encodeObject(trackerIntegrationFields(t))
 }
 
 func (t *TrackerIntegration) validate(path string) error {
@@ -374,19 +361,12 @@ type trackerFields Tracker
 
 // UnmarshalJSON decodes tracker settings, keeping unknown members in Extra.
 func (t *Tracker) UnmarshalJSON(data []byte) error {
-	var f trackerFields
-	extra, err := decodeObject(data, &f)
-	if err != nil {
-		return err
-	}
-	f.Extra = extra
-	*t = Tracker(f)
-	return nil
+	return decodeInto(data, (*trackerFields)(t))
 }
 
 // MarshalJSON encodes t with its Extra members.
 func (t Tracker) MarshalJSON() ([]byte, error) {
-	return encodeObject(trackerFields(t), t.Extra)
+	return encodeObject(trackerFields(t))
 }
 
 // FineTuningJobList is a page of GET /fine_tuning/jobs: Data, whether more
@@ -405,14 +385,7 @@ type fineTuningJobListFields FineTuningJobList
 
 // UnmarshalJSON decodes a page, keeping unknown members in Extra.
 func (l *FineTuningJobList) UnmarshalJSON(data []byte) error {
-	var f fineTuningJobListFields
-	extra, err := decodeObject(data, &f, "object", "data")
-	if err != nil {
-		return err
-	}
-	f.Extra = extra
-	*l = FineTuningJobList(f)
-	return nil
+	return decodeInto(data, (*fineTuningJobListFields)(l), "object", "data")
 }
 
 // MarshalJSON encodes l with its Extra members.
@@ -424,7 +397,7 @@ func (l FineTuningJobList) MarshalJSON() ([]byte, error) {
 	if f.Data == nil && l.Extra["data"] == nil {
 		f.Data = []FineTuningJob{}
 	}
-	return encodeObject(f, l.Extra)
+	return encodeObject(f)
 }
 
 // Validate checks that Object is "list" (or empty) and every job with

@@ -207,12 +207,30 @@ func sameEncoding(v reflect.Value, raw json.RawMessage) bool {
 	return bytes.Equal(enc, buf.Bytes())
 }
 
+// decodeInto decodes the JSON object data into *dst, a struct of
+// json-tagged fields with an Extra map that receives the members the
+// fields do not represent (see decodeObject): the UnmarshalJSON of every
+// lossless type of this package. *dst is replaced as a whole, as when a
+// fresh value is decoded.
+func decodeInto[T any](data []byte, dst *T, keep ...string) error {
+	var v T
+	extra, err := decodeObject(data, &v, keep...)
+	if err != nil {
+		return err
+	}
+	reflect.ValueOf(&v).Elem().FieldByName("Extra").Set(reflect.ValueOf(extra))
+	*dst = v
+	return nil
+}
+
 // encodeObject encodes the json-tagged fields of the struct v, then the
-// members of extra no field wrote, sorted by name. A field whose value is
-// blank yields to an extra member of the same name, so values decodeObject
-// kept there come back as they were.
-func encodeObject(v any, extra map[string]json.RawMessage) ([]byte, error) {
+// members of its Extra map field that no field wrote, sorted by name: the
+// MarshalJSON of every lossless type of this package. A field whose value
+// is blank yields to an Extra member of the same name, so values
+// decodeObject kept there come back as they were.
+func encodeObject(v any) ([]byte, error) {
 	rv := reflect.ValueOf(v)
+	extra, _ := rv.FieldByName("Extra").Interface().(map[string]json.RawMessage)
 	fields := jsonFields(rv.Type())
 	var buf bytes.Buffer
 	buf.WriteByte('{')

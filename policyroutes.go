@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"net/http"
 	"sort"
@@ -154,7 +153,7 @@ func (g *Gateway) listPolicies(w http.ResponseWriter, r *http.Request, store Pol
 		}
 		total++
 	}
-	writePolicyJSON(w, struct {
+	writeJSON(w, http.StatusOK, struct {
 		Object string             `json:"object"`
 		Data   []RateLimitsPolicy `json:"data"`
 		Total  int                `json:"total"`
@@ -204,7 +203,7 @@ func (g *Gateway) getPolicy(w http.ResponseWriter, r *http.Request, store Policy
 	if p.Status != status {
 		return policyNotFound(pid)
 	}
-	writePolicyJSON(w, struct {
+	writeJSON(w, http.StatusOK, struct {
 		policyWire
 		Object string `json:"object"`
 	}{p.wire(), policyObject})
@@ -279,7 +278,7 @@ func (g *Gateway) createPolicy(w http.ResponseWriter, r *http.Request, store Pol
 	if err := store.PutPolicy(r.Context(), &p); err != nil {
 		return err
 	}
-	writePolicyJSON(w, struct {
+	writeJSON(w, http.StatusOK, struct {
 		ID     string `json:"id"`
 		Object string `json:"object"`
 	}{p.ID, policyObject})
@@ -388,7 +387,7 @@ func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store Pol
 			return err
 		}
 	}
-	writePolicyJSON(w, struct{}{})
+	writeJSON(w, http.StatusOK, struct{}{})
 	return nil
 }
 
@@ -405,7 +404,7 @@ func (g *Gateway) deletePolicy(w http.ResponseWriter, r *http.Request, store Pol
 		}
 		return err
 	}
-	writePolicyJSON(w, struct{}{})
+	writeJSON(w, http.StatusOK, struct{}{})
 	return nil
 }
 
@@ -414,10 +413,9 @@ func (g *Gateway) readPolicyBody(w http.ResponseWriter, r *http.Request) ([]byte
 	if r.Body == nil {
 		return nil, policyInvalid("", "a JSON body is required")
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
+	data, err := readBody(w, r, g.opts.MaxBodyBytes)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			return nil, err
 		}
 		return nil, policyInvalid("", "the body could not be read")
@@ -447,13 +445,4 @@ func policyBodyError(err error) *Error {
 // created_at and last_updated_at, so that the strings sort by time.
 func policyNow() string {
 	return time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
-
-func writePolicyJSON(w http.ResponseWriter, v any) {
-	body, _ := json.Marshal(v)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(http.StatusOK)
-	w.Write(append(body, '\n'))
 }
