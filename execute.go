@@ -40,10 +40,14 @@ const (
 	CacheDisabled CacheStatus = "DISABLED"
 )
 
+// maxSmallBody is the longest request body of declared length that is
+// read whole before the provider is called, whatever the plan.
+const maxSmallBody = 64 << 10
+
 // execute runs a plan for the request: it reads the body when the plan may
 // send it more than once (retries, fallback, cache) or must look into it
-// (override_params, params.* conditions), walks the plan's strategies,
-// and answers the caller once.
+// (override_params, params.* conditions), or when it is small, walks the
+// plan's strategies, and answers the caller once.
 func (g *Gateway) execute(w http.ResponseWriter, r *http.Request, st *requestState, plan *planNode, body []byte) result {
 	x := &run{g: g, w: w, r: r, st: st, body: body}
 	x.path, x.rawPath = g.providerPath(r)
@@ -56,6 +60,14 @@ func (g *Gateway) execute(w http.ResponseWriter, r *http.Request, st *requestSta
 		x.replay = true
 	case n.replay || n.read:
 		if !x.readBody(n.read) {
+			return x.result()
+		}
+	case r.ContentLength > 0 && r.ContentLength <= maxSmallBody && r.Header.Get("Upgrade") == "":
+		// A small body of declared length is read before the provider is
+		// called: http.Transport then sends the request line, headers and
+		// body in one write, where a body it must stream from the caller
+		// costs a second write, and a second packet to the provider.
+		if !x.readBody(false) {
 			return x.result()
 		}
 	}

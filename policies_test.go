@@ -1132,9 +1132,11 @@ func (p polTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // polSend sends a member's completion through virtual key vk to gw in
-// memory and returns the status and Retry-After.
+// memory and returns the status and Retry-After. Its body is empty, so
+// that a tokens policy estimates the request at the 1 token of
+// polTransport's {} answer alone.
 func polSend(gw http.Handler) (int, string) {
-	req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{}`))
+	req := httptest.NewRequest("POST", "/v1/chat/completions", nil)
 	req.Header.Set("x-gateway-api-key", polMember)
 	req.Header.Set("x-gateway-virtual-key", "vk")
 	rec := httptest.NewRecorder()

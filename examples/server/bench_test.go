@@ -116,7 +116,8 @@ func bareProxy(target string) *httputil.ReverseProxy {
 // body holds no more than its Content-Length); that read fails, the
 // Transport closes the upstream connection and the proxy logs "read error
 // during body copy: use of closed network connection". The gateway is
-// not exposed: it reads the body whole before calling the provider.
+// not exposed: its request body keeps answering io.EOF once it has
+// returned it, without reading the closed inbound body again.
 func serveBare(b *testing.B, target string) string {
 	b.Helper()
 	rp := bareProxy(target)
