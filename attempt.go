@@ -113,7 +113,11 @@ func upstreamHeader(in http.Header, forward []string) http.Header {
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	a := attemptFrom(pr.In.Context())
 	in, out := pr.In, pr.Out
+	up := out.Header["Upgrade"] // set by the ReverseProxy for an upgrade request
 	out.Header = upstreamHeader(in.Header, a.target.forwardHeaders)
+	if len(up) == 1 {
+		keepUpgrade(out.Header, in.Header, up[0])
+	}
 	a.pr = ProxyRequest{In: in, Out: out, Path: a.path, RawPath: a.rawPath, Target: &a.target.Target}
 	if err := a.provider.Rewrite(&a.pr); err != nil {
 		a.err = err
@@ -150,11 +154,21 @@ func (g *Gateway) modifyResponse(res *http.Response) error {
 		return errTimeout{a.timeout}
 	}
 	a.status = res.StatusCode
-	if a.retryable != nil && a.retryable(res) {
-		return errRetryable{res}
-	}
-	if a.watchBody && res.StatusCode != http.StatusSwitchingProtocols {
-		res.Body = &watchedBody{ReadCloser: res.Body, a: a}
+	st := stateFrom(res.Request.Context())
+	if res.StatusCode == http.StatusSwitchingProtocols {
+		// A switched protocol is never held, retried or cached: the
+		// ReverseProxy connects the two sides once this returns.
+		if rwc, ok := res.Body.(io.ReadWriteCloser); ok && st != nil {
+			st.upgraded = &upgradedConn{ReadWriteCloser: rwc}
+			res.Body = st.upgraded
+		}
+	} else {
+		if a.retryable != nil && a.retryable(res) {
+			return errRetryable{res}
+		}
+		if a.watchBody {
+			res.Body = &watchedBody{ReadCloser: res.Body, a: a}
+		}
 	}
 	h := res.Header
 	for k := range h {
@@ -171,7 +185,7 @@ func (g *Gateway) modifyResponse(res *http.Response) error {
 	if a.target.Index != "" {
 		setHeader(h, HeaderLastUsedOptionIndex, a.target.Index)
 	}
-	if st := stateFrom(res.Request.Context()); st != nil {
+	if st != nil {
 		st.log.Status = res.StatusCode
 	}
 	return nil

@@ -153,6 +153,13 @@ func (g *Gateway) finish(st *requestState) {
 		}
 		rec.BytesIn = st.body.n
 		rec.BytesOut = st.rw.n
+		if u := st.upgraded; u != nil {
+			// A switched protocol (WebSocket): the session lasted until
+			// either side closed; its bytes flowed past the recorder.
+			rec.Status = http.StatusSwitchingProtocols
+			rec.BytesIn += u.in.Load()
+			rec.BytesOut += u.out.Load()
+		}
 		g.logs.send(&rec)
 	}
 	if p != nil {
@@ -180,6 +187,8 @@ type requestState struct {
 	// upstream is set once a request of this one was handed to a
 	// provider's transport (by any attempt, or by a cache fill serving it).
 	upstream atomic.Bool
+
+	upgraded *upgradedConn // the provider's side of a switched protocol, once answered 101
 
 	admitted bool   // a Limits stage in front of the Gateway applied the policies
 	result   result // what route and execute came to, for that Limits stage
