@@ -29,8 +29,10 @@ type attempt struct {
 	status   int         // the provider's status, once headers arrived
 	timer    *time.Timer
 	timeout  time.Duration
-	held     *heldResponse // the answer retryable dropped, read in full
-	pr       ProxyRequest  // kept here so that rewrite allocates none
+	idle     time.Duration           // the longest wait for a read of the answer; 0: none
+	cancel   context.CancelCauseFunc // ends the attempt's context
+	held     *heldResponse           // the answer retryable dropped, read in full
+	pr       ProxyRequest            // kept here so that rewrite allocates none
 
 	// watchBody asks modifyResponse to record in bodyErr why reading the
 	// answer sent failed, for the cache: without an http.Server,
@@ -58,14 +60,17 @@ func (errRetryable) Error() string { return "gateway: retryable response" }
 // attempt in its context. When the provider answered and the answer was
 // sent, a.err is nil; otherwise a.err says why nothing was sent.
 func (g *Gateway) try(w http.ResponseWriter, r *http.Request, a *attempt, body []byte) {
-	ctx := context.WithValue(r.Context(), attemptKey{}, a)
+	ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), attemptKey{}, a))
+	defer cancel(nil)
+	a.cancel = cancel
 	if a.timeout > 0 {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
 		d := a.timeout
 		a.timer = time.AfterFunc(d, func() { cancel(errTimeout{d}) })
 		defer a.timer.Stop()
+	}
+	a.idle = a.target.idleTimeout
+	if a.idle == 0 {
+		a.idle = g.streamIdle
 	}
 	out := r.WithContext(ctx)
 	if body != nil {
@@ -163,6 +168,9 @@ func (g *Gateway) modifyResponse(res *http.Response) error {
 			res.Body = st.upgraded
 		}
 	} else {
+		if a.idle > 0 {
+			res.Body = newIdleBody(res.Body, a, st)
+		}
 		if a.retryable != nil && a.retryable(res) {
 			return errRetryable{res}
 		}

@@ -13,7 +13,8 @@ import (
 // Config is a routing config, saved under an id or sent inline in
 // x-gateway-config. The top level and every target share this shape:
 // targets nest, and a target inherits the retry, cache, request_timeout,
-// custom_host and forward_headers settings it lacks from its parent, and
+// stream_idle_timeout, custom_host and forward_headers settings it lacks
+// from its parent, and
 // merges its parent's override_params under its own (its own win).
 //
 // A Config returned by ParseConfig is valid and must not be modified: the
@@ -54,6 +55,11 @@ type Config struct {
 	Cache          *CacheConfig   `json:"cache,omitempty"`
 	RequestTimeout int64          `json:"request_timeout,omitempty"` // milliseconds per attempt, to response headers
 	ForwardHeaders []string       `json:"forward_headers,omitempty"`
+
+	// StreamIdleTimeout, in milliseconds, bounds the wait for each next
+	// piece of an answer whose headers have arrived; zero inherits the
+	// parent's, and at the top Options.StreamIdleTimeout.
+	StreamIdleTimeout int64 `json:"stream_idle_timeout,omitempty"`
 }
 
 // Strategy says how a config node picks among its targets. An empty Mode
@@ -179,6 +185,9 @@ func (v *validator) config(c *Config, path string, depth int, vkFrom string) err
 	}
 	if c.RequestTimeout < 0 || c.RequestTimeout > maxTimeoutMillis {
 		return configError(join(path, "request_timeout"), "must be a positive number of milliseconds, at most "+strconv.Itoa(maxTimeoutMillis))
+	}
+	if c.StreamIdleTimeout < 0 || c.StreamIdleTimeout > maxTimeoutMillis {
+		return configError(join(path, "stream_idle_timeout"), "must be a positive number of milliseconds, at most "+strconv.Itoa(maxTimeoutMillis))
 	}
 	if r := c.Retry; r != nil {
 		if r.Attempts < 0 || r.Attempts > 5 {

@@ -84,6 +84,17 @@ type Options struct {
 	// every response then carries x-gateway-cache-status: DISABLED.
 	DisableCache bool
 
+	// StreamIdleTimeout bounds each wait for the next piece of a provider's
+	// answer once its headers have arrived (a config's stream_idle_timeout
+	// overrides it): a provider silent for longer has its answer cut, the
+	// caller's connection is aborted rather than ended cleanly, and the
+	// request log's error code is stream_idle_timeout. Only time spent
+	// waiting on the provider counts, not a slow caller. Zero means 10
+	// minutes, room for reasoning models that think between two pieces;
+	// negative means no limit. The time to response headers is bounded by
+	// request timeouts instead.
+	StreamIdleTimeout time.Duration
+
 	// RetryBaseDelay is the backoff before the first retry; each later
 	// retry waits twice as long, with equal jitter (half fixed, half
 	// random). Zero means 200ms.
@@ -141,8 +152,9 @@ type Gateway struct {
 	inlineConfigs *lru.Cache[[sha256.Size]byte, *Config]
 	savedConfigs  savedConfigCache
 
-	limits  *limits      // the limits stage
-	handler http.Handler // the pipeline: see Gateway.pipeline
+	limits     *limits       // the limits stage
+	streamIdle time.Duration // Options.StreamIdleTimeout resolved; 0: no limit
+	handler    http.Handler  // the pipeline: see Gateway.pipeline
 }
 
 // New returns a Gateway configured by opts. It panics if opts.Prefix is
@@ -194,6 +206,12 @@ func New(opts Options) *Gateway {
 		g.logs = newLogQueue(opts.LogSink, opts.LogQueueSize)
 	}
 	g.limits = newLimits(opts.Policies, g.opts.Limiter, g.errLog)
+	switch {
+	case opts.StreamIdleTimeout == 0:
+		g.streamIdle = defaultStreamIdleTimeout
+	case opts.StreamIdleTimeout > 0:
+		g.streamIdle = opts.StreamIdleTimeout
+	}
 	g.mux = http.NewServeMux()
 	g.routes()
 	g.handler = g.pipeline()

@@ -143,6 +143,9 @@ func (g *Gateway) finish(st *requestState) {
 		rec.Time = st.start
 		rec.Latency = time.Since(st.start)
 		rec.Status = st.rw.status
+		if st.idleCut.Load() {
+			rec.ErrorCode = CodeStreamIdleTimeout
+		}
 		if p != nil {
 			rec.Aborted = true
 			if rec.ErrorCode == "" {
@@ -189,6 +192,7 @@ type requestState struct {
 	upstream atomic.Bool
 
 	upgraded *upgradedConn // the provider's side of a switched protocol, once answered 101
+	idleCut  atomic.Bool   // the answer was cut: the provider went silent past the stream idle timeout
 
 	admitted bool   // a Limits stage in front of the Gateway applied the policies
 	result   result // what route and execute came to, for that Limits stage

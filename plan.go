@@ -75,6 +75,7 @@ type routedTarget struct {
 	forwardHeaders []string // canonical names
 	overrideParams map[string]any
 	requestTimeout time.Duration // each attempt's time to response headers; 0: none
+	idleTimeout    time.Duration // the wait for each next piece of an answer; 0: Options.StreamIdleTimeout
 	retry          *RetryConfig
 	cache          *CacheConfig
 }

@@ -202,6 +202,7 @@ type inherited struct {
 	retry             *RetryConfig
 	cache             *CacheConfig
 	timeout           time.Duration
+	idleTimeout       time.Duration
 }
 
 func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path string, inh inherited, trusted bool) (*planNode, error) {
@@ -242,6 +243,9 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 	}
 	if c.Cache != nil {
 		inh.cache = c.Cache
+	}
+	if c.StreamIdleTimeout > 0 {
+		inh.idleTimeout = time.Duration(c.StreamIdleTimeout) * time.Millisecond
 	}
 	if c.RequestTimeout > 0 {
 		inh.timeout = time.Duration(c.RequestTimeout) * time.Millisecond
@@ -333,6 +337,7 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 	t.retry = inh.retry
 	t.cache = inh.cache
 	t.requestTimeout = inh.timeout
+	t.idleTimeout = inh.idleTimeout
 	return t, nil
 }
 

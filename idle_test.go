@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// silentAfter is a fake provider that streams n SSE events, then goes
+// silent until its request is cancelled, which it reports on gone.
+func silentAfter(n int, gone chan<- struct{}) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range n {
+			io.WriteString(w, "data: {\"i\":"+string(rune('0'+i))+"}\n\n")
+			http.NewResponseController(w).Flush()
+		}
+		<-r.Context().Done()
+		gone <- struct{}{}
+	}
+}
+
+// readEvents reads SSE data lines from body until it fails, and returns
+// them with the error that ended the read (nil for a clean end).
+func readEvents(body io.Reader) ([]string, error) {
+	var events []string
+	sc := bufio.NewScanner(body)
+	for sc.Scan() {
+		if l, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			events = append(events, l)
+		}
+	}
+	return events, sc.Err()
+}
+
+// TestStreamIdleTimeout: a provider that goes silent in the middle of a
+// stream has its call cancelled once the idle limit passes (from Options,
+// or from the config, which overrides it); the caller's connection is
+// aborted after the events already sent, never ended as if the stream were
+// whole; and the request log says why.
+func TestStreamIdleTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opt    time.Duration
+		config string
+	}{
+		{"options", 50 * time.Millisecond, ""},
+		{"config", time.Hour, `{"virtual_key":"vk-up","stream_idle_timeout":50}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gone := make(chan struct{}, 1)
+			up := newCoreUpstream(t, silentAfter(2, gone))
+			e := newCoreEnv(t, up, func(o *Options) { o.StreamIdleTimeout = tc.opt })
+			sel := "x-gateway-virtual-key: vk-up"
+			if tc.config != "" {
+				sel = "x-gateway-config: " + tc.config
+			}
+			res := e.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true}`),
+				"x-gateway-api-key: "+coreKey, sel, "x-gateway-trace-id: idle-"+tc.name)
+			events, err := readEvents(res.Body)
+			if len(events) != 2 || !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("caller read %d events, then %v; want 2 events, then an aborted connection", len(events), err)
+			}
+			select {
+			case <-gone:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the provider's call was not cancelled")
+			}
+			e.srv.Close()
+			e.gw.Close()
+			recs := e.logs.Query(LogFilter{TraceID: "idle-" + tc.name})
+			if len(recs) != 1 || recs[0].ErrorCode != CodeStreamIdleTimeout || !recs[0].Aborted {
+				t.Errorf("logs %+v: want one aborted record with error code %s", recs, CodeStreamIdleTimeout)
+			}
+		})
+	}
+}
+
+// TestStreamIdleTimeoutOff: a negative Options.StreamIdleTimeout sets no
+// limit, and a config's stream_idle_timeout is checked like its other
+// durations.
+func TestStreamIdleTimeoutOff(t *testing.T) {
+	g := New(Options{StreamIdleTimeout: -1})
+	defer g.Close()
+	if g.streamIdle != 0 {
+		t.Errorf("streamIdle = %v, want no limit", g.streamIdle)
+	}
+	d := New(Options{})
+	defer d.Close()
+	if d.streamIdle != defaultStreamIdleTimeout {
+		t.Errorf("default streamIdle = %v, want %v", d.streamIdle, defaultStreamIdleTimeout)
+	}
+	_, err := ParseConfig([]byte(`{"provider":"openai","targets":[{"stream_idle_timeout":-5}]}`))
+	var ge *Error
+	if !errors.As(err, &ge) || !strings.Contains(ge.Message, "targets[0].stream_idle_timeout") {
+		t.Errorf("ParseConfig: %v, want an error naming targets[0].stream_idle_timeout", err)
+	}
+}
