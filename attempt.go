@@ -19,20 +19,21 @@ type attemptKey struct{}
 
 // attempt is one call to one target, shared by the ReverseProxy hooks.
 type attempt struct {
-	target   *routedTarget
-	provider Provider
-	index    int // retries made before this attempt
-	path     string
-	rawPath  string
-	cache    CacheStatus // value of x-gateway-cache-status
-	err      error       // why the attempt gave no response to send
-	status   int         // the provider's status, once headers arrived
-	timer    *time.Timer
-	timeout  time.Duration
-	idle     time.Duration           // the longest wait for a read of the answer; 0: none
-	cancel   context.CancelCauseFunc // ends the attempt's context
-	held     *heldResponse           // the answer retryable dropped, read in full
-	pr       ProxyRequest            // kept here so that rewrite allocates none
+	target      *routedTarget
+	provider    Provider
+	index       int // retries made before this attempt
+	path        string
+	rawPath     string
+	cache       CacheStatus // value of x-gateway-cache-status
+	err         error       // why the attempt gave no response to send
+	status      int         // the provider's status, once headers arrived
+	timer       *time.Timer
+	timeout     time.Duration
+	idle        time.Duration           // the longest wait for a read of the answer; 0: none
+	translation *Translation            // the request is translated: so is the answer
+	cancel      context.CancelCauseFunc // ends the attempt's context
+	held        *heldResponse           // the answer retryable dropped, read in full
+	pr          ProxyRequest            // kept here so that rewrite allocates none
 
 	// watchBody asks modifyResponse to record in bodyErr why reading the
 	// answer sent failed, for the cache: without an http.Server,
@@ -92,17 +93,19 @@ func (g *Gateway) try(w http.ResponseWriter, r *http.Request, a *attempt, body [
 var requestHeaders = []string{"Content-Type", "Accept", "Accept-Encoding", "Content-Encoding", "Idempotency-Key"}
 
 // upstreamHeader returns the caller's headers that reach the provider
-// before its Provider adds its own: requestHeaders and the forwarded ones.
+// before its Provider adds its own: requestHeaders and the forwarded ones,
+// less those the caller's Connection header lists (see connectionListed).
 // A nil User-Agent keeps the caller's and Go's default out.
 func upstreamHeader(in http.Header, forward []string) http.Header {
+	conn := in["Connection"]
 	h := make(http.Header, len(requestHeaders)+len(forward)+2)
 	for _, n := range requestHeaders {
-		if v := in[n]; v != nil {
+		if v := in[n]; v != nil && (conn == nil || !connectionListed(conn, n)) {
 			h[n] = v
 		}
 	}
 	for _, n := range forward {
-		if v := in[n]; v != nil {
+		if v := in[n]; v != nil && (conn == nil || !connectionListed(conn, n)) {
 			h[n] = v
 		}
 	}
@@ -112,16 +115,28 @@ func upstreamHeader(in http.Header, forward []string) http.Header {
 	return h
 }
 
-// rewrite builds the upstream request: only the allowed headers, then the
-// provider's own URL and auth. A provider error is kept in the attempt and
-// returned by the transport without touching the network.
+// rewrite builds the upstream request: only the allowed headers, the
+// caller's query without the gateway's own parameters, then the provider's
+// own URL and auth. A provider error is kept in the attempt and returned
+// by the transport without touching the network.
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	a := attemptFrom(pr.In.Context())
 	in, out := pr.In, pr.Out
+	out.URL.RawQuery = stripGatewayParams(out.URL.RawQuery)
 	up := out.Header["Upgrade"] // set by the ReverseProxy for an upgrade request
 	out.Header = upstreamHeader(in.Header, a.target.forwardHeaders)
 	if len(up) == 1 {
 		keepUpgrade(out.Header, in.Header, up[0])
+	}
+	if tl := a.translation; tl != nil {
+		// The gateway reads the answer to translate it: the transport
+		// must decode it, and the body sent is the gateway's own JSON.
+		out.Header["Content-Type"] = []string{"application/json"}
+		delete(out.Header, "Accept-Encoding")
+		delete(out.Header, "Content-Encoding")
+		if tl.Query != "" {
+			out.URL.RawQuery = tl.Query
+		}
 	}
 	a.pr = ProxyRequest{In: in, Out: out, Path: a.path, RawPath: a.rawPath, Target: &a.target.Target}
 	if err := a.provider.Rewrite(&a.pr); err != nil {
@@ -170,6 +185,11 @@ func (g *Gateway) modifyResponse(res *http.Response) error {
 	} else {
 		if a.idle > 0 {
 			res.Body = newIdleBody(res.Body, a, st)
+		}
+		if a.translation != nil {
+			if err := a.translation.Response(res); err != nil {
+				return err
+			}
 		}
 		if a.retryable != nil && a.retryable(res) {
 			return errRetryable{res}
@@ -266,6 +286,7 @@ type attemptLoop struct {
 	deadline      time.Time
 	detached      bool // a cache fill: cancellation is not the caller leaving
 	watch         bool // the cache may store the answer: note if it broke off
+	translation   *Translation
 
 	// moveOn reports whether a fallback ancestor would try another
 	// target after this status, so the answer must be held back.
@@ -294,7 +315,7 @@ func (l *attemptLoop) run() outcome {
 	for i := 0; ; i++ {
 		canRetry := i < maxRetries
 		a := &attempt{target: l.t, provider: l.prov, index: l.before + l.retries, path: l.path, rawPath: l.rawPath,
-			cache: l.cache, timeout: l.timeout, watchBody: l.watch}
+			cache: l.cache, timeout: l.timeout, watchBody: l.watch, translation: l.translation}
 		a.retryable = func(res *http.Response) bool {
 			code := res.StatusCode
 			if !(canRetry && retryStatus(l.t.retry, code)) && !(l.moveOn != nil && l.moveOn(code)) {

@@ -54,8 +54,8 @@ const (
 	defaultCacheBytes   = 256 << 20
 	defaultCacheMaxAge  = 7 * 24 * time.Hour
 
-	// cacheFillTimeout bounds a shared cache fill, which no caller's
-	// cancellation stops.
+	// cacheFillTimeout bounds a shared cache fill, which no one caller's
+	// cancellation stops (it ends when its last caller has gone).
 	cacheFillTimeout = 5 * time.Minute
 )
 

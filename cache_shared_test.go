@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -201,7 +202,27 @@ func TestCacheKeyHasProviderHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			up := newFakeUp(t, "a", step{body: "v1"}, step{body: "v2"})
+			// Chat requests to Anthropic are translated: its answers are
+			// Messages, and the caller gets them as OpenAI completions.
+			reply := func(v string) step { return step{body: v} }
+			body, got := `{"model":"m"}`, func(a answer) string { return a.Body }
+			if tt.provider == ProviderAnthropic {
+				reply = func(v string) step {
+					return step{header: map[string]string{"Content-Type": "application/json"},
+						body: `{"id":"msg","model":"m","content":[{"type":"text","text":"` + v + `"}],"stop_reason":"end_turn"}`}
+				}
+				body = `{"model":"m","messages":[{"role":"user","content":"Hi"}]}`
+				got = func(a answer) string {
+					var c struct {
+						Choices []struct{ Message struct{ Content string } }
+					}
+					if json.Unmarshal([]byte(a.Body), &c) != nil || len(c.Choices) != 1 {
+						return a.Body
+					}
+					return c.Choices[0].Message.Content
+				}
+			}
+			up := newFakeUp(t, "a", reply("v1"), reply("v2"))
 			e := cacheEnv(t, nil, up)
 			e.store.AddVirtualKey(VirtualKey{Slug: "vk-p", Provider: tt.provider, APIKey: "sk-p", BaseURL: up.URL + "/v1"})
 			const cfg = `{"virtual_key":"vk-p","cache":{"mode":"simple"}}`
@@ -209,9 +230,9 @@ func TestCacheKeyHasProviderHeaders(t *testing.T) {
 				{"one", "v1", string(CacheMiss)}, {"two", "v2", string(CacheMiss)}, {"one", "v1", string(CacheHit)}, {"two", "v2", string(CacheHit)},
 			} {
 				h := append([]string{tt.header + ": " + s.value}, tt.extra...)
-				got := readAnswer(t, e.post(cfg, `{"model":"m"}`, h...))
-				if got.Status != 200 || got.Body != s.body || got.Cache != s.cache {
-					t.Errorf("request %d with %s %s: %d %s %q, want 200 %s %q", i+1, tt.header, s.value, got.Status, got.Cache, got.Body, s.cache, s.body)
+				a := readAnswer(t, e.post(cfg, body, h...))
+				if a.Status != 200 || got(a) != s.body || a.Cache != s.cache {
+					t.Errorf("request %d with %s %s: %d %s %q, want 200 %s %q", i+1, tt.header, s.value, a.Status, a.Cache, a.Body, s.cache, s.body)
 				}
 			}
 			if n := up.calls.Load(); n != 2 {
@@ -497,9 +518,9 @@ func TestCacheStreamedFill(t *testing.T) {
 			}
 		})
 	})
-	t.Run("a fill nobody takes ends at the fill timeout", func(t *testing.T) {
+	t.Run("a fill nobody takes as it arrives ends at the fill timeout", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			gone := make(chan error, 1)
+			gone := make(chan error, 2)
 			up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
 				w.Header().Set("Content-Type", "text/event-stream")
@@ -516,6 +537,16 @@ func TestCacheStreamedFill(t *testing.T) {
 				serve(ctx, g, cfg, body)
 			}()
 			synctest.Wait()
+			// A follower keeps the fill going once the leader left (a
+			// fill that every caller left ends at once: see
+			// TestCacheFillAbandoned), but takes nothing as it arrives.
+			fctx, fcancel := context.WithCancel(t.Context())
+			followerDone := make(chan struct{})
+			go func() {
+				defer close(followerDone)
+				serve(fctx, g, cfg, body)
+			}()
+			synctest.Wait()
 			cancel()
 			<-done
 			start := time.Now()
@@ -523,6 +554,8 @@ func TestCacheStreamedFill(t *testing.T) {
 			if d := time.Since(start); d != cacheFillTimeout || !errors.Is(err, errFillTimeout) {
 				t.Errorf("the provider call ended after %v (cause %v), want it ended by the fill timeout after %v", d, err, cacheFillTimeout)
 			}
+			fcancel() // the follower makes its own attempt, which never ends
+			<-followerDone
 		})
 	})
 }

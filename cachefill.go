@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -20,6 +21,108 @@ import (
 type responseCache struct {
 	store Cache
 	fills singleflight.Group
+
+	mu      sync.Mutex         // guards flights, each flight's callers, settled and abandoned, and the keys of the calls in fills
+	flights map[string]*flight // the callers of each fill under way, by the key of its call in fills
+}
+
+// flight counts the callers of one shared cache fill: the caller who led
+// it, whose answer may stream as it arrives, and those waiting on it. A
+// fill goes on when one of them leaves, but one that all of them left
+// before its answer was complete is cancelled and stores nothing: a
+// provider is not kept answering (and billing) for nobody.
+type flight struct {
+	key       string                  // the key of the fill's call in responseCache.fills
+	run       func() (any, error)     // the fill, as singleflight calls it
+	callers   int                     // the callers still waiting on the fill
+	settled   bool                    // the fill's answer is complete: leaving no longer ends it
+	abandoned bool                    // every caller left first: the fill was cancelled
+	cancel    context.CancelCauseFunc // ends the fill's context
+}
+
+// errFillAbandoned ends a shared cache fill that every caller left before
+// its answer was complete.
+var errFillAbandoned = errors.New("gateway: every caller of the cache fill left")
+
+// join makes the caller whose writer is fw one of the callers of the fill
+// named key, and returns the channel on which its result comes. When no
+// such fill is under way it starts one, run, with a context of parent's
+// that is cancelled (errFillAbandoned) once every caller left before the
+// fill settled. fw.release is the caller's leave: it must be called when
+// the caller stops waiting on the fill, and may be called more than once.
+//
+// join, leave and done keep flights and fills in step under c.mu: a key
+// names a flight exactly while singleflight has a call under way for it
+// that the flight counts the callers of, so that no caller joins a call
+// without being counted, nor a call that was given up.
+func (c *responseCache) join(key string, fw *fillWriter, parent context.Context, run func(context.Context, *flight) *fillResult) <-chan singleflight.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.flights[key]
+	if f == nil {
+		ctx, cancel := context.WithCancelCause(parent)
+		f = &flight{key: key, cancel: cancel}
+		f.run = func() (any, error) {
+			defer c.done(f)
+			return run(ctx, f), nil
+		}
+		if c.flights == nil {
+			c.flights = make(map[string]*flight)
+		}
+		c.flights[key] = f
+	}
+	f.callers++
+	fw.release = sync.OnceFunc(func() { c.leave(f) })
+	return c.fills.DoChan(key, f.run)
+}
+
+// leave is called once by each caller of f who stops waiting on it before
+// its result came. The last one to leave an unsettled fill cancels it, and
+// the next identical request starts a fill of its own.
+func (c *responseCache) leave(f *flight) {
+	c.mu.Lock()
+	f.callers--
+	abandon := f.callers == 0 && !f.settled
+	if abandon {
+		f.settled, f.abandoned = true, true
+		c.forget(f)
+	}
+	c.mu.Unlock()
+	if abandon {
+		f.cancel(errFillAbandoned)
+	}
+}
+
+// settle is called by the fill once its attempts ended: from then on the
+// fill is not cancelled when its callers leave, so that a complete answer
+// is stored. It reports false when every caller left first, and the fill
+// must store nothing.
+func (c *responseCache) settle(f *flight) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f.abandoned {
+		return false
+	}
+	f.settled = true
+	return true
+}
+
+// done is called when the fill f returns: identical requests that come
+// after it start a fill of their own (or find its stored answer).
+func (c *responseCache) done(f *flight) {
+	c.mu.Lock()
+	f.settled = true
+	c.forget(f)
+	c.mu.Unlock()
+	f.cancel(nil)
+}
+
+// forget removes f from the fills under way. c.mu must be held.
+func (c *responseCache) forget(f *flight) {
+	if c.flights[f.key] == f {
+		delete(c.flights, f.key)
+		c.fills.Forget(f.key)
+	}
 }
 
 func newResponseCache(o Options) *responseCache {
@@ -48,7 +151,9 @@ type fillResult struct {
 
 // cached runs a leaf whose config enables the cache: a lookup (unless the
 // caller forces a refresh), then the attempts. Concurrent identical misses
-// share one fill, detached from any one caller's cancellation.
+// share one fill, detached from any one caller's cancellation: it goes on
+// while one of its callers waits on it, and is cancelled, storing nothing,
+// once all of them left before its answer was complete.
 //
 // The caller who leads a fill of a streamed request gets the provider's
 // events as they arrive, while the fill keeps a copy; callers who join it
@@ -92,7 +197,8 @@ func (x *run) cached(l *attemptLoop) outcome {
 	// The fill's request carries a requestState of its own, so that it
 	// never touches the state of the caller who happened to start it; what
 	// the callers need of it (whether a provider was reached) comes back in
-	// the fillResult.
+	// the fillResult. Its context is not the caller's: the fill ends only
+	// when every caller left (see join), or after cacheFillTimeout.
 	fst := &requestState{}
 	fctx := context.WithValue(context.WithoutCancel(ctx), stateKey{}, fst)
 	fl := *l
@@ -102,25 +208,26 @@ func (x *run) cached(l *attemptLoop) outcome {
 		fw.pass = pass2xx
 	}
 	again := status == CacheMiss // a refresh must reach the provider
-	ch := x.g.cache.fills.DoChan(flightKey(status, key, &fl), func() (v any, err error) {
+	ch := x.g.cache.join(flightKey(status, key, &fl), fw, fctx, func(ctx context.Context, f *flight) (fr *fillResult) {
 		defer func() {
 			// singleflight re-panics on a goroutine of its own, where
 			// nothing could recover: a panicking Cache would end the
 			// process. The callers get a 502 instead.
 			if p := recover(); p != nil {
 				x.g.errLog.Error("gateway: cache fill panicked", "panic", fmt.Sprint(p))
-				v = &fillResult{w: fw, err: ErrUpstreamUnreachable, upstream: fst.upstream.Load()}
+				fr = &fillResult{w: fw, err: ErrUpstreamUnreachable, upstream: fst.upstream.Load()}
 			}
 		}()
-		fr := x.g.fill(fctx, &fl, fw, key, ttl, again)
+		fr = x.g.fill(ctx, &fl, fw, f, key, ttl, again) // ctx: the fill's, never the caller's
 		fr.upstream = fst.upstream.Load()
-		return fr, nil
+		return fr
 	})
 	var fr *fillResult
 	select {
 	case <-ctx.Done():
 		// Only this caller stops waiting: the fill goes on for the
-		// others, and no longer writes to this caller.
+		// others, and no longer writes to this caller. The last caller
+		// to leave ends it.
 		if fw.detach() {
 			x.abort() // part of the answer went out
 		}
@@ -243,11 +350,12 @@ var errFillTimeout = errors.New("gateway: cache fill timed out")
 // fill makes a shared cache fill's attempts and stores a complete 200
 // answer; l.r is a clone of the request of the caller who started it, and
 // fw holds that caller's writer. It runs on a goroutine of singleflight's,
-// bounded by cacheFillTimeout rather than by any caller, except that an
-// answer still streaming to the caller who led the fill is not cut. When
-// again is set it first looks up key once more, for a caller who missed
-// just as an earlier fill stored the answer.
-func (g *Gateway) fill(ctx context.Context, l *attemptLoop, fw *fillWriter, key string, ttl time.Duration, again bool) *fillResult {
+// bounded by cacheFillTimeout rather than by any one caller, except that
+// an answer still streaming to the caller who led the fill is not cut; ctx
+// is cancelled when every caller of f left, and the fill then stores
+// nothing. When again is set it first looks up key once more, for a caller
+// who missed just as an earlier fill stored the answer.
+func (g *Gateway) fill(ctx context.Context, l *attemptLoop, fw *fillWriter, f *flight, key string, ttl time.Duration, again bool) *fillResult {
 	fr := &fillResult{w: fw}
 	if again {
 		if res, ok := g.lookup(ctx, key); ok {
@@ -266,6 +374,12 @@ func (g *Gateway) fill(ctx context.Context, l *attemptLoop, fw *fillWriter, key 
 
 	out, aborted := g.runFill(l)
 	fr.retries = l.retries
+	if !g.cache.settle(f) {
+		// Every caller left before the answer was complete: the call
+		// was cancelled, and what came of it is no one's.
+		fr.err = errFillAbandoned
+		return fr
+	}
 	switch {
 	case fw.over:
 		fr.large, fr.broken = true, aborted || (out.done && l.broken)

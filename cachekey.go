@@ -28,7 +28,9 @@ func (x *run) cacheKey(l *attemptLoop) (string, bool) {
 	// body and host, which are Out's own here, and must not touch the rest.
 	out := new(http.Request)
 	*out = *x.r
+	q := stripGatewayParams(x.r.URL.RawQuery) // the query the provider receives
 	u := *x.r.URL
+	u.RawQuery = q
 	out.URL = &u
 	out.Form, out.PostForm, out.MultipartForm, out.Trailer = nil, nil, nil, nil
 	out.Header = upstreamHeader(x.r.Header, t.forwardHeaders)
@@ -62,7 +64,7 @@ func (x *run) cacheKey(l *attemptLoop) (string, bool) {
 	}
 	b = keyField(b, x.r.Method)
 	b = keyField(b, x.path)
-	b = keyField(b, x.r.URL.RawQuery)
+	b = keyField(b, q)
 	b = keyField(b, "body")
 	b = binary.BigEndian.AppendUint64(b, uint64(len(l.body)))
 	b = append(b, l.body...)

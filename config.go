@@ -110,8 +110,8 @@ type RetryConfig struct {
 	Attempts int `json:"attempts"`
 
 	// OnStatusCodes are the provider statuses that are retried; empty
-	// means 429, 500, 502, 503 and 504. Transport errors and timeouts are
-	// always retried.
+	// means 429, 500, 502, 503, 504 and 529 (Anthropic's overloaded).
+	// Transport errors and timeouts are always retried.
 	OnStatusCodes []int `json:"on_status_codes,omitempty"`
 
 	// UseRetryAfterHeader waits as long as the provider's retry-after-ms

@@ -41,6 +41,10 @@ const (
 	CodeMethodNotAllowed    = "method_not_allowed"
 	CodePermissionDenied    = "permission_denied"
 	CodeConflict            = "conflict"
+
+	// CodeUnsupportedParameter: a request translated for a provider
+	// (see Translator) uses a parameter that provider cannot honour.
+	CodeUnsupportedParameter = "unsupported_parameter"
 )
 
 // Error is an error the gateway answers with. Its fields are the four keys

@@ -24,8 +24,9 @@ const (
 	maxHeldBody = 1 << 20
 )
 
-// defaultRetryStatuses are retried when a retry config names none.
-var defaultRetryStatuses = []int{429, 500, 502, 503, 504}
+// defaultRetryStatuses are retried when a retry config names none; 529 is
+// Anthropic's "overloaded", which it asks clients to treat like 503.
+var defaultRetryStatuses = []int{429, 500, 502, 503, 504, 529}
 
 // CacheStatus says how the response cache took part in a request, as
 // written in x-gateway-cache-status and RequestLog.CacheStatus.
@@ -54,7 +55,11 @@ func (g *Gateway) execute(w http.ResponseWriter, r *http.Request, st *requestSta
 	x.cacheRoute = g.cache != nil && r.Method == http.MethodPost && cacheablePath(x.path)
 	x.deadline = st.start.Add(g.retryBudget())
 	var n planNeeds
-	plan.needs(&n, x.cacheRoute)
+	var translates func(string) bool
+	if x.translateRoute = translatedRoute(r.Method, x.path); x.translateRoute {
+		translates = g.isTranslator
+	}
+	plan.needs(&n, x.cacheRoute, translates)
 	switch {
 	case body != nil:
 		x.replay = true
@@ -107,9 +112,10 @@ type run struct {
 	path    string
 	rawPath string
 
-	replay     bool // body is buffered: attempts may be repeated
-	cacheRoute bool
-	deadline   time.Time // no retry wait may end after it
+	replay         bool // body is buffered: attempts may be repeated
+	cacheRoute     bool
+	translateRoute bool      // POST /chat/completions or /embeddings: Translators translate it
+	deadline       time.Time // no retry wait may end after it
 
 	params     map[string]any // top-level fields of a JSON body, for conditions
 	paramsRead bool
@@ -277,7 +283,21 @@ func (x *run) leaf(t *routedTarget) outcome {
 	if len(t.overrideParams) > 0 && body != nil {
 		body = applyOverrides(body, t.overrideParams)
 	}
+	var tl *Translation
+	if tr, ok := prov.(Translator); ok && x.translateRoute && body != nil {
+		if tl, err = tr.Translate(x.path, &t.Target, body); err != nil {
+			return outcome{err: err}
+		}
+		body = tl.Body
+	}
 	l := x.loop(t, prov, body)
+	if tl != nil {
+		l.translation = tl
+		l.path, l.rawPath = tl.Path, tl.RawPath
+		if l.rawPath == "" {
+			l.rawPath = escapedPath(tl.Path)
+		}
+	}
 	var out outcome
 	if x.cacheRoute && x.replay && t.cache != nil {
 		out = x.cached(l)

@@ -161,7 +161,7 @@ func TestFallback(t *testing.T) {
 		name      string
 		cfg       string
 		a, b, c   []step
-		closeA    bool
+		cutOffA   bool // a cannot be reached: see coreEnv.cutOff
 		want      answer
 		wantCalls map[string]int
 	}{
@@ -189,7 +189,7 @@ func TestFallback(t *testing.T) {
 		{
 			name:      "an unreachable target moves on",
 			cfg:       `{"strategy":{"mode":"fallback","on_status_codes":[429]},"targets":[{"virtual_key":"a"},{"virtual_key":"b"}]}`,
-			closeA:    true,
+			cutOffA:   true,
 			want:      answer{Status: 200, Body: `{"from":"b"}`, Provider: "openai", Index: "config.targets[1]", Retries: "0", Cache: "DISABLED"},
 			wantCalls: map[string]int{"a": 0, "b": 1, "c": 0},
 		},
@@ -231,8 +231,8 @@ func TestFallback(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b, c := newFakeUp(t, "a", tt.a...), newFakeUp(t, "b", tt.b...), newFakeUp(t, "c", tt.c...)
 			e := routeEnv(t, nil, a, b, c)
-			if tt.closeA {
-				a.Close()
+			if tt.cutOffA {
+				e.cutOff(a)
 			}
 			got := readAnswer(t, e.post(tt.cfg, `{"model":"m"}`))
 			if d := cmp.Diff(tt.want, got); d != "" {
@@ -249,8 +249,8 @@ func TestFallback(t *testing.T) {
 func TestFallbackAllUnreachable(t *testing.T) {
 	a, b := newFakeUp(t, "a"), newFakeUp(t, "b")
 	e := routeEnv(t, nil, a, b)
-	a.Close()
-	b.Close()
+	e.cutOff(a)
+	e.cutOff(b)
 	res := e.post(`{"strategy":{"mode":"fallback"},"targets":[{"virtual_key":"a"},{"virtual_key":"b"}]}`, `{}`)
 	if res.StatusCode != http.StatusBadGateway {
 		t.Fatalf("status = %d, want 502", res.StatusCode)

@@ -29,10 +29,11 @@ const (
 // A shared fill's writer runs on the fill's goroutine while its caller
 // waits on another: the caller may leave (detach), after which nothing is
 // written to w, and a failed write to w detaches it rather than stopping
-// the fill, which goes on for the callers waiting on it. A shared fill's
-// answer that is too long to keep and that no caller takes is given up
-// (errFillTooLarge). Set-Cookie is passed on to no caller of a shared
-// fill, as on a HIT.
+// the fill, which goes on for the callers waiting on it; either way the
+// caller is counted out of the fill (release), which ends when no caller
+// is left waiting on it. A shared fill's answer that is too long to keep
+// and that no caller takes is given up (errFillTooLarge). Set-Cookie is
+// passed on to no caller of a shared fill, as on a HIT.
 //
 // fillWriter does not implement Unwrap: the caller's writer may be gone.
 type fillWriter struct {
@@ -44,6 +45,11 @@ type fillWriter struct {
 	over    bool // the body outgrew limit (or, not shared, a write to w failed): buf is not whole
 	pass    passMode
 	shared  bool // the writer of a shared fill
+
+	// release tells the fill that the caller stopped waiting on it (see
+	// responseCache.join); nil when the writer is not a shared fill's. It
+	// is set before the fill starts and may be called more than once.
+	release func()
 
 	mu      sync.Mutex          // guards w, sent, expired and cancel
 	w       http.ResponseWriter // the caller's writer; nil once it left
@@ -164,12 +170,16 @@ func (f *fillWriter) FlushError() error {
 	return err
 }
 
-// leave forgets w, and ends a fill that ran out of time and was kept
-// going only for w. f.mu must be held.
+// leave forgets w, ends a fill that ran out of time and was kept going
+// only for w, and counts the caller out of the fill, which ends when it
+// was the last. f.mu must be held.
 func (f *fillWriter) leave() {
 	f.w = nil
 	if f.expired && f.cancel != nil {
 		f.cancel(errFillTimeout)
+	}
+	if f.release != nil {
+		f.release()
 	}
 }
 

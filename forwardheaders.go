@@ -72,3 +72,24 @@ func neverForwarded(c string) bool {
 	}
 	return strings.HasPrefix(c, "X-Gateway-")
 }
+
+// connectionListed reports whether name is one of the options listed in
+// conn, the values of a request's Connection header: comma-separated
+// lists, possibly on several lines, compared case-insensitively. The
+// headers a Connection header names are hop-by-hop (RFC 9110, section
+// 7.6.1), meant for the gateway alone, so none of them reaches a provider,
+// whatever else asks for it: requestHeaders, the forward-headers list or a
+// Provider's well-known headers. It allocates nothing, and costs one
+// comparison when conn is nil.
+func connectionListed(conn []string, name string) bool {
+	for _, v := range conn {
+		for v != "" {
+			var opt string
+			opt, v, _ = strings.Cut(v, ",")
+			if strings.EqualFold(textproto.TrimString(opt), name) {
+				return true
+			}
+		}
+	}
+	return false
+}

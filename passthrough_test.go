@@ -191,14 +191,10 @@ func TestUpstreamFailureMidStreamAbortsClient(t *testing.T) {
 }
 
 func TestUpstreamUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	base := deadUpstream(t)
+	addr := strings.TrimPrefix(base, "http://")
 	e := newCoreEnv(t, nil, nil)
-	e.store.AddVirtualKey(VirtualKey{Slug: "vk-dead", Provider: "openai", APIKey: "sk-dead", BaseURL: "http://" + addr + "/v1"})
+	e.store.AddVirtualKey(VirtualKey{Slug: "vk-dead", Provider: "openai", APIKey: "sk-dead", BaseURL: base + "/v1"})
 	res := e.do("GET", "/v1/models", nil, "x-gateway-api-key: "+coreKey, "x-gateway-virtual-key: vk-dead")
 	if res.StatusCode != 502 {
 		t.Fatalf("status %d, want 502", res.StatusCode)

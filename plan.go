@@ -27,12 +27,14 @@ type planNeeds struct {
 	read   bool // it must be looked into
 }
 
-func (n *planNode) needs(p *planNeeds, cacheRoute bool) {
+// translates, when not nil, reports whether a provider kind translates
+// the request (see Translator), which must then be read.
+func (n *planNode) needs(p *planNeeds, cacheRoute bool, translates func(slug string) bool) {
 	if t := n.target; t != nil {
 		if (t.retry != nil && t.retry.Attempts > 0) || (cacheRoute && t.cache != nil) {
 			p.replay = true
 		}
-		if len(t.overrideParams) > 0 {
+		if len(t.overrideParams) > 0 || translates != nil && translates(t.Provider) {
 			p.read = true
 		}
 		return
@@ -48,7 +50,7 @@ func (n *planNode) needs(p *planNeeds, cacheRoute bool) {
 		}
 	}
 	for _, c := range n.children {
-		c.needs(p, cacheRoute)
+		c.needs(p, cacheRoute, translates)
 	}
 }
 

@@ -40,8 +40,9 @@ type ProxyRequest struct {
 	// Out is the request to the provider. On entry to Rewrite its method,
 	// body and query are the caller's, its URL is not yet set, and its
 	// headers hold only Content-Type, Accept, Content-Encoding and the
-	// caller's forward-headers list; the gateway's own headers and the
-	// caller's Authorization are never in it.
+	// caller's forward-headers list; the gateway's own headers and query
+	// parameters (x-gateway-*), the caller's Authorization and the headers
+	// the caller's Connection header lists are never in it.
 	Out *http.Request
 
 	// Path is the provider path: the caller's path with the gateway prefix
@@ -69,10 +70,12 @@ func (pr *ProxyRequest) SetURL(base *url.URL) {
 }
 
 // CopyHeaders copies the named headers of the caller's request to Out, as
-// sent; a provider uses it for its own well-known headers.
+// sent; a provider uses it for its own well-known headers. A header the
+// caller's Connection header lists is hop-by-hop and never copied.
 func (pr *ProxyRequest) CopyHeaders(names ...string) {
+	conn := pr.In.Header["Connection"]
 	for _, n := range names {
-		if v := pr.In.Header.Values(n); len(v) > 0 {
+		if v := pr.In.Header.Values(n); len(v) > 0 && !connectionListed(conn, n) {
 			pr.Out.Header[http.CanonicalHeaderKey(n)] = v
 		}
 	}

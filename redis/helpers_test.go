@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,17 +151,17 @@ func (s *testRedis) deleteKeys(tb testing.TB) {
 	}
 }
 
-// downClient returns a client of a loopback port nothing listens on: a
-// Redis that is down.
+// downClient returns a client of a Redis that is down: every connection it
+// dials is refused, as by a loopback port nothing listens on. The refusal
+// comes from its Dialer rather than from a port left closed, which the
+// system may hand to another server meanwhile.
 func downClient(tb testing.TB) *goredis.Client {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	refuse := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	}
-	addr := l.Addr().String()
-	l.Close()
-	c := goredis.NewClient(&goredis.Options{Addr: addr, DialTimeout: time.Second, DialerRetries: 1, MaxRetries: -1})
+	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379", Dialer: refuse, DialTimeout: time.Second,
+		DialerRetries: 1, MaxRetries: -1})
 	tb.Cleanup(func() { c.Close() })
 	return c
 }
