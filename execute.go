@@ -288,7 +288,9 @@ func (x *run) leaf(t *routedTarget) outcome {
 		if tl, err = tr.Translate(x.path, &t.Target, body); err != nil {
 			return outcome{err: err}
 		}
-		body = tl.Body
+		if tl != nil {
+			body = tl.Body
+		}
 	}
 	l := x.loop(t, prov, body)
 	if tl != nil {

@@ -159,6 +159,7 @@ func builtinProviders() map[string]Provider {
 		ProviderAnthropic:   anthropic{base: mustURL("https://api.anthropic.com/v1")},
 		ProviderAzureOpenAI: azureOpenAI{},
 		ProviderVertexAI:    vertexAI{},
+		ProviderGoogle:      geminiAPI{base: mustURL("https://generativelanguage.googleapis.com/v1beta")},
 		"groq":              OpenAICompatible("https://api.groq.com/openai/v1"),
 		"together-ai":       OpenAICompatible("https://api.together.xyz/v1"),
 		"mistral-ai":        OpenAICompatible("https://api.mistral.ai/v1"),

@@ -25,8 +25,10 @@ type Translator interface {
 	// Translate returns the provider's own request for the OpenAI request
 	// body of route (RouteChatCompletions or RouteEmbeddings) sent to t.
 	// What the provider cannot do (n > 1, embeddings on a chat-only
-	// kind, …) is an *Error with status 400 naming the parameter. It is
-	// called once per target, from the request's goroutine.
+	// kind, …) is an *Error with status 400 naming the parameter. A nil
+	// Translation leaves the request as the caller sent it, for a model
+	// the kind serves in OpenAI's shape already. It is called once per
+	// target, from the request's goroutine.
 	Translate(route string, t *Target, body []byte) (*Translation, error)
 }
 
