@@ -42,10 +42,55 @@
 // # Bodies and streaming
 //
 // Signing needs the hash of the whole body, so the request body is read
-// into memory first, up to Options.MaxBodyBytes (413 above it). Responses
-// are not touched: streamed answers (Content-Type
-// application/vnd.amazon.eventstream) reach the caller byte for byte, as
-// they arrive.
+// into memory first, up to Options.MaxBodyBytes (413 above it). Outside
+// the two translated routes below, responses are not touched: streamed
+// answers (Content-Type application/vnd.amazon.eventstream) reach the
+// caller byte for byte, as they arrive.
+//
+// # OpenAI format
+//
+// The provider is a gateway.Translator. POST /chat/completions becomes a
+// Converse request to /model/{modelId}/converse, or ConverseStream's
+// /model/{modelId}/converse-stream when streamed, with the OpenAI model
+// as the model id (an ARN's '/' sent as %2F, so it stays one segment),
+// and the answer becomes OpenAI's: one chat.completion, or
+// chat.completion.chunk events ending with data: [DONE], decoded from
+// Bedrock's binary event stream as it arrives. The mapping:
+//
+//   - system and developer messages are Converse's system prompts; tool
+//     messages are toolResult blocks of a user turn; consecutive turns of
+//     one role are merged, as Converse wants the roles to alternate.
+//   - Images must be base64 data: URLs (png, jpeg, gif, webp): Converse
+//     takes the bytes, not a URL, and https URLs are refused. S3 URLs are
+//     refused too, so that a caller cannot have the target's credentials
+//     read objects for it.
+//   - max_completion_tokens (or max_tokens), temperature (0 to 1), top_p
+//     and stop are inferenceConfig; tools are toolSpecs; tool_choice auto,
+//     required and a function are Converse's auto, any and tool. Converse
+//     has no "none": the tools are then not sent, which Converse allows
+//     only when the conversation holds no tool calls (else 400).
+//   - n > 1, response_format json_object and json_schema,
+//     parallel_tool_calls false, logprobs, seed, penalties, logit_bias,
+//     audio and the like are refused with a 400 naming the parameter.
+//     Such a parameter set to what asks for nothing (false, 0, {}) passes.
+//     user is dropped, since Converse's requestMetadata would refuse many
+//     ids, and so are members that change nothing in the answer
+//     (metadata, store, service_tier).
+//   - stopReason end_turn and stop_sequence are finish_reason stop,
+//     max_tokens length, tool_use tool_calls, guardrail_intervened and
+//     content_filtered content_filter. Usage counts the cached tokens, and
+//     a streamed answer's usage chunk (stream_options.include_usage) comes
+//     from the metadata event Bedrock sends after messageStop.
+//
+// POST /embeddings becomes an InvokeModel call of a Titan
+// (amazon.titan-embed-*, one input per call: more is refused) or Cohere
+// (cohere.embed-*, up to 96 inputs, input_type search_document unless the
+// request's input_type says otherwise) model; other models are refused
+// with a 400 naming model. Bedrock's errors ({"message": …} and the
+// X-Amzn-Errortype header) come back OpenAI-shaped with Bedrock's status,
+// the error type as code. An exception in the middle of a stream is an
+// OpenAI error event ending the stream without [DONE]; a stream that is
+// cut, or fails a CRC check, aborts the caller's connection.
 package bedrock
 
 import (
