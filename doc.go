@@ -85,6 +85,13 @@
 // internal addresses; logs record no headers and redact key-like query
 // parameters.
 //
+// The gateway does not see a request's framing: net/http honours
+// Transfer-Encoding over Content-Length and removes both headers before any
+// handler runs, while a proxy in front that goes by Content-Length would pass
+// the rest of the body on as a second, unchecked request (request smuggling,
+// RFC 9112 §6.1). The host's server or front proxy must refuse requests that
+// carry both and close their connection, as examples/server does.
+//
 // # Concurrency
 //
 // A Gateway is safe for concurrent use by any number of requests. Request

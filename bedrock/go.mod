@@ -4,7 +4,7 @@ go 1.25.0
 
 require (
 	github.com/google/go-cmp v0.7.0
-	github.com/modelgateway/gateway v0.0.0
+	github.com/modelgateway/gateway v0.1.0
 )
 
 require golang.org/x/sync v0.22.0 // indirect
@@ -14,5 +14,3 @@ require (
 	github.com/aws/smithy-go v1.28.8 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 )
-
-replace github.com/modelgateway/gateway => ../

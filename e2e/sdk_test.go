@@ -57,7 +57,7 @@ func startServer(t *testing.T, bin string, config any) string {
 	if err := os.WriteFile(path, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-config", path, "-grace", "5s")
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-config", path, "-drain", "0s", "-grace", "5s")
 	cmd.Stdout = io.Discard // one JSON line per request
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

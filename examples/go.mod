@@ -2,15 +2,10 @@ module github.com/modelgateway/gateway/examples
 
 go 1.25.0
 
-replace (
-	github.com/modelgateway/gateway => ../
-	github.com/modelgateway/gateway/bedrock => ../bedrock
-)
-
 require (
 	github.com/google/go-cmp v0.7.0
-	github.com/modelgateway/gateway v0.0.0
-	github.com/modelgateway/gateway/bedrock v0.0.0-00010101000000-000000000000
+	github.com/modelgateway/gateway v0.1.0
+	github.com/modelgateway/gateway/bedrock v0.1.0
 )
 
 require (

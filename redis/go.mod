@@ -4,7 +4,7 @@ go 1.25.0
 
 require (
 	github.com/google/go-cmp v0.7.0
-	github.com/modelgateway/gateway v0.0.0
+	github.com/modelgateway/gateway v0.1.0
 	github.com/redis/go-redis/v9 v9.22.0
 )
 
@@ -15,5 +15,3 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
 )
-
-replace github.com/modelgateway/gateway => ../

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,7 +141,7 @@ func startServer(b *testing.B, args ...string) string {
 	var err error
 	go func() {
 		defer close(done)
-		err = run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), io.Discard, stderr)
+		err = run(ctx, context.Background(), append([]string{"-addr", "127.0.0.1:0", "-drain", "0s"}, args...), io.Discard, stderr)
 	}()
 	b.Cleanup(func() {
 		cancel()
@@ -249,7 +250,9 @@ func BenchmarkServerChain(b *testing.B) {
 			g := newGateway(store, f.CustomHosts.Allow, sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			defer g.Close()
 			var serving sync.RWMutex
-			serveParallel(b, serverHandler(g, &serving, defaultWriteTimeout), gatewayHeader("x-gateway-virtual-key", "up"))
+			var ready atomic.Bool
+			ready.Store(true)
+			serveParallel(b, serverHandler(g, &serving, defaultWriteTimeout, &ready), gatewayHeader("x-gateway-virtual-key", "up"))
 		})
 	}
 }

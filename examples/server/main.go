@@ -1,12 +1,23 @@
 // Command server runs the model gateway as a standalone HTTP server.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-config FILE] [-grace 30s] [-write-timeout 60s]
-//		[-request-log stdout|off] [-admin-addr ADDR]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-config FILE] [-demo] [-drain 5s] [-grace 30s]
+//		[-write-timeout 60s] [-request-log stdout|off] [-admin-addr ADDR]
 //
 // Without -config it serves one admin API key, in the workspace "default":
 // the value of GATEWAY_API_KEY, or a random key generated at start-up and
 // printed once on standard error. Callers then name the provider with
 // x-gateway-provider and send their provider token in Authorization.
+//
+// -demo makes the server work offline, for a first try: it also starts the
+// fake OpenAI-compatible provider of package gatewaytest on a loopback port,
+// adds a virtual key "demo" (provider openai) that points at it, and prints
+// on standard error a curl command that sends a chat completion through the
+// gateway and gets 200. The command carries the API key: a generated one is
+// written out, one from GATEWAY_API_KEY is written as "$GATEWAY_API_KEY" so
+// that it is not printed. -demo combines with -config: the file's entries
+// are loaded as usual, and the demo key is added beside them (in the
+// workspace "default") unless GATEWAY_API_KEY is already one of the file's
+// keys.
 //
 // With -config it loads API keys, virtual keys, saved configs, rate-limits
 // policies and the custom-host allowlist from a JSON file (see DESIGN §7 and
@@ -34,9 +45,31 @@
 // "gateway: listening on http://ADDR" once it accepts connections, so that
 // -addr 127.0.0.1:0 can be used to pick a free port.
 //
-// On SIGINT or SIGTERM the server stops accepting connections and lets
-// in-flight requests and streams finish for up to -grace, flushes the
-// request logs and exits 0. A second signal ends it at once.
+// GET /healthz and GET /readyz, outside the gateway's /v1 prefix, are the
+// probes of an orchestrator or load balancer: they need no key, answer a
+// bare "ok" (or "draining") that reveals nothing about the server, and are
+// not request-logged. /healthz answers 200 while the process runs; /readyz
+// answers 200 until the shutdown begins and 503 from then on.
+//
+// On SIGINT or SIGTERM the server first drains for -drain (5 s by default):
+// /readyz answers 503 at once, so that load balancers take the server out
+// of rotation, while the listener stays open and every request, new ones
+// included, is still served; keep-alive connections are closed after their
+// current response, so that clients reconnect to another replica. Set
+// -drain to at least the time your load balancer needs to notice a failing
+// readiness probe, or to 0 when nothing routes traffic by it. Then the
+// server stops accepting connections and lets in-flight requests and
+// streams finish for up to -grace, flushes the request logs and exits 0.
+// A second signal ends the drain and the grace period at once: the
+// remaining connections are closed, the request logs flushed, and the
+// server exits 0. A third one ends the process without further ado.
+//
+// The server refuses, with 400 and by closing the connection, a request
+// that carries both Content-Length and Transfer-Encoding (or
+// Transfer-Encoding in HTTP/1.0), whose end a proxy in front might see
+// elsewhere than the server does: the rest of its body would otherwise be
+// read as another request (request smuggling, RFC 9112 §6.1). net/http
+// alone would serve it and keep the connection open.
 //
 // A write to a client may block for at most -write-timeout; a client that
 // stops reading has its connection dropped and its provider call cancelled,
@@ -46,7 +79,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,6 +92,7 @@ import (
 	"os/signal"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,15 +101,20 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	ctx, shutdown := context.WithCancel(context.Background())
+	force, hurry := context.WithCancel(context.Background())
 	go func() {
-		// Once the first signal has started the shutdown, restore the
-		// default handling so that a second one ends the process at once.
-		<-ctx.Done()
-		stop()
+		<-sig
+		shutdown()
+		<-sig
+		hurry()
+		// Restore the default handling, so that a third signal ends the
+		// process even if the shutdown is stuck.
+		signal.Stop(sig)
 	}()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, force, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -96,18 +134,22 @@ const (
 	maxHeaderBytes    = 64 << 10
 
 	defaultWriteTimeout = 60 * time.Second // -write-timeout
+	defaultDrain        = 5 * time.Second  // -drain
 )
 
 // run is the whole program: it parses args, builds the gateway and serves
-// until ctx is cancelled, then shuts down gracefully. Request logs go to
+// until ctx is cancelled, then drains and shuts down gracefully; cancelling
+// force ends the drain and the grace period at once. Request logs go to
 // stdout, everything else to stderr. It returns an error for bad flags, a
 // bad config file, or an address it cannot listen on.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
 	configPath := fs.String("config", "", "JSON config `file` (API keys, virtual keys, configs, policies, custom hosts)")
-	grace := fs.Duration("grace", 30*time.Second, "how long in-flight requests and streams may run after SIGINT or SIGTERM")
+	demo := fs.Bool("demo", false, "also start a fake OpenAI-compatible provider on loopback, add the virtual key demo for it and print a curl command that calls it")
+	drain := fs.Duration("drain", defaultDrain, "how long the server keeps serving after SIGINT or SIGTERM with /readyz answering 503, before it closes its listener")
+	grace := fs.Duration("grace", 30*time.Second, "how long in-flight requests and streams may run once the listener is closed")
 	writeTimeout := fs.Duration("write-timeout", defaultWriteTimeout, "how long one write to a client may block before its connection is dropped (0: no limit)")
 	requestLog := fs.String("request-log", "stdout", "where the JSON line per request goes: `stdout` or off")
 	adminAddr := fs.String("admin-addr", "", "`address` of the operators' listener serving /debug/pprof/ (empty: none)")
@@ -122,6 +164,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *grace < 0 {
 		return errors.New("gateway: -grace must not be negative")
+	}
+	if *drain < 0 {
+		return errors.New("gateway: -drain must not be negative")
 	}
 	if *writeTimeout < 0 {
 		return errors.New("gateway: -write-timeout must not be negative")
@@ -140,13 +185,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		allow = f.CustomHosts.Allow
-	} else {
-		key := os.Getenv("GATEWAY_API_KEY")
-		if key == "" {
-			key = "gw-" + rand.Text()
-			fmt.Fprintf(stderr, "gateway: generated API key %s; set GATEWAY_API_KEY to keep it\n", key)
+	}
+	var key apiKey
+	if *configPath == "" || *demo {
+		key = loadAPIKey(store, *configPath == "", stderr)
+	}
+	var curl string // the demo's command, once the address is known
+	if *demo {
+		fake, err := startDemo(store)
+		if err != nil {
+			return err
 		}
-		store.AddAPIKey(gateway.APIKey{ID: "key-default", Digest: gateway.HashAPIKey(key), WorkspaceID: "default", Role: gateway.RoleAdmin})
+		defer fake.Close() // after the server, whose requests it answers, has stopped
+		fmt.Fprintf(stderr, "gateway: demo: a fake OpenAI-compatible provider listens on %s (virtual key demo)\n", fake.URL)
 	}
 
 	g := newGateway(store, allow, sink, errLog)
@@ -156,15 +207,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
+	if *demo {
+		curl = demoCurl(ln.Addr(), key)
+	}
 	// serving is read-locked by every request being served, so that after
 	// a forced close run can wait for the cut requests to be logged.
 	var serving sync.RWMutex
+	var ready atomic.Bool
+	ready.Store(true)
 	srv := &http.Server{
-		Handler:           serverHandler(g, &serving, *writeTimeout),
+		Handler:           serverHandler(g, &serving, *writeTimeout, &ready),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          log.New(stderr, "gateway: http: ", 0),
+		ConnContext:       connContext,
+		// Every request must reach the handler, which takes one framing
+		// verdict per request of a connection: net/http's own answer to
+		// "OPTIONS *" would skip it.
+		DisableGeneralOptionsHandler: true,
 		// BaseContext is left alone on purpose: request contexts must not
 		// derive from ctx, or the shutdown signal would cancel every
 		// stream at once instead of letting it finish.
@@ -183,29 +244,54 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		close(announced)
 	})
 	fmt.Fprintf(stderr, "gateway: listening on http://%s\n", ln.Addr())
+	if curl != "" {
+		fmt.Fprintf(stderr, "gateway: demo: try\n%s\n", curl)
+	}
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(framingListener{ln}) }()
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("gateway: %w", err)
 	case <-ctx.Done():
 	}
 
+	// Drain: load balancers see /readyz fail and stop sending, while what
+	// they still send is served. Keep-alive connections close after their
+	// current response, idle ones at once, so clients move elsewhere.
+	ready.Store(false)
+	srv.SetKeepAlivesEnabled(false)
+	if *drain > 0 {
+		fmt.Fprintf(stderr, "gateway: draining for %s: /readyz answers 503, requests are still served; a second signal stops at once\n", *drain)
+		t := time.NewTimer(*drain)
+		select {
+		case <-t.C:
+		case <-force.Done():
+		}
+		t.Stop()
+	}
+
 	sctx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
+	stopForcing := context.AfterFunc(force, cancel)
+	defer stopForcing()
 	err = srv.Shutdown(sctx)
 	<-announced
 	if err != nil {
-		// The grace period ran out: cut what is left. The process still
-		// exits 0, since stopping was what was asked for.
+		// The grace period ran out, or a second signal came: cut what is
+		// left. The process still exits 0, since stopping was what was
+		// asked for.
 		srv.Close()
 		// Wait for the cut requests, which see their connections closed and
 		// return, so that their logs are written too.
 		serving.Lock()
 		//lint:ignore SA2001 the empty critical section is the wait
 		serving.Unlock()
-		fmt.Fprintf(stderr, "gateway: grace period expired; closed the remaining connections\n")
+		why := "grace period expired"
+		if force.Err() != nil {
+			why = "second signal"
+		}
+		fmt.Fprintf(stderr, "gateway: %s; closed the remaining connections\n", why)
 	}
 	<-serveErr // http.ErrServerClosed
 	g.Close()  // hands every queued request log to stdout
@@ -241,12 +327,15 @@ func newGateway(store *gateway.MemoryStore, allow []string, sink gateway.LogSink
 	})
 }
 
-// serverHandler returns the handler the http.Server runs: g, with each
+// serverHandler returns the handler the http.Server runs: g, behind the
+// health probes (see health, which reads ready) and the refusal of
+// requests with ambiguous framing (see refuseAmbiguousFraming), with each
 // write to the client bounded by writeTimeout (0: no limit; see
 // stallWriter), and each request holding serving read-locked while it is
 // served, so that after a forced close run can wait for the cut requests
 // to be logged.
-func serverHandler(g http.Handler, serving *sync.RWMutex, writeTimeout time.Duration) http.Handler {
+func serverHandler(g http.Handler, serving *sync.RWMutex, writeTimeout time.Duration, ready *atomic.Bool) http.Handler {
+	h := refuseAmbiguousFraming(health(ready, g))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		serving.RLock()
 		defer serving.RUnlock()
@@ -255,7 +344,36 @@ func serverHandler(g http.Handler, serving *sync.RWMutex, writeTimeout time.Dura
 			defer sw.extend() // bounds the server's own final flush too
 			w = sw
 		}
-		g.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// health answers the probes of orchestrators and load balancers, and hands
+// every other request to next: GET (or HEAD) /healthz answers 200 while the
+// process runs, /readyz 200 while ready holds true and 503 once the
+// shutdown has begun. Neither asks for a key nor says anything about the
+// server, and neither reaches the gateway, so neither is request-logged.
+func health(ready *atomic.Bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			io.WriteString(w, "method not allowed\n")
+			return
+		}
+		if r.URL.Path == "/readyz" && !ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "draining\n")
+			return
+		}
+		io.WriteString(w, "ok\n")
 	})
 }
 

@@ -367,7 +367,7 @@ func TestServerBinary(t *testing.T) {
 		fake := newProvider(t, upKey)
 		cfg := writeConfig(t, hashedKey)
 		p := startProc(t, bin, []string{"E2E_GATEWAY_KEY=" + gwKey, "E2E_UPSTREAM_KEY=" + upKey, "E2E_FAKE_URL=" + fake.URL},
-			"-addr", "127.0.0.1:0", "-config", cfg)
+			"-addr", "127.0.0.1:0", "-drain", "0s", "-config", cfg)
 		base := baseURL(t, p.stderr, p.done)
 
 		t.Run("refuses requests without a valid key", func(t *testing.T) {
@@ -515,13 +515,9 @@ func TestServerBinary(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.stderr.wait(t, "shutdown message", p.done, func(s string) bool { return strings.HasPrefix(s, "gateway: shutting down") })
-			// The listener is closed by now: new connections are refused
+			// The listener is closed by now: new requests are not served
 			// while the stream goes on.
-			fresh := &http.Client{Transport: &http.Transport{}}
-			if res, err := fresh.Get(base + "/v1/models"); err == nil {
-				res.Body.Close()
-				t.Errorf("a new request got %d during the shutdown, want a refused connection", res.StatusCode)
-			}
+			checkNotServed(t, base, streamHdr, fake)
 			select {
 			case <-p.done:
 				t.Fatalf("the server exited while a stream was in flight; stderr:\n%s", p.stderr)
@@ -567,7 +563,7 @@ func TestServerBinary(t *testing.T) {
 	})
 
 	t.Run("generated key", func(t *testing.T) {
-		p := startProc(t, bin, nil, "-addr", "127.0.0.1:0")
+		p := startProc(t, bin, nil, "-addr", "127.0.0.1:0", "-drain", "0s")
 		base := baseURL(t, p.stderr, p.done)
 		line := p.stderr.wait(t, "generated key", p.done, func(s string) bool { return strings.Contains(s, "generated API key") })
 		m := regexp.MustCompile(`generated API key (gw-[A-Za-z0-9]+); set GATEWAY_API_KEY to keep it$`).FindStringSubmatch(line)
@@ -596,30 +592,60 @@ func TestServerBinary(t *testing.T) {
 	})
 }
 
+// running is the server run in-process by startRun.
+type running struct {
+	base           string
+	stdout, stderr *lines
+	shutdown       context.CancelFunc // the first signal: drain, then shut down gracefully
+	force          context.CancelFunc // the second signal: end the drain and grace period
+	done           chan struct{}      // closed when run has returned
+	err            error              // what run returned, once done is closed
+}
+
+// startRun runs run in-process with "-addr 127.0.0.1:0 -drain 0s" followed
+// by args (which may override them) and waits until it listens. At cleanup
+// it is stopped and waited for.
+func startRun(t *testing.T, args ...string) *running {
+	t.Helper()
+	r := &running{stdout: newLines(), stderr: newLines(), done: make(chan struct{})}
+	ctx, shutdown := context.WithCancel(context.Background())
+	force, hurry := context.WithCancel(context.Background())
+	r.shutdown, r.force = shutdown, hurry
+	go func() {
+		defer close(r.done)
+		r.err = run(ctx, force, append([]string{"-addr", "127.0.0.1:0", "-drain", "0s"}, args...), r.stdout, r.stderr)
+	}()
+	t.Cleanup(func() {
+		shutdown()
+		hurry()
+		r.wait()
+	})
+	r.base = baseURL(t, r.stderr, r.done)
+	return r
+}
+
+// wait returns what run returned, or an error if it does not return
+// within waitLimit.
+func (r *running) wait() error {
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(waitLimit):
+		return fmt.Errorf("run did not return within %s", waitLimit)
+	}
+}
+
 // runServer runs run in-process with args and returns its base URL, its
-// output, and a stop function that cancels its context and returns its
+// output, and a stop function that starts the shutdown and returns run's
 // error.
 func runServer(t *testing.T, args ...string) (base string, stdout, stderr *lines, stop func() error) {
 	t.Helper()
-	stdout, stderr = newLines(), newLines()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	var err error
-	go func() {
-		defer close(done)
-		err = run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), stdout, stderr)
-	}()
+	r := startRun(t, args...)
 	stop = func() error {
-		cancel()
-		select {
-		case <-done:
-			return err
-		case <-time.After(waitLimit):
-			return fmt.Errorf("run did not return within %s", waitLimit)
-		}
+		r.shutdown()
+		return r.wait()
 	}
-	t.Cleanup(func() { stop() })
-	return baseURL(t, stderr, done), stdout, stderr, stop
+	return r.base, r.stdout, r.stderr, stop
 }
 
 func TestRunErrors(t *testing.T) {
@@ -647,12 +673,14 @@ func TestRunErrors(t *testing.T) {
 		{"trailing data", []string{"-config", file("trail.json", `{} {}`)}, "trailing data"},
 		{"missing file", []string{"-config", filepath.Join(dir, "absent.json")}, "absent.json"},
 		{"negative grace", []string{"-grace", "-1s"}, "-grace"},
+		{"negative drain", []string{"-drain", "-1s"}, "-drain"},
+		{"-demo beside a virtual key demo", []string{"-demo", "-config", file("demo.json", `{"virtual_keys": [{"slug": "demo", "provider": "openai"}]}`)}, "virtual key named demo"},
 		{"bad flag", []string{"-port", "80"}, "-port"},
 		{"extra argument", []string{"serve"}, `"serve"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stderr := newLines()
-			err := run(context.Background(), append([]string{"-addr", "127.0.0.1:0"}, tc.args...), io.Discard, stderr)
+			err := run(context.Background(), context.Background(), append([]string{"-addr", "127.0.0.1:0"}, tc.args...), io.Discard, stderr)
 			if err == nil || !strings.HasPrefix(err.Error(), "gateway: ") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("run() = %v, want an error starting gateway: and naming %s", err, tc.want)
 			}
@@ -753,13 +781,9 @@ func TestRunShutdown(t *testing.T) {
 			stopped := make(chan error, 1)
 			go func() { stopped <- stop() }()
 			stderr.wait(t, "shutdown message", nil, func(s string) bool { return strings.HasPrefix(s, "gateway: shutting down") })
-			// The listener is closed by now: new connections are refused
+			// The listener is closed by now: new requests are not served
 			// while the stream goes on.
-			fresh := &http.Client{Transport: &http.Transport{}}
-			if res, err := fresh.Get(base + "/v1/models"); err == nil {
-				res.Body.Close()
-				t.Errorf("a new request got %d during the shutdown, want a refused connection", res.StatusCode)
-			}
+			checkNotServed(t, base, map[string]string{"x-gateway-api-key": "gw-shutdown", "x-gateway-virtual-key": "fake"}, fake)
 			if tc.complete {
 				gate.Release()
 			}
