@@ -33,9 +33,26 @@
 // POST, GET, PUT and DELETE, is passed through: the provider's base URL plus
 // the path and query, the body streamed as sent, and the provider's status,
 // headers and body streamed back unchanged, server-sent events flushed one
-// by one. If the provider fails after the first byte was sent, the caller's
+// by one. If the provider fails after the first byte was sent, or goes
+// silent for longer than Options.StreamIdleTimeout, the caller's
 // connection is aborted rather than ended cleanly, so a truncated answer is
-// never mistaken for a complete one.
+// never mistaken for a complete one. A WebSocket upgrade (OpenAI's
+// Realtime API) is passed through like any request, then the frames flow
+// both ways until either side closes.
+//
+// # Translation
+//
+// POST /chat/completions and POST /embeddings take OpenAI's format for
+// every provider. When the selected target's kind is anthropic, vertex-ai
+// (Gemini models), google (the Gemini API) or bedrock, the request is
+// translated to the provider's own API and the answer back to OpenAI's
+// shape, streams as chat.completion.chunk events ended by data: [DONE];
+// what the provider cannot do is a 400 naming the parameter, and its
+// errors come back OpenAI-shaped with its status. OpenAI-compatible kinds
+// get the caller's bytes unchanged. The cache stores, and policies count
+// tokens on, the translated answer, so one body may fall back or be load
+// balanced across kinds. A Provider of its own kind translates by
+// implementing Translator.
 //
 // # Composing stages
 //
