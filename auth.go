@@ -7,13 +7,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"time"
 )
 
-// Role is what a gateway API key may do.
+// Role is a preset of what a gateway API key may do, for a key that names
+// no Scopes (see RoleScopes).
 type Role string
 
-// Roles of a gateway API key. Only admin keys reach the control plane
-// (rate-limits policies); member keys reach providers only.
+// Roles of a gateway API key: a member reaches providers only
+// (completions.write); an admin also holds every control-plane scope
+// within its workspace.
 const (
 	RoleMember Role = "member"
 	RoleAdmin  Role = "admin"
@@ -29,6 +32,14 @@ type APIKey struct {
 	Disabled      bool              `json:"disabled,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	DefaultConfig string            `json:"default_config,omitempty"`
+
+	// Scopes are what the key may do; none means its Role's preset
+	// (RoleScopes).
+	Scopes []Scope `json:"scopes,omitempty"`
+
+	// ExpiresAt, when not zero, is when the key stops working: from then
+	// on it is refused like an unknown key.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // HashAPIKey returns the SHA-256 digest of a gateway API key, the form in
@@ -52,6 +63,7 @@ type Identity struct {
 	KeyID         string
 	WorkspaceID   string
 	Role          Role
+	Scopes        []Scope           // what the key may do (see Identity.Can); shared, not to be modified
 	Metadata      map[string]string // default metadata of the key; request metadata wins
 	DefaultConfig string            // config id used when a request names no provider
 }
@@ -93,28 +105,38 @@ func authenticate(r *http.Request, keys KeyStore, st *requestState) error {
 		return &Error{Status: http.StatusUnauthorized, Type: TypeInvalidRequest, Code: CodeMissingAPIKey,
 			Message: "missing gateway API key: send it in the " + HeaderAPIKey + " header"}
 	}
-	invalid := &Error{Status: http.StatusUnauthorized, Type: TypeInvalidRequest, Code: CodeInvalidAPIKey,
-		Message: "invalid gateway API key"}
 	if len(vals) > 1 || keys == nil {
-		return invalid
+		return invalidKey()
 	}
 	d := HashAPIKey(vals[0])
 	k, err := keys.APIKey(r.Context(), d)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return invalid
+			return invalidKey()
 		}
 		return err
 	}
-	if k == nil || subtle.ConstantTimeCompare(k.Digest[:], d[:]) != 1 || k.Disabled {
-		return invalid
+	if k == nil || subtle.ConstantTimeCompare(k.Digest[:], d[:]) != 1 || k.Disabled ||
+		!k.ExpiresAt.IsZero() && !time.Now().Before(k.ExpiresAt) {
+		return invalidKey()
 	}
 	role := k.Role
 	if role == "" {
 		role = RoleMember
 	}
-	st.identity = Identity{KeyID: k.ID, WorkspaceID: k.WorkspaceID, Role: role, Metadata: k.Metadata, DefaultConfig: k.DefaultConfig}
+	scopes := k.Scopes
+	if len(scopes) == 0 {
+		scopes = RoleScopes(role)
+	}
+	st.identity = Identity{KeyID: k.ID, WorkspaceID: k.WorkspaceID, Role: role, Scopes: scopes, Metadata: k.Metadata, DefaultConfig: k.DefaultConfig}
 	st.log.KeyID = k.ID
 	st.log.WorkspaceID = k.WorkspaceID
 	return nil
+}
+
+// invalidKey is the 401 of an unknown, disabled or expired key. It is made
+// only when needed, so that a valid key allocates nothing for it.
+func invalidKey() error {
+	return &Error{Status: http.StatusUnauthorized, Type: TypeInvalidRequest, Code: CodeInvalidAPIKey,
+		Message: "invalid gateway API key"}
 }

@@ -73,7 +73,7 @@ func TestAuthenticateMiddleware(t *testing.T) {
 	req.Header.Set("x-gateway-trace-id", "t-1")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	want := Identity{KeyID: "k1", WorkspaceID: "ws", Role: RoleAdmin, Metadata: map[string]string{"_environment": "prod"}, DefaultConfig: "pc-1"}
+	want := Identity{KeyID: "k1", WorkspaceID: "ws", Role: RoleAdmin, Scopes: RoleScopes(RoleAdmin), Metadata: map[string]string{"_environment": "prod"}, DefaultConfig: "pc-1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("identity mismatch (-want +got):\n%s", diff)
 	}

@@ -291,6 +291,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 
 // route selects the provider (the plan), then executes it.
 func (g *Gateway) route(w http.ResponseWriter, r *http.Request, st *requestState, body []byte) result {
+	if !st.identity.Can(ScopeCompletionsWrite) {
+		g.fail(w, r, "", missingScope(ScopeCompletionsWrite))
+		return result{own: true}
+	}
 	if st.badAuth && (st.opts.VirtualKey == "" || st.opts.Config != "") {
 		g.fail(w, r, "", badAuthorization())
 		return result{own: true}

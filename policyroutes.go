@@ -35,16 +35,20 @@ const (
 //	PUT    /policies/rate-limits/{id}  update name, value, unit → 200 {}
 //	DELETE /policies/rate-limits/{id}  delete → 200 {}
 //
-// Only keys with the admin role may call it (others get 403), and each key
+// A key needs the policies.read scope to read and policies.write to change
+// (the admin role holds both; others get 403), and each key
 // sees only the policies of its own workspace: another workspace's policy
 // is a 404, as if it did not exist. Without Options.Policies every call by
 // an admin is a 404 saying that policies are not enabled. Requests to the
 // control plane are never rate-limited by policies.
 func (g *Gateway) servePolicies(w http.ResponseWriter, r *http.Request) {
-	id, ok := IdentityFrom(r.Context())
-	if !ok || id.Role != RoleAdmin {
-		WriteError(w, r, &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
-			Message: "rate-limits policies need a gateway API key with the admin role"})
+	id, _ := IdentityFrom(r.Context())
+	need := ScopePoliciesWrite
+	if r.Method == http.MethodGet {
+		need = ScopePoliciesRead
+	}
+	if !id.Can(need) {
+		WriteError(w, r, missingScope(need))
 		return
 	}
 	store := g.opts.Policies

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ErrNotFound is returned by stores for a record that does not exist.
@@ -301,6 +302,8 @@ type APIKeyEntry struct {
 	Disabled      bool              `json:"disabled,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	DefaultConfig string            `json:"default_config,omitempty"`
+	Scopes        []Scope           `json:"scopes,omitempty"`
+	ExpiresAt     time.Time         `json:"expires_at,omitzero"`
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -341,7 +344,13 @@ func DecodeStoreFile(r io.Reader) (*StoreFile, error) {
 func (s *MemoryStore) Load(f *StoreFile) error {
 	keys := make([]APIKey, 0, len(f.APIKeys))
 	for i, e := range f.APIKeys {
-		k := APIKey{ID: e.ID, WorkspaceID: e.WorkspaceID, Role: e.Role, Disabled: e.Disabled, Metadata: e.Metadata, DefaultConfig: e.DefaultConfig}
+		k := APIKey{ID: e.ID, WorkspaceID: e.WorkspaceID, Role: e.Role, Disabled: e.Disabled, Metadata: e.Metadata,
+			DefaultConfig: e.DefaultConfig, Scopes: e.Scopes, ExpiresAt: e.ExpiresAt}
+		for j, s := range e.Scopes {
+			if !ValidScope(s) {
+				return fmt.Errorf("gateway: store file: api_keys[%d].scopes[%d]: unknown scope %q", i, j, s)
+			}
+		}
 		switch {
 		case e.ID == "":
 			return fmt.Errorf("gateway: store file: api_keys[%d].id is required", i)

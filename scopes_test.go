@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestScopes: a key's scopes decide what it may do on the data plane and
+// the control plane (403 permission_error naming the scope otherwise);
+// roles stand for their presets; an expired key is refused like an
+// unknown one.
+func TestScopes(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	e.store.AddAPIKey(APIKey{ID: "k-read", Digest: HashAPIKey("gw-read"), WorkspaceID: "ws-1", Scopes: []Scope{ScopePoliciesRead}})
+	e.store.AddAPIKey(APIKey{ID: "k-chat", Digest: HashAPIKey("gw-chat"), WorkspaceID: "ws-1", Role: RoleAdmin, Scopes: []Scope{ScopeCompletionsWrite}})
+	e.store.AddAPIKey(APIKey{ID: "k-old", Digest: HashAPIKey("gw-old"), WorkspaceID: "ws-1", ExpiresAt: time.Now().Add(-time.Second)})
+	e.store.AddAPIKey(APIKey{ID: "k-later", Digest: HashAPIKey("gw-later"), WorkspaceID: "ws-1", ExpiresAt: time.Now().Add(time.Hour)})
+	chat := func(key string) *http.Response {
+		return e.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`), "x-gateway-api-key: "+key, "x-gateway-virtual-key: vk-up")
+	}
+	policies := func(method, key string) *http.Response {
+		return e.do(method, "/v1/policies/rate-limits", strings.NewReader(`{}`), "x-gateway-api-key: "+key)
+	}
+	for _, tc := range []struct {
+		name   string
+		res    *http.Response
+		status int
+		scope  string
+	}{
+		{"member chats", chat(coreKey), 200, ""},
+		{"member reads no policies", policies("GET", coreKey), 403, "policies.read"},
+		{"admin reads policies", policies("GET", coreAdminKey), 200, ""},
+		{"policies.read reads", policies("GET", "gw-read"), 200, ""},
+		{"policies.read writes nothing", policies("POST", "gw-read"), 403, "policies.write"},
+		{"policies.read does not chat", chat("gw-read"), 403, "completions.write"},
+		{"scopes win over the role", policies("GET", "gw-chat"), 403, "policies.read"},
+		{"expired", chat("gw-old"), 401, ""},
+		{"not yet expired", chat("gw-later"), 200, ""},
+	} {
+		if tc.res.StatusCode != tc.status {
+			t.Errorf("%s: status %d, want %d", tc.name, tc.res.StatusCode, tc.status)
+			continue
+		}
+		if tc.status == 403 {
+			if got := decodeError(t, tc.res); got.Error.Type != TypePermission || !strings.Contains(got.Error.Message, tc.scope) {
+				t.Errorf("%s: error %+v, want a permission_error naming %s", tc.name, got.Error, tc.scope)
+			}
+		}
+	}
+	if n := len(up.received()); n != 2 {
+		t.Errorf("the provider saw %d requests, want 2 (the member's and the unexpired key's)", n)
+	}
+}
+
+// TestStoreFileScopes: a store file names scopes and an expiry, and an
+// unknown scope is refused naming its place.
+func TestStoreFileScopes(t *testing.T) {
+	f, err := DecodeStoreFile(strings.NewReader(`{"api_keys":[{"id":"k","key":"gw-k","workspace_id":"ws","scopes":["logs.read"],"expires_at":"2030-01-02T03:04:05Z"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s MemoryStore
+	if err := s.Load(f); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := s.APIKey(t.Context(), HashAPIKey("gw-k"))
+	if len(k.Scopes) != 1 || k.Scopes[0] != ScopeLogsRead || !k.ExpiresAt.Equal(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)) {
+		t.Errorf("key %+v", k)
+	}
+	f, _ = DecodeStoreFile(strings.NewReader(`{"api_keys":[{"id":"k","key":"gw-k","workspace_id":"ws","scopes":["logs.read","root"]}]}`))
+	if err := new(MemoryStore).Load(f); err == nil || !strings.Contains(err.Error(), "api_keys[0].scopes[1]") {
+		t.Errorf("Load: %v, want an error naming api_keys[0].scopes[1]", err)
+	}
+}
