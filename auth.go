@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -22,8 +23,32 @@ const (
 	RoleAdmin  Role = "admin"
 )
 
+// KeyType is whether a gateway API key belongs to the organisation or to
+// one workspace.
+type KeyType string
+
+// Key types. The zero KeyType means KeyWorkspace.
+const (
+	// KeyOrganisation is a key of no workspace that may act on every
+	// workspace (naming it with workspace_id on the control plane).
+	KeyOrganisation KeyType = "organisation"
+	// KeyWorkspace is a key that acts only within its WorkspaceID.
+	KeyWorkspace KeyType = "workspace"
+)
+
+// KeySubType is whether a gateway API key is a service's or a user's.
+type KeySubType string
+
+// Key sub-types. The zero KeySubType means KeyService.
+const (
+	KeyService KeySubType = "service"
+	KeyUser    KeySubType = "user" // the key carries a UserID
+)
+
 // APIKey is a stored gateway API key. The key itself is never stored: only
-// its SHA-256 digest.
+// its SHA-256 digest. The zero values of the fields added for the API keys
+// control plane (Type, SubType, names, times, limits, rotation) describe a
+// workspace service key, which is what every key was before it.
 type APIKey struct {
 	ID            string            `json:"id"`
 	Digest        [sha256.Size]byte `json:"-"`
@@ -40,6 +65,50 @@ type APIKey struct {
 	// ExpiresAt, when not zero, is when the key stops working: from then
 	// on it is refused like an unknown key.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+
+	// Type and SubType classify the key; zero means a workspace service
+	// key. An organisation key has no WorkspaceID. UserID names the user
+	// of a user key.
+	Type    KeyType    `json:"type,omitempty"`
+	SubType KeySubType `json:"sub_type,omitempty"`
+	UserID  string     `json:"user_id,omitempty"`
+
+	// Name and Description are free text for people.
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+
+	// CreatedAt and UpdatedAt are set by the control plane; zero for keys
+	// added otherwise.
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+
+	// RateLimits and UsageLimits are the JSON given at creation or update
+	// (an array and an object, in the reference's shapes), stored and read
+	// back as they are. They are not enforced yet.
+	RateLimits  json.RawMessage `json:"rate_limits,omitempty"`
+	UsageLimits json.RawMessage `json:"usage_limits,omitempty"`
+
+	// PreviousDigest is the digest the key had before its last rotation;
+	// the previous key keeps working until PreviousValidUntil (zero: not
+	// at all).
+	PreviousDigest     [sha256.Size]byte `json:"-"`
+	PreviousValidUntil time.Time         `json:"-"`
+}
+
+// keyType returns k's type, KeyWorkspace for the zero value.
+func (k *APIKey) keyType() KeyType {
+	if k.Type == "" {
+		return KeyWorkspace
+	}
+	return k.Type
+}
+
+// keySubType returns k's sub-type, KeyService for the zero value.
+func (k *APIKey) keySubType() KeySubType {
+	if k.SubType == "" {
+		return KeyService
+	}
+	return k.SubType
 }
 
 // HashAPIKey returns the SHA-256 digest of a gateway API key, the form in
@@ -62,6 +131,7 @@ func ParseKeyDigest(s string) ([sha256.Size]byte, error) {
 type Identity struct {
 	KeyID         string
 	WorkspaceID   string
+	Type          KeyType // the key's type; empty means KeyWorkspace
 	Role          Role
 	Scopes        []Scope           // what the key may do (see Identity.Can); shared, not to be modified
 	Metadata      map[string]string // default metadata of the key; request metadata wins
@@ -79,10 +149,12 @@ func IdentityFrom(ctx context.Context) (Identity, bool) {
 
 // Authenticate returns the middleware that requires a valid
 // x-gateway-api-key on every request and stores the caller's Identity in the
-// request context. A missing key is a 401 missing_api_key; an unknown or
-// disabled key a 401 invalid_api_key. The key is hashed with SHA-256 and the
-// stored digest compared in constant time; the key itself is removed from
-// the request so that no later stage can forward or log it.
+// request context. A missing key is a 401 missing_api_key; an unknown,
+// disabled or expired key a 401 invalid_api_key, and so is a rotated key's
+// previous value once its PreviousValidUntil has passed. The key is hashed
+// with SHA-256 and the stored digest compared in constant time; the key
+// itself is removed from the request so that no later stage can forward or
+// log it.
 //
 // A nil keys refuses every request.
 func Authenticate(keys KeyStore) func(http.Handler) http.Handler {
@@ -108,6 +180,10 @@ func authenticate(r *http.Request, keys KeyStore, st *requestState) error {
 	if len(vals) > 1 || keys == nil {
 		return invalidKey()
 	}
+	now := time.Now
+	if st.gw != nil && st.gw.now != nil {
+		now = st.gw.now
+	}
 	d := HashAPIKey(vals[0])
 	k, err := keys.APIKey(r.Context(), d)
 	if err != nil {
@@ -116,8 +192,13 @@ func authenticate(r *http.Request, keys KeyStore, st *requestState) error {
 		}
 		return err
 	}
-	if k == nil || subtle.ConstantTimeCompare(k.Digest[:], d[:]) != 1 || k.Disabled ||
-		!k.ExpiresAt.IsZero() && !time.Now().Before(k.ExpiresAt) {
+	if k == nil || k.Disabled {
+		return invalidKey()
+	}
+	t := now()
+	current := subtle.ConstantTimeCompare(k.Digest[:], d[:]) == 1
+	previous := subtle.ConstantTimeCompare(k.PreviousDigest[:], d[:]) == 1 && t.Before(k.PreviousValidUntil)
+	if !current && !previous || !k.ExpiresAt.IsZero() && !t.Before(k.ExpiresAt) {
 		return invalidKey()
 	}
 	role := k.Role
@@ -128,7 +209,7 @@ func authenticate(r *http.Request, keys KeyStore, st *requestState) error {
 	if len(scopes) == 0 {
 		scopes = RoleScopes(role)
 	}
-	st.identity = Identity{KeyID: k.ID, WorkspaceID: k.WorkspaceID, Role: role, Scopes: scopes, Metadata: k.Metadata, DefaultConfig: k.DefaultConfig}
+	st.identity = Identity{KeyID: k.ID, WorkspaceID: k.WorkspaceID, Type: k.Type, Role: role, Scopes: scopes, Metadata: k.Metadata, DefaultConfig: k.DefaultConfig}
 	st.log.KeyID = k.ID
 	st.log.WorkspaceID = k.WorkspaceID
 	return nil

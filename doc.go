@@ -29,7 +29,9 @@
 // POST /completions is validated against the bounds of the API before it is
 // forwarded; GET /fine_tuning/jobs, GET /fine_tuning/jobs/{id} and
 // GET /files are typed routes; /policies/rate-limits is the control plane of
-// rate-limits policies (admin keys only). Every other path, with methods
+// rate-limits policies (admin keys only), and /api-keys that of gateway API
+// keys when Options.Keys is an APIKeyStore (create, list, read masked,
+// update, delete, rotate; see APIKeyStore). Every other path, with methods
 // POST, GET, PUT and DELETE, is passed through: the provider's base URL plus
 // the path and query, the body streamed as sent, and the provider's status,
 // headers and body streamed back unchanged, server-sent events flushed one

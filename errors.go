@@ -125,6 +125,9 @@ func errorFor(err error) *Error {
 		return &Error{Status: http.StatusRequestEntityTooLarge, Type: TypeInvalidRequest, Code: CodePayloadTooLarge,
 			Message: "request body exceeds " + strconv.FormatInt(mbe.Limit, 10) + " bytes", Err: err}
 	}
+	if errors.Is(err, ErrConflict) {
+		return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict, Message: "the record conflicts with a stored one", Err: err}
+	}
 	if errors.Is(err, ErrUpstreamUnreachable) {
 		return &Error{Status: http.StatusBadGateway, Type: TypeGateway, Code: CodeUpstreamUnreachable,
 			Message: "the provider could not be reached", Err: err}

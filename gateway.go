@@ -133,7 +133,7 @@ type Resolver interface {
 }
 
 // Gateway is an http.Handler serving the gateway's routes under its prefix:
-// typed endpoints, the rate-limits control plane, and pass-through of every
+// typed endpoints, the rate-limits and API keys control planes, and pass-through of every
 // other path to the selected provider. It is safe for concurrent use.
 // Close stops its log goroutine.
 type Gateway struct {
@@ -151,6 +151,8 @@ type Gateway struct {
 	cache         *responseCache // nil: caching disabled
 	inlineConfigs *lru.Cache[[sha256.Size]byte, *Config]
 	savedConfigs  savedConfigCache
+
+	now func() time.Time // nil: time.Now; tests move the clock of keys' expiry and rotation
 
 	limits     *limits       // the limits stage
 	streamIdle time.Duration // Options.StreamIdleTimeout resolved; 0: no limit
@@ -246,6 +248,11 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc(p+"/policies/rate-limits", g.servePolicies)
 	g.mux.HandleFunc(p+"/policies/rate-limits/{id}", g.servePolicies)
 	g.mux.HandleFunc(p+"/policies/rate-limits/", g.notFound) // the control plane's namespace is never passed through
+	g.mux.HandleFunc(p+"/api-keys", g.serveAPIKeys)
+	g.mux.HandleFunc(p+"/api-keys/{id}", g.serveAPIKeys)
+	g.mux.HandleFunc(p+"/api-keys/{id}/rotate", g.serveAPIKeys)
+	g.mux.HandleFunc(p+"/api-keys/{type}/{subtype}", g.serveAPIKeys)
+	g.mux.HandleFunc(p+"/api-keys/", g.notFound)
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {
 		g.mux.HandleFunc("/", g.notFound)

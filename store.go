@@ -21,6 +21,11 @@ import (
 // ErrNotFound is returned by stores for a record that does not exist.
 var ErrNotFound = errors.New("gateway: not found")
 
+// ErrConflict is returned by stores for a record whose id (or, for an API
+// key, digest) is already taken, and for a conditional update whose record
+// changed meanwhile. It is answered 409 with code conflict.
+var ErrConflict = errors.New("gateway: conflict")
+
 // KeyStore finds gateway API keys by the SHA-256 digest of the key.
 // Implementations must be safe for concurrent use and return ErrNotFound
 // (possibly wrapped) for an unknown digest.
@@ -102,13 +107,14 @@ type SavedConfig struct {
 	Config      json.RawMessage `json:"config"`
 }
 
-// MemoryStore is an in-memory KeyStore, VirtualKeyStore, ConfigStore,
-// PolicyStore and PolicyCompareAndSwapper. Its zero value is empty and
+// MemoryStore is an in-memory KeyStore, APIKeyStore, VirtualKeyStore,
+// ConfigStore, PolicyStore and PolicyCompareAndSwapper. Its zero value is empty and
 // ready to use; it is safe for concurrent use. Policy ids are compared
 // without regard to case.
 type MemoryStore struct {
 	mu       sync.RWMutex // guards the maps below
 	keys     map[[sha256.Size]byte]*APIKey
+	prevKeys map[[sha256.Size]byte]*APIKey // by PreviousDigest, while rotated (see memstore_keys.go)
 	vkeys    map[string]*VirtualKey
 	configs  map[string]*SavedConfig
 	policies map[string]*RateLimitsPolicy
@@ -121,6 +127,7 @@ var (
 	_ PolicyStore     = (*MemoryStore)(nil)
 
 	_ PolicyCompareAndSwapper = (*MemoryStore)(nil)
+	_ APIKeyStore             = (*MemoryStore)(nil)
 )
 
 // AddAPIKey stores k under k.Digest.
@@ -153,11 +160,16 @@ func (s *MemoryStore) AddConfig(c SavedConfig) {
 	s.configs[c.ID] = &c
 }
 
-// APIKey implements KeyStore.
+// APIKey implements KeyStore. A rotated key is also found by its
+// previous digest until its PreviousValidUntil. The key returned is
+// shared and must not be modified.
 func (s *MemoryStore) APIKey(_ context.Context, digest [sha256.Size]byte) (*APIKey, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if k, ok := s.keys[digest]; ok {
+		return k, nil
+	}
+	if k, ok := s.prevKeys[digest]; ok && time.Now().Before(k.PreviousValidUntil) {
 		return k, nil
 	}
 	return nil, ErrNotFound

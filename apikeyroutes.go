@@ -1,0 +1,616 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// APIKeyStore is an optional capability of Options.Keys, found by type
+// assertion: keeping gateway API keys, as the API keys control plane
+// needs. Without it every call to /api-keys is a 404 saying that API keys
+// are not managed on this gateway. MemoryStore implements it.
+//
+// Implementations must be safe for concurrent use. APIKey (of KeyStore)
+// must also find a key by its PreviousDigest until its
+// PreviousValidUntil; the gateway checks that deadline again with its own
+// clock. APIKeyByID, UpdateAPIKey and DeleteAPIKey return ErrNotFound for
+// an unknown id. Keys returned by APIKeyByID and APIKeys are the caller's
+// to change.
+//
+// APIKeys returns the keys whose WorkspaceID is workspaceID, or every key
+// (organisation keys too) when workspaceID is empty, ordered by CreatedAt
+// then ID. CreateAPIKey returns ErrConflict when k.ID or k.Digest is
+// taken. UpdateAPIKey replaces the stored key old.ID with k only if the
+// stored key still has old's Digest and UpdatedAt, and returns ErrConflict
+// otherwise (or when k.Digest is another key's): the control plane reads,
+// changes and writes back, and this keeps a racing PUT from undoing a
+// rotation. Each method must be atomic with respect to the others.
+type APIKeyStore interface {
+	KeyStore
+	APIKeyByID(ctx context.Context, id string) (*APIKey, error)
+	APIKeys(ctx context.Context, workspaceID string) ([]APIKey, error)
+	CreateAPIKey(ctx context.Context, k *APIKey) error
+	UpdateAPIKey(ctx context.Context, old, k *APIKey) error
+	DeleteAPIKey(ctx context.Context, id string) error
+}
+
+// apiKeyObject is the "object" of an API key in responses.
+const apiKeyObject = "api-key"
+
+// Bounds of the API keys control plane.
+const (
+	apiKeyPageSizeDefault = 20
+	apiKeyPageSizeMax     = 100
+	minKeyTransition      = 30 * time.Minute
+	maxKeyTransition      = 365 * 24 * time.Hour
+	maxAPIKeySwaps        = 16
+)
+
+// serveAPIKeys serves the API keys control plane under {prefix}/api-keys
+// (DESIGN §9, the reference's shapes):
+//
+//	POST   /api-keys/{type}/{sub-type}  create → 200 {"id","key","object":"api-key"}
+//	GET    /api-keys                    list   → 200 {"object":"list","data","total"}
+//	GET    /api-keys/{id}               read   → 200 the key, masked
+//	PUT    /api-keys/{id}               update → 200 {}
+//	DELETE /api-keys/{id}               delete → 200 {}
+//	POST   /api-keys/{id}/rotate        rotate → 200 {"id","key","key_transition_expires_at"}
+//
+// Reads need the api_keys.read scope, writes api_keys.write (403
+// otherwise). A workspace key sees and changes only the workspace keys of
+// its own workspace: any other key is a 404, as if it did not exist. An
+// organisation key acts on every key, names a workspace with workspace_id
+// (in the query of a list, the body of a create), and alone may create
+// organisation keys. A key may grant only scopes it holds itself.
+//
+// The plaintext of a key appears only in the answers of create and
+// rotate; the gateway stores its SHA-256 digest alone, so reads show a
+// mask ("gw-****" and the last 4 hex digits of the digest) in its place.
+// rate_limits and usage_limits are stored and read back but not yet
+// enforced. A bad type or sub-type in the create path is a 400 naming
+// type or sub-type. Control-plane requests are never rate-limited.
+func (g *Gateway) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
+	id, _ := IdentityFrom(r.Context())
+	need := ScopeAPIKeysWrite
+	if r.Method == http.MethodGet {
+		need = ScopeAPIKeysRead
+	}
+	if !id.Can(need) {
+		WriteError(w, r, missingScope(need))
+		return
+	}
+	store, ok := g.opts.Keys.(APIKeyStore)
+	if !ok {
+		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+			Message: "API keys are not managed on this gateway"})
+		return
+	}
+	var err error
+	switch kid := r.PathValue("id"); {
+	case r.PathValue("type") != "":
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w, r, "POST")
+			return
+		}
+		err = g.createAPIKey(w, r, store, id)
+	case kid == "":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, r, "GET")
+			return
+		}
+		err = g.listAPIKeys(w, r, store, id)
+	case strings.HasSuffix(r.Pattern, "/rotate"):
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w, r, "POST")
+			return
+		}
+		err = g.rotateAPIKey(w, r, store, id, kid)
+	default:
+		switch r.Method {
+		case http.MethodGet:
+			err = g.getAPIKey(w, r, store, id, kid)
+		case http.MethodPut:
+			err = g.updateAPIKey(w, r, store, id, kid)
+		case http.MethodDelete:
+			err = g.deleteAPIKey(w, r, store, id, kid)
+		default:
+			methodNotAllowed(w, r, "GET, PUT, DELETE")
+			return
+		}
+	}
+	if err != nil {
+		var ge *Error
+		if !errors.As(err, &ge) && !errors.As(err, new(*http.MaxBytesError)) {
+			g.errLog.ErrorContext(r.Context(), "gateway: API key store", "err", err)
+		}
+		WriteError(w, r, err)
+	}
+}
+
+func (g *Gateway) clock() time.Time {
+	if g.now != nil {
+		return g.now()
+	}
+	return time.Now()
+}
+
+// sees reports whether the caller may see and change key k.
+func (id Identity) sees(k *APIKey) bool {
+	if id.Type == KeyOrganisation {
+		return true
+	}
+	return id.WorkspaceID != "" && k.keyType() == KeyWorkspace && k.WorkspaceID == id.WorkspaceID
+}
+
+func apiKeyNotFound(kid string) *Error {
+	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+		Message: "no API key " + quoteShort(kid)}
+}
+
+func otherWorkspace() *Error {
+	return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "workspace_id",
+		Message: "only an organisation key may name another workspace"}
+}
+
+// lookupAPIKey returns the key kid if the caller may see it, else 404.
+func lookupAPIKey(ctx context.Context, store APIKeyStore, id Identity, kid string) (*APIKey, error) {
+	k, err := store.APIKeyByID(ctx, kid)
+	if errors.Is(err, ErrNotFound) || err == nil && (k == nil || !id.sees(k)) {
+		return nil, apiKeyNotFound(kid)
+	}
+	return k, err
+}
+
+// newGatewayKey returns a fresh gateway API key: "gw-" and 64 hex digits
+// of crypto/rand.
+func newGatewayKey() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return "gw-" + hex.EncodeToString(b[:])
+}
+
+// apiKeyDefaults is the defaults object of an API key.
+type apiKeyDefaults struct {
+	Metadata map[string]string `json:"metadata,omitempty"`
+	ConfigID string            `json:"config_id,omitempty"`
+}
+
+// apiKeyCreate is the body of POST /api-keys/{type}/{sub-type}: the
+// reference's CreateApiKeyObject without organisation_id, alert_emails and
+// rotation_policy, which are refused as unknown fields.
+type apiKeyCreate struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	WorkspaceID string          `json:"workspace_id"`
+	UserID      string          `json:"user_id"`
+	Scopes      []Scope         `json:"scopes"`
+	RateLimits  json.RawMessage `json:"rate_limits"`
+	UsageLimits json.RawMessage `json:"usage_limits"`
+	Defaults    *apiKeyDefaults `json:"defaults"`
+	ExpiresAt   json.RawMessage `json:"expires_at"`
+}
+
+// apiKeyUpdate is the body of PUT /api-keys/{id}; absent fields are left
+// as they are.
+type apiKeyUpdate struct {
+	Name        *string         `json:"name"`
+	Description *string         `json:"description"`
+	Scopes      *[]Scope        `json:"scopes"`
+	RateLimits  json.RawMessage `json:"rate_limits"`
+	UsageLimits json.RawMessage `json:"usage_limits"`
+	Defaults    *apiKeyDefaults `json:"defaults"`
+	ExpiresAt   json.RawMessage `json:"expires_at"`
+}
+
+// decodeStrict decodes a control-plane body into v, refusing unknown
+// fields, with a 400 naming the field.
+func (g *Gateway) decodeStrict(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
+	data, err := g.readPolicyBody(w, r)
+	if err != nil {
+		return err
+	}
+	if optional && len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return policyBodyError(err)
+	}
+	if dec.More() {
+		return policyInvalid("", "the body must be a single JSON object")
+	}
+	return nil
+}
+
+// checkScopes checks scopes a caller grants: known, and held by the caller.
+func checkScopes(id Identity, scopes []Scope) error {
+	if len(scopes) == 0 {
+		return policyInvalid("scopes", "scopes must hold at least one scope")
+	}
+	for i, s := range scopes {
+		p := "scopes[" + strconv.Itoa(i) + "]"
+		if !ValidScope(s) {
+			return policyInvalid(p, p+": unknown scope "+quoteShort(string(s)))
+		}
+		if !id.Can(s) {
+			return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: p,
+				Message: "a key may not grant the " + string(s) + " scope, which it lacks"}
+		}
+	}
+	return nil
+}
+
+// limitsJSON checks rate_limits (an array) or usage_limits (an object):
+// nil for absent or null.
+func limitsJSON(name string, raw json.RawMessage, open byte) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] != open {
+		kind := "an array"
+		if open == '{' {
+			kind = "an object"
+		}
+		return nil, policyInvalid(name, name+" must be "+kind+" or null")
+	}
+	return bytes.Clone(raw), nil
+}
+
+// expiresAt parses expires_at: zero for absent or null; a time in the
+// past is refused.
+func expiresAt(raw json.RawMessage, now time.Time) (time.Time, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return time.Time{}, nil
+	}
+	var t time.Time
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return t, policyInvalid("expires_at", "expires_at must be an RFC 3339 date-time or null")
+	}
+	if !t.After(now) {
+		return t, policyInvalid("expires_at", "expires_at must be in the future")
+	}
+	return t.UTC(), nil
+}
+
+func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity) error {
+	typ, sub := KeyType(r.PathValue("type")), KeySubType(r.PathValue("subtype"))
+	if typ != KeyOrganisation && typ != KeyWorkspace {
+		return policyInvalid("type", "type must be organisation or workspace")
+	}
+	if sub != KeyService && sub != KeyUser {
+		return policyInvalid("sub-type", "sub-type must be service or user")
+	}
+	var c apiKeyCreate
+	if err := g.decodeStrict(w, r, &c, false); err != nil {
+		return err
+	}
+	now := g.clock().UTC()
+	k := APIKey{ID: newUUID(), Name: c.Name, Description: c.Description, Type: typ, SubType: sub, UserID: c.UserID,
+		Role: RoleMember, CreatedAt: now, UpdatedAt: now}
+	switch {
+	case c.Name == "":
+		return policyInvalid("name", "name is required")
+	case sub == KeyUser && c.UserID == "":
+		return policyInvalid("user_id", "user_id is required for a user key")
+	case sub == KeyService && c.UserID != "":
+		return policyInvalid("user_id", "a service key has no user_id")
+	}
+	switch {
+	case typ == KeyOrganisation && id.Type != KeyOrganisation:
+		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "type",
+			Message: "only an organisation key may create organisation keys"}
+	case typ == KeyOrganisation && c.WorkspaceID != "":
+		return policyInvalid("workspace_id", "an organisation key has no workspace_id")
+	case typ == KeyOrganisation:
+	case id.Type == KeyOrganisation && c.WorkspaceID == "":
+		return policyInvalid("workspace_id", "workspace_id is required for a workspace key made by an organisation key")
+	case id.Type == KeyOrganisation:
+		k.WorkspaceID = c.WorkspaceID
+	case id.WorkspaceID == "":
+		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
+			Message: "a key without a workspace cannot create keys"}
+	case c.WorkspaceID != "" && c.WorkspaceID != id.WorkspaceID:
+		return otherWorkspace()
+	default:
+		k.WorkspaceID = id.WorkspaceID
+	}
+	if err := checkScopes(id, c.Scopes); err != nil {
+		return err
+	}
+	k.Scopes = c.Scopes
+	var err error
+	if k.RateLimits, err = limitsJSON("rate_limits", c.RateLimits, '['); err != nil {
+		return err
+	}
+	if k.UsageLimits, err = limitsJSON("usage_limits", c.UsageLimits, '{'); err != nil {
+		return err
+	}
+	if c.Defaults != nil {
+		k.Metadata, k.DefaultConfig = c.Defaults.Metadata, c.Defaults.ConfigID
+	}
+	if k.ExpiresAt, err = expiresAt(c.ExpiresAt, now); err != nil {
+		return err
+	}
+	plain := newGatewayKey()
+	k.Digest = HashAPIKey(plain)
+	if err := store.CreateAPIKey(r.Context(), &k); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		ID     string `json:"id"`
+		Key    string `json:"key"`
+		Object string `json:"object"`
+	}{k.ID, plain, apiKeyObject})
+	return nil
+}
+
+// apiKeyWire is the reference's ApiKeyObject. Key is a mask, never the key.
+type apiKeyWire struct {
+	ID            string          `json:"id"`
+	Key           string          `json:"key"`
+	Name          string          `json:"name"`
+	Description   string          `json:"description"`
+	Type          string          `json:"type"`
+	WorkspaceID   string          `json:"workspace_id,omitempty"`
+	UserID        string          `json:"user_id,omitempty"`
+	Status        string          `json:"status"`
+	CreatedAt     time.Time       `json:"created_at,omitzero"`
+	LastUpdatedAt time.Time       `json:"last_updated_at,omitzero"`
+	RateLimits    json.RawMessage `json:"rate_limits,omitempty"`
+	UsageLimits   json.RawMessage `json:"usage_limits,omitempty"`
+	Scopes        []Scope         `json:"scopes"`
+	Defaults      *apiKeyDefaults `json:"defaults,omitempty"`
+	ExpiresAt     time.Time       `json:"expires_at,omitzero"`
+	Object        string          `json:"object"`
+}
+
+// maskedKey is what reads show in place of a key: a fixed mask and the
+// last 4 hex digits of its digest, enough to tell keys apart.
+func maskedKey(k *APIKey) string {
+	return "gw-****" + hex.EncodeToString(k.Digest[sha256Tail:])
+}
+
+const sha256Tail = 30 // the digest's last 2 bytes: 4 hex digits
+
+func (k *APIKey) wire() apiKeyWire {
+	scopes := k.Scopes
+	if len(scopes) == 0 {
+		role := k.Role
+		if role == "" {
+			role = RoleMember
+		}
+		scopes = RoleScopes(role)
+	}
+	o := apiKeyWire{ID: k.ID, Key: maskedKey(k), Name: k.Name, Description: k.Description,
+		Type: string(k.keyType()) + "-" + string(k.keySubType()), WorkspaceID: k.WorkspaceID, UserID: k.UserID,
+		Status: "active", CreatedAt: k.CreatedAt, LastUpdatedAt: k.UpdatedAt, RateLimits: k.RateLimits,
+		UsageLimits: k.UsageLimits, Scopes: scopes, ExpiresAt: k.ExpiresAt, Object: apiKeyObject}
+	if len(k.Metadata) > 0 || k.DefaultConfig != "" {
+		o.Defaults = &apiKeyDefaults{Metadata: k.Metadata, ConfigID: k.DefaultConfig}
+	}
+	return o
+}
+
+// apiKeyInt reads query parameter name, an integer from lo to hi.
+func apiKeyInt(q map[string][]string, name string, def, lo, hi int) (int, error) {
+	vs, ok := q[name]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(vs[0])
+	if len(vs) != 1 || err != nil || n < lo || n > hi {
+		return 0, policyInvalid(name, name+" must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
+	}
+	return n, nil
+}
+
+func (g *Gateway) listAPIKeys(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity) error {
+	q := r.URL.Query()
+	size, err := apiKeyInt(q, "page_size", apiKeyPageSizeDefault, 1, apiKeyPageSizeMax)
+	if err != nil {
+		return err
+	}
+	page, err := apiKeyInt(q, "current_page", 0, 0, math.MaxInt32)
+	if err != nil {
+		return err
+	}
+	ws := ""
+	if vs, ok := q["workspace_id"]; ok {
+		if len(vs) != 1 || vs[0] == "" {
+			return policyInvalid("workspace_id", "workspace_id must be given once, not empty")
+		}
+		ws = vs[0]
+	}
+	if id.Type != KeyOrganisation {
+		if ws != "" && ws != id.WorkspaceID {
+			return otherWorkspace()
+		}
+		ws = id.WorkspaceID
+		if ws == "" {
+			ws = "\x00" // a workspace key of no workspace sees nothing
+		}
+	}
+	all, err := store.APIKeys(r.Context(), ws)
+	if err != nil {
+		return err
+	}
+	data := make([]apiKeyWire, 0, min(len(all), size))
+	total := 0
+	for i := range all {
+		k := &all[i]
+		if !id.sees(k) || ws != "" && k.WorkspaceID != ws {
+			continue
+		}
+		if total >= page*size && len(data) < size {
+			data = append(data, k.wire())
+		}
+		total++
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object string       `json:"object"`
+		Data   []apiKeyWire `json:"data"`
+		Total  int          `json:"total"`
+	}{"list", data, total})
+	return nil
+}
+
+func (g *Gateway) getAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity, kid string) error {
+	k, err := lookupAPIKey(r.Context(), store, id, kid)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, k.wire())
+	return nil
+}
+
+// changeAPIKey reads key kid, lets change alter it and writes it back,
+// reading again when the key changed meanwhile (see APIKeyStore).
+func changeAPIKey(ctx context.Context, store APIKeyStore, id Identity, kid string, change func(k *APIKey) error) error {
+	for try := 0; try < maxAPIKeySwaps; try++ {
+		old, err := lookupAPIKey(ctx, store, id, kid)
+		if err != nil {
+			return err
+		}
+		k := cloneAPIKey(old)
+		if err := change(k); err != nil {
+			return err
+		}
+		err = store.UpdateAPIKey(ctx, old, k)
+		if errors.Is(err, ErrNotFound) {
+			return apiKeyNotFound(kid)
+		}
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
+		Message: "API key " + quoteShort(kid) + " kept changing during the update; try again"}
+}
+
+func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity, kid string) error {
+	var u apiKeyUpdate
+	if err := g.decodeStrict(w, r, &u, false); err != nil {
+		return err
+	}
+	now := g.clock().UTC()
+	var (
+		rl, ul json.RawMessage
+		exp    time.Time
+		err    error
+	)
+	if u.Name != nil && *u.Name == "" {
+		return policyInvalid("name", "name must not be empty")
+	}
+	if u.Scopes != nil {
+		if err := checkScopes(id, *u.Scopes); err != nil {
+			return err
+		}
+	}
+	if rl, err = limitsJSON("rate_limits", u.RateLimits, '['); err != nil {
+		return err
+	}
+	if ul, err = limitsJSON("usage_limits", u.UsageLimits, '{'); err != nil {
+		return err
+	}
+	if exp, err = expiresAt(u.ExpiresAt, now); err != nil {
+		return err
+	}
+	err = changeAPIKey(r.Context(), store, id, kid, func(k *APIKey) error {
+		if u.Name != nil {
+			k.Name = *u.Name
+		}
+		if u.Description != nil {
+			k.Description = *u.Description
+		}
+		if u.Scopes != nil {
+			k.Scopes = *u.Scopes
+		}
+		if u.RateLimits != nil {
+			k.RateLimits = rl
+		}
+		if u.UsageLimits != nil {
+			k.UsageLimits = ul
+		}
+		if u.Defaults != nil {
+			k.Metadata, k.DefaultConfig = u.Defaults.Metadata, u.Defaults.ConfigID
+		}
+		if u.ExpiresAt != nil {
+			k.ExpiresAt = exp
+		}
+		k.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (g *Gateway) deleteAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity, kid string) error {
+	if _, err := lookupAPIKey(r.Context(), store, id, kid); err != nil {
+		return err
+	}
+	if err := store.DeleteAPIKey(r.Context(), kid); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return apiKeyNotFound(kid)
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+// rotateBody is the reference's RotateApiKeyRequest.
+type rotateBody struct {
+	KeyTransitionPeriodMS *int64 `json:"key_transition_period_ms"`
+}
+
+func (g *Gateway) rotateAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity, kid string) error {
+	var b rotateBody
+	if err := g.decodeStrict(w, r, &b, true); err != nil {
+		return err
+	}
+	var period time.Duration
+	if ms := b.KeyTransitionPeriodMS; ms != nil {
+		if *ms < minKeyTransition.Milliseconds() || *ms > maxKeyTransition.Milliseconds() {
+			return policyInvalid("key_transition_period_ms",
+				"key_transition_period_ms must be from 1800000 (30 minutes) to "+strconv.FormatInt(maxKeyTransition.Milliseconds(), 10))
+		}
+		period = time.Duration(*ms) * time.Millisecond
+	}
+	now := g.clock().UTC()
+	plain := newGatewayKey()
+	err := changeAPIKey(r.Context(), store, id, kid, func(k *APIKey) error {
+		k.PreviousDigest, k.PreviousValidUntil = k.Digest, time.Time{}
+		if period > 0 {
+			k.PreviousValidUntil = now.Add(period)
+		}
+		k.Digest = HashAPIKey(plain)
+		k.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		ID        string    `json:"id"`
+		Key       string    `json:"key"`
+		ExpiresAt time.Time `json:"key_transition_expires_at"`
+	}{kid, plain, now.Add(period)})
+	return nil
+}

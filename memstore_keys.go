@@ -1,0 +1,140 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"maps"
+	"slices"
+	"sort"
+)
+
+// APIKeyByID implements APIKeyStore. It returns a copy the caller may
+// change. The lookup walks every key: the control plane is not a hot
+// path.
+func (s *MemoryStore) APIKeyByID(_ context.Context, id string) (*APIKey, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if k := s.keyByIDLocked(id); k != nil {
+		return cloneAPIKey(k), nil
+	}
+	return nil, ErrNotFound
+}
+
+// APIKeys implements APIKeyStore: copies of the keys of workspaceID (of
+// every workspace and of none when workspaceID is empty), oldest first.
+func (s *MemoryStore) APIKeys(_ context.Context, workspaceID string) ([]APIKey, error) {
+	s.mu.RLock()
+	out := make([]APIKey, 0, len(s.keys))
+	for _, k := range s.keys {
+		if workspaceID == "" || k.WorkspaceID == workspaceID {
+			out = append(out, *cloneAPIKey(k))
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// CreateAPIKey implements APIKeyStore: it stores a copy of k, or returns
+// ErrConflict if k.ID or k.Digest is taken.
+func (s *MemoryStore) CreateAPIKey(_ context.Context, k *APIKey) error {
+	c := cloneAPIKey(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keyByIDLocked(c.ID) != nil || s.digestTakenLocked(c.Digest, "") {
+		return ErrConflict
+	}
+	if s.keys == nil {
+		s.keys = make(map[[sha256.Size]byte]*APIKey)
+	}
+	s.keys[c.Digest] = c
+	s.indexPreviousLocked(c)
+	return nil
+}
+
+// UpdateAPIKey implements APIKeyStore: it replaces the stored key old.ID
+// with a copy of k if the stored key still has old's Digest and UpdatedAt.
+func (s *MemoryStore) UpdateAPIKey(_ context.Context, old, k *APIKey) error {
+	c := cloneAPIKey(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.keyByIDLocked(old.ID)
+	if cur == nil {
+		return ErrNotFound
+	}
+	if c.ID != old.ID || cur.Digest != old.Digest || !cur.UpdatedAt.Equal(old.UpdatedAt) ||
+		s.digestTakenLocked(c.Digest, c.ID) {
+		return ErrConflict
+	}
+	s.removeLocked(cur)
+	s.keys[c.Digest] = c
+	s.indexPreviousLocked(c)
+	return nil
+}
+
+// DeleteAPIKey implements APIKeyStore: the key stops working at once,
+// its previous digest too.
+func (s *MemoryStore) DeleteAPIKey(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.keyByIDLocked(id)
+	if cur == nil {
+		return ErrNotFound
+	}
+	s.removeLocked(cur)
+	return nil
+}
+
+func (s *MemoryStore) keyByIDLocked(id string) *APIKey {
+	for _, k := range s.keys {
+		if k.ID == id {
+			return k
+		}
+	}
+	return nil
+}
+
+// digestTakenLocked reports whether d is the current or previous digest of
+// a key other than the one with id except.
+func (s *MemoryStore) digestTakenLocked(d [sha256.Size]byte, except string) bool {
+	if k, ok := s.keys[d]; ok && k.ID != except {
+		return true
+	}
+	k, ok := s.prevKeys[d]
+	return ok && k.ID != except
+}
+
+func (s *MemoryStore) removeLocked(k *APIKey) {
+	delete(s.keys, k.Digest)
+	if p, ok := s.prevKeys[k.PreviousDigest]; ok && p.ID == k.ID {
+		delete(s.prevKeys, k.PreviousDigest)
+	}
+}
+
+// indexPreviousLocked makes k findable by its previous digest while it
+// has one. An entry past its deadline stays until the key next changes;
+// APIKey ignores it.
+func (s *MemoryStore) indexPreviousLocked(k *APIKey) {
+	if k.PreviousValidUntil.IsZero() {
+		return
+	}
+	if s.prevKeys == nil {
+		s.prevKeys = make(map[[sha256.Size]byte]*APIKey)
+	}
+	s.prevKeys[k.PreviousDigest] = k
+}
+
+// cloneAPIKey returns a copy of k sharing no memory with it.
+func cloneAPIKey(k *APIKey) *APIKey {
+	c := *k
+	c.Scopes = slices.Clone(k.Scopes)
+	c.Metadata = maps.Clone(k.Metadata)
+	c.RateLimits = slices.Clone(k.RateLimits)
+	c.UsageLimits = slices.Clone(k.UsageLimits)
+	return &c
+}
