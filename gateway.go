@@ -33,6 +33,19 @@ type Options struct {
 	Configs     ConfigStore
 	Policies    PolicyStore
 
+	// Workspaces keeps the workspaces of /admin/workspaces. Nil means
+	// workspaces are not managed: those routes answer 404. Workspace ids
+	// that keys, virtual keys and configs name need not be registered
+	// here. MemoryStore implements it.
+	Workspaces WorkspaceStore
+
+	// Audit receives one record per control-plane write (POST, PUT or
+	// DELETE of policies, API keys, virtual keys, configs and
+	// workspaces), and serves GET /audit-logs. Nil means no audit log:
+	// writes are not recorded and /audit-logs answers 404. MemoryStore
+	// implements it.
+	Audit AuditStore
+
 	// Limiter keeps the buckets of rate-limits policies. Nil means a
 	// MemoryLimiter of this gateway's own; replicas that must share
 	// limits need a shared Limiter.
@@ -245,14 +258,26 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs/{fine_tuning_job_id}", g.getOnly(g.serveFineTuningJob))
 	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs", g.getOnly(g.serveFineTuningJobs))
 	g.mux.HandleFunc("GET "+p+"/files", g.getOnly(g.serveFiles))
-	g.mux.HandleFunc(p+"/policies/rate-limits", g.servePolicies)
-	g.mux.HandleFunc(p+"/policies/rate-limits/{id}", g.servePolicies)
+	// Control-plane routes go through g.audit, which records every write.
+	g.mux.Handle(p+"/policies/rate-limits", g.audit(http.HandlerFunc(g.servePolicies)))
+	g.mux.Handle(p+"/policies/rate-limits/{id}", g.audit(http.HandlerFunc(g.servePolicies)))
 	g.mux.HandleFunc(p+"/policies/rate-limits/", g.notFound) // the control plane's namespace is never passed through
-	g.mux.HandleFunc(p+"/api-keys", g.serveAPIKeys)
-	g.mux.HandleFunc(p+"/api-keys/{id}", g.serveAPIKeys)
-	g.mux.HandleFunc(p+"/api-keys/{id}/rotate", g.serveAPIKeys)
-	g.mux.HandleFunc(p+"/api-keys/{type}/{subtype}", g.serveAPIKeys)
+	g.mux.Handle(p+"/api-keys", g.audit(http.HandlerFunc(g.serveAPIKeys)))
+	g.mux.Handle(p+"/api-keys/{id}", g.audit(http.HandlerFunc(g.serveAPIKeys)))
+	g.mux.Handle(p+"/api-keys/{id}/rotate", g.audit(http.HandlerFunc(g.serveAPIKeys)))
+	g.mux.Handle(p+"/api-keys/{type}/{subtype}", g.audit(http.HandlerFunc(g.serveAPIKeys)))
 	g.mux.HandleFunc(p+"/api-keys/", g.notFound)
+	g.mux.Handle(p+"/virtual-keys", g.audit(http.HandlerFunc(g.serveVirtualKeys)))
+	g.mux.Handle(p+"/virtual-keys/{slug}", g.audit(http.HandlerFunc(g.serveVirtualKeys)))
+	g.mux.HandleFunc(p+"/virtual-keys/", g.notFound)
+	g.mux.Handle(p+"/configs", g.audit(http.HandlerFunc(g.serveConfigs)))
+	g.mux.Handle(p+"/configs/{slug}", g.audit(http.HandlerFunc(g.serveConfigs)))
+	g.mux.Handle(p+"/configs/{slug}/versions", g.audit(http.HandlerFunc(g.serveConfigs)))
+	g.mux.HandleFunc(p+"/configs/", g.notFound)
+	g.mux.Handle(p+"/admin/workspaces", g.audit(http.HandlerFunc(g.serveWorkspaces)))
+	g.mux.Handle(p+"/admin/workspaces/{workspaceId}", g.audit(http.HandlerFunc(g.serveWorkspaces)))
+	g.mux.HandleFunc(p+"/admin/workspaces/", g.notFound) // …/users and the rest: the gateway has no user accounts
+	g.mux.HandleFunc(p+"/audit-logs", g.serveAuditLogs)
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {
 		g.mux.HandleFunc("/", g.notFound)

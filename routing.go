@@ -72,7 +72,7 @@ func (g *Gateway) virtualKeyTarget(ctx context.Context, id Identity, slug, param
 	if g.opts.VirtualKeys == nil {
 		return nil, badRequest(CodeUnknownVirtualKey, param, "unknown virtual key "+quoteShort(slug))
 	}
-	vk, err := g.opts.VirtualKeys.VirtualKey(ctx, slug)
+	vk, err := findVirtualKey(ctx, g.opts.VirtualKeys, id.WorkspaceID, slug)
 	if errors.Is(err, ErrNotFound) {
 		return nil, badRequest(CodeUnknownVirtualKey, param, "unknown virtual key "+quoteShort(slug))
 	} else if err != nil {
@@ -146,7 +146,7 @@ func (g *Gateway) savedConfig(ctx context.Context, id Identity, ref string) (*Co
 	if g.opts.Configs == nil {
 		return nil, unknownConfig(ref)
 	}
-	sc, err := g.opts.Configs.Config(ctx, ref)
+	sc, err := findConfig(ctx, g.opts.Configs, id.WorkspaceID, ref)
 	if errors.Is(err, ErrNotFound) {
 		return nil, unknownConfig(ref)
 	} else if err != nil {

@@ -87,9 +87,47 @@ type PolicyCompareAndSwapper interface {
 	CompareAndSwapPolicy(ctx context.Context, old, p *RateLimitsPolicy) (bool, error)
 }
 
+// WorkspaceStore keeps the workspaces of /admin/workspaces (Options.Workspaces).
+// MemoryStore implements it.
+//
+// Implementations must be safe for concurrent use, and each method atomic
+// with respect to the others. Workspace, UpdateWorkspace and
+// DeleteWorkspace return ErrNotFound for an unknown id; CreateWorkspace
+// returns ErrConflict when w.ID is taken. UpdateWorkspace replaces the
+// stored workspace old.ID with w only if the stored one still has old's
+// UpdatedAt, and returns ErrConflict otherwise: the control plane reads,
+// changes and writes back, and this keeps two racing PUTs from losing
+// each other's fields. Workspaces returns every workspace ordered by
+// CreatedAt then ID. Workspaces returned are the caller's to change.
+type WorkspaceStore interface {
+	Workspace(ctx context.Context, id string) (*Workspace, error)
+	Workspaces(ctx context.Context) ([]Workspace, error)
+	CreateWorkspace(ctx context.Context, w *Workspace) error
+	UpdateWorkspace(ctx context.Context, old, w *Workspace) error
+	DeleteWorkspace(ctx context.Context, id string) error
+}
+
+// AuditStore keeps the audit log of the control plane (Options.Audit):
+// one AuditRecord per control-plane write. MemoryStore implements it.
+//
+// Implementations must be safe for concurrent use. AddAuditRecord stores a
+// copy of rec. AuditRecords returns the records q matches (see
+// AuditQuery.Match), newest first, skipping q.Offset of them and returning
+// at most q.Limit (every one when q.Limit is zero), and total, the number
+// of every match.
+type AuditStore interface {
+	AddAuditRecord(ctx context.Context, rec *AuditRecord) error
+	AuditRecords(ctx context.Context, q AuditQuery) (recs []AuditRecord, total int, err error)
+}
+
 // VirtualKey is a stored provider credential, addressed by its slug. Its
 // APIKey (and the secrets of its HostSettings) only ever go to BaseURL, or to
 // the provider's own host when BaseURL is empty.
+//
+// A slug is unique within a workspace; an empty WorkspaceID makes the key
+// usable by every workspace. Name, Note, CreatedAt and UpdatedAt are kept
+// by the control plane (their zero values change nothing on the data
+// plane) and are not part of a StoreFile.
 type VirtualKey struct {
 	Slug        string `json:"slug"`
 	Provider    string `json:"provider"`
@@ -97,27 +135,49 @@ type VirtualKey struct {
 	BaseURL     string `json:"base_url,omitempty"`
 	WorkspaceID string `json:"workspace_id,omitempty"`
 	HostSettings
+
+	Name      string    `json:"-"`
+	Note      string    `json:"-"`
+	CreatedAt time.Time `json:"-"`
+	UpdatedAt time.Time `json:"-"`
 }
 
 // SavedConfig is a routing config stored under an id. An empty WorkspaceID
-// makes it usable by every workspace.
+// makes it usable by every workspace. An id is unique within a workspace;
+// configs made through the control plane have their slug as id.
+//
+// Name, Version, VersionID, CreatedAt and UpdatedAt are kept by the
+// control plane (their zero values change nothing on the data plane) and
+// are not part of a StoreFile. Version counts from 1 and grows by one with
+// every update; a stored version (see ConfigAdmin) has the Version,
+// VersionID, Name, Config and UpdatedAt it was written with.
 type SavedConfig struct {
 	ID          string          `json:"id"`
 	WorkspaceID string          `json:"workspace_id,omitempty"`
 	Config      json.RawMessage `json:"config"`
+
+	Name      string    `json:"-"`
+	Version   int       `json:"-"`
+	VersionID string    `json:"-"`
+	CreatedAt time.Time `json:"-"`
+	UpdatedAt time.Time `json:"-"`
 }
 
 // MemoryStore is an in-memory KeyStore, APIKeyStore, VirtualKeyStore,
-// ConfigStore, PolicyStore and PolicyCompareAndSwapper. Its zero value is empty and
+// VirtualKeyAdmin, ConfigStore, ConfigAdmin, PolicyStore, PolicyCompareAndSwapper, WorkspaceStore and
+// AuditStore (which keeps the newest 10,000 records). Its zero value is empty and
 // ready to use; it is safe for concurrent use. Policy ids are compared
 // without regard to case.
 type MemoryStore struct {
 	mu       sync.RWMutex // guards the maps below
 	keys     map[[sha256.Size]byte]*APIKey
-	prevKeys map[[sha256.Size]byte]*APIKey // by PreviousDigest, while rotated (see memstore_keys.go)
-	vkeys    map[string]*VirtualKey
-	configs  map[string]*SavedConfig
+	prevKeys map[[sha256.Size]byte]*APIKey        // by PreviousDigest, while rotated (see memstore_keys.go)
+	vkeys    map[string]map[string]*VirtualKey    // by slug, then workspace id (see memstore_vks.go)
+	configs  map[string]map[string]*configHistory // by id, then workspace id (see memstore_configs.go)
 	policies map[string]*RateLimitsPolicy
+
+	workspaces map[string]*Workspace // see memstore_workspaces.go
+	audit      []AuditRecord         // oldest first, at most memoryAuditMax (see memstore_audit.go)
 }
 
 var (
@@ -128,6 +188,10 @@ var (
 
 	_ PolicyCompareAndSwapper = (*MemoryStore)(nil)
 	_ APIKeyStore             = (*MemoryStore)(nil)
+	_ VirtualKeyAdmin         = (*MemoryStore)(nil)
+	_ ConfigAdmin             = (*MemoryStore)(nil)
+	_ WorkspaceStore          = (*MemoryStore)(nil)
+	_ AuditStore              = (*MemoryStore)(nil)
 )
 
 // AddAPIKey stores k under k.Digest.
@@ -140,24 +204,24 @@ func (s *MemoryStore) AddAPIKey(k APIKey) {
 	s.keys[k.Digest] = &k
 }
 
-// AddVirtualKey stores vk under its slug.
+// AddVirtualKey stores vk under its workspace and slug, replacing the
+// virtual key stored there.
 func (s *MemoryStore) AddVirtualKey(vk VirtualKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.vkeys == nil {
-		s.vkeys = make(map[string]*VirtualKey)
-	}
-	s.vkeys[vk.Slug] = &vk
+	s.putVirtualKeyLocked(&vk)
 }
 
-// AddConfig stores c under its id.
+// AddConfig stores c under its workspace and id, replacing the config
+// stored there and its versions: c becomes the only version (Version 1
+// when c.Version is 0).
 func (s *MemoryStore) AddConfig(c SavedConfig) {
+	if c.Version == 0 {
+		c.Version = 1
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.configs == nil {
-		s.configs = make(map[string]*SavedConfig)
-	}
-	s.configs[c.ID] = &c
+	s.putConfigLocked(&configHistory{versions: []*SavedConfig{&c}})
 }
 
 // APIKey implements KeyStore. A rotated key is also found by its
@@ -171,26 +235,6 @@ func (s *MemoryStore) APIKey(_ context.Context, digest [sha256.Size]byte) (*APIK
 	}
 	if k, ok := s.prevKeys[digest]; ok && time.Now().Before(k.PreviousValidUntil) {
 		return k, nil
-	}
-	return nil, ErrNotFound
-}
-
-// VirtualKey implements VirtualKeyStore.
-func (s *MemoryStore) VirtualKey(_ context.Context, slug string) (*VirtualKey, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if vk, ok := s.vkeys[slug]; ok {
-		return vk, nil
-	}
-	return nil, ErrNotFound
-}
-
-// Config implements ConfigStore.
-func (s *MemoryStore) Config(_ context.Context, id string) (*SavedConfig, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if c, ok := s.configs[id]; ok {
-		return c, nil
 	}
 	return nil, ErrNotFound
 }

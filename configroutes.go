@@ -1,0 +1,465 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// ConfigAdmin is an optional capability of Options.Configs, found by type
+// assertion: keeping saved configs per workspace, with their versions, as
+// the configs control plane needs. Without it every call to /configs is a
+// 404 saying that configs are not managed on this gateway. MemoryStore
+// implements it.
+//
+// A config is stored under its WorkspaceID and ID (configs made through
+// the control plane have their slug as ID): an id is unique within a
+// workspace, and the same id may live in several workspaces (and once
+// with no workspace). The data plane finds the id an x-gateway-config
+// header names in the caller's workspace with ConfigIn first, then with
+// Config (of ConfigStore), which should prefer the config of no
+// workspace; a config of another workspace found that way is refused.
+//
+// Implementations must be safe for concurrent use, and each method atomic
+// with respect to the others. ConfigIn, ConfigVersions, UpdateConfig and
+// DeleteConfig return ErrNotFound for an unknown workspace and id. A
+// config returned by ConfigIn is the current version; it may be shared
+// and must not be modified. Configs and ConfigVersions return copies.
+// Configs returns the current version of the configs whose WorkspaceID is
+// workspaceID, or of every config when workspaceID is empty, ordered by
+// CreatedAt, then WorkspaceID and ID. ConfigVersions returns every
+// version of a config, newest first. CreateConfig stores c as the first
+// version and returns ErrConflict when the workspace already holds c.ID.
+// UpdateConfig adds c (of the same workspace and id, whose Version is one
+// more) as the newest version only if the current one still has old's
+// Version and UpdatedAt, and returns ErrConflict otherwise. DeleteConfig
+// removes a config with every version.
+type ConfigAdmin interface {
+	ConfigStore
+	ConfigIn(ctx context.Context, workspaceID, id string) (*SavedConfig, error)
+	Configs(ctx context.Context, workspaceID string) ([]SavedConfig, error)
+	ConfigVersions(ctx context.Context, workspaceID, id string) ([]SavedConfig, error)
+	CreateConfig(ctx context.Context, c *SavedConfig) error
+	UpdateConfig(ctx context.Context, old, c *SavedConfig) error
+	DeleteConfig(ctx context.Context, workspaceID, id string) error
+}
+
+// configObject is the "object" of a config in responses.
+const configObject = "config"
+
+// findConfig is the data plane's lookup of id for a caller of workspace
+// ws (see ConfigAdmin).
+func findConfig(ctx context.Context, st ConfigStore, ws, id string) (*SavedConfig, error) {
+	if a, ok := st.(ConfigAdmin); ok && ws != "" {
+		c, err := a.ConfigIn(ctx, ws, id)
+		if !errors.Is(err, ErrNotFound) {
+			return c, err
+		}
+	}
+	return st.Config(ctx, id)
+}
+
+// serveConfigs serves the configs control plane under {prefix}/configs
+// (DESIGN §9, the reference's shapes):
+//
+//	POST   /configs                 create   → 200 {"success":true,"data":{"id","slug","version_id"}}
+//	GET    /configs                 list     → 200 {"object":"list","success":true,"data","total"}
+//	GET    /configs/{slug}          read     → 200 {"success":true,"data":{…,"config"}}, secrets masked
+//	PUT    /configs/{slug}          update   → 200 {"success":true,"data":{"version_id"}}
+//	DELETE /configs/{slug}          delete   → 200 {}
+//	GET    /configs/{slug}/versions versions → 200 {"object":"list","data","total"}, newest first
+//
+// Reads need the configs.read scope, writes configs.write (403
+// otherwise); workspaces are as for virtual keys (see serveVirtualKeys).
+// The config member is validated exactly like an inline x-gateway-config
+// (a 400 invalid_config whose message names the JSON path), and each
+// custom_host in it is checked like an x-gateway-custom-host when
+// written, since a saved config's host is trusted when used. A config is
+// created as version 1 and every PUT adds the next version; the data
+// plane uses the newest at once. Reads show api_key, secret_access_key
+// and session_token masked, wherever they are in the config.
+func (g *Gateway) serveConfigs(w http.ResponseWriter, r *http.Request) {
+	id, _ := IdentityFrom(r.Context())
+	need := ScopeConfigsWrite
+	if r.Method == http.MethodGet {
+		need = ScopeConfigsRead
+	}
+	if !id.Can(need) {
+		WriteError(w, r, missingScope(need))
+		return
+	}
+	store, ok := g.opts.Configs.(ConfigAdmin)
+	if !ok {
+		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+			Message: "configs are not managed on this gateway"})
+		return
+	}
+	var err error
+	switch slug := r.PathValue("slug"); {
+	case slug == "":
+		switch r.Method {
+		case http.MethodGet:
+			err = g.listConfigs(w, r, store, id)
+		case http.MethodPost:
+			err = g.createConfig(w, r, store, id)
+		default:
+			methodNotAllowed(w, r, "GET, POST")
+			return
+		}
+	case strings.HasSuffix(r.Pattern, "/versions"):
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, r, "GET")
+			return
+		}
+		err = g.listConfigVersions(w, r, store, id, slug)
+	default:
+		switch r.Method {
+		case http.MethodGet:
+			err = g.getConfig(w, r, store, id, slug)
+		case http.MethodPut:
+			err = g.updateConfig(w, r, store, id, slug)
+		case http.MethodDelete:
+			err = g.deleteConfig(w, r, store, id, slug)
+		default:
+			methodNotAllowed(w, r, "GET, PUT, DELETE")
+			return
+		}
+	}
+	if err != nil {
+		g.controlPlaneError(w, r, "config store", err)
+	}
+}
+
+// configBody is the body of POST /configs and PUT /configs/{slug}. Absent
+// fields of an update are left as they are; slug and workspace_id cannot
+// be changed.
+type configBody struct {
+	Name        *string         `json:"name"`
+	Slug        *string         `json:"slug"`
+	Config      json.RawMessage `json:"config"`
+	WorkspaceID *string         `json:"workspace_id"`
+}
+
+// checkConfig validates a config member like an inline config and checks
+// its custom hosts; it returns the config as given.
+func (g *Gateway) checkConfig(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, policyInvalid("config", "config must be a JSON object")
+	}
+	c, err := ParseConfig(raw)
+	if err != nil {
+		var ge *Error
+		if errors.As(err, &ge) {
+			e := *ge
+			e.Param = "config"
+			return nil, &e
+		}
+		return nil, err
+	}
+	if err := g.checkConfigHosts(c, ""); err != nil {
+		return nil, err
+	}
+	return append(json.RawMessage(nil), raw...), nil
+}
+
+// checkConfigHosts checks every custom_host of c, at path, with the
+// custom-host guard.
+func (g *Gateway) checkConfigHosts(c *Config, path string) error {
+	if c.CustomHost != "" {
+		p := join(path, "custom_host")
+		if _, err := g.guard.checkURL(c.CustomHost, "config"); err != nil {
+			var ge *Error
+			if errors.As(err, &ge) {
+				e := *ge
+				e.Message = "invalid config: " + p + ": " + ge.Message
+				return &e
+			}
+			return err
+		}
+	}
+	for i, t := range c.Targets {
+		if err := g.checkConfigHosts(t, fmt.Sprintf("%s[%d]", join(path, "targets"), i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maskedConfig returns raw, a stored config, with its secrets masked.
+func maskedConfig(raw json.RawMessage) json.RawMessage {
+	c, err := ParseConfig(raw)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	maskConfigSecrets(c)
+	out, err := json.Marshal(c)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return out
+}
+
+func maskConfigSecrets(c *Config) {
+	c.APIKey = maskSecret(c.APIKey)
+	c.SecretAccessKey = maskSecret(c.SecretAccessKey)
+	c.SessionToken = maskSecret(c.SessionToken)
+	for _, t := range c.Targets {
+		maskConfigSecrets(t)
+	}
+}
+
+func configNotFound(slug string) *Error {
+	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+		Message: "no config " + quoteShort(slug)}
+}
+
+func (g *Gateway) createConfig(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity) error {
+	var b configBody
+	if err := g.decodeStrict(w, r, &b, false); err != nil {
+		return err
+	}
+	if err := checkName(b.Name, true); err != nil {
+		return err
+	}
+	named := ""
+	if b.WorkspaceID != nil {
+		if *b.WorkspaceID == "" && id.Type == KeyOrganisation {
+			return policyInvalid("workspace_id", "workspace_id must not be empty; leave it out for a config of no workspace")
+		}
+		named = *b.WorkspaceID
+	}
+	ws, err := actingWorkspace(id, named)
+	if err != nil {
+		return err
+	}
+	slug, err := newSlug(b.Slug, *b.Name)
+	if err != nil {
+		return err
+	}
+	raw, err := g.checkConfig(b.Config)
+	if err != nil {
+		return err
+	}
+	now := g.clock().UTC()
+	c := SavedConfig{ID: slug, WorkspaceID: ws, Config: raw, Name: *b.Name, Version: 1, VersionID: newUUID(),
+		CreatedAt: now, UpdatedAt: now}
+	if err := store.CreateConfig(r.Context(), &c); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict, Param: "slug",
+				Message: "the workspace already has a config " + quoteShort(slug)}
+		}
+		return err
+	}
+	type data struct {
+		ID        string `json:"id"`
+		Slug      string `json:"slug"`
+		VersionID string `json:"version_id"`
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Success bool `json:"success"`
+		Data    data `json:"data"`
+	}{true, data{slug, slug, c.VersionID}})
+	return nil
+}
+
+// configWire is a config in answers: the reference's config object.
+// Config is left out of lists, a JSON object in a read, and a string (the
+// reference's "serialized configuration") in the list of versions.
+type configWire struct {
+	ID            string    `json:"id"`
+	Slug          string    `json:"slug"`
+	Name          string    `json:"name"`
+	WorkspaceID   string    `json:"workspace_id,omitempty"`
+	Status        string    `json:"status"`
+	IsDefault     int       `json:"is_default"`
+	Version       int       `json:"version"`
+	VersionID     string    `json:"version_id,omitempty"`
+	CreatedAt     time.Time `json:"created_at,omitzero"`
+	LastUpdatedAt time.Time `json:"last_updated_at,omitzero"`
+	Config        any       `json:"config,omitempty"`
+	Format        string    `json:"format,omitempty"`
+	Object        string    `json:"object"`
+}
+
+func (c *SavedConfig) wire() configWire {
+	return configWire{ID: c.ID, Slug: c.ID, Name: c.Name, WorkspaceID: c.WorkspaceID, Status: "active",
+		Version: c.Version, VersionID: c.VersionID, CreatedAt: c.CreatedAt, LastUpdatedAt: c.UpdatedAt, Object: configObject}
+}
+
+func (g *Gateway) listConfigs(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity) error {
+	q := r.URL.Query()
+	size, page, err := pageParams(q)
+	if err != nil {
+		return err
+	}
+	named, err := workspaceParam(q)
+	if err != nil {
+		return err
+	}
+	ws, err := actingWorkspace(id, named)
+	if err != nil {
+		return err
+	}
+	all, err := store.Configs(r.Context(), ws)
+	if err != nil {
+		return err
+	}
+	if ws != "" {
+		all = slicesFilter(all, func(c *SavedConfig) bool { return c.WorkspaceID == ws })
+	}
+	sel := pageOf(all, size, page)
+	data := make([]configWire, len(sel))
+	for i := range sel {
+		data[i] = sel[i].wire()
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object  string       `json:"object"`
+		Success bool         `json:"success"`
+		Data    []configWire `json:"data"`
+		Total   int          `json:"total"`
+	}{"list", true, data, len(all)})
+	return nil
+}
+
+// lookupConfig returns the current version of the config slug of the
+// workspace the request acts on, else 404.
+func lookupConfig(r *http.Request, store ConfigAdmin, id Identity, slug string) (*SavedConfig, error) {
+	ws, err := queryWorkspace(id, r)
+	if err != nil {
+		return nil, err
+	}
+	c, err := store.ConfigIn(r.Context(), ws, slug)
+	if errors.Is(err, ErrNotFound) || err == nil && (c == nil || c.WorkspaceID != ws) {
+		return nil, configNotFound(slug)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cloneSavedConfig(c), nil
+}
+
+func (g *Gateway) getConfig(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity, slug string) error {
+	c, err := lookupConfig(r, store, id, slug)
+	if err != nil {
+		return err
+	}
+	o := c.wire()
+	o.Config = maskedConfig(c.Config)
+	writeJSON(w, http.StatusOK, struct {
+		Success bool       `json:"success"`
+		Data    configWire `json:"data"`
+	}{true, o})
+	return nil
+}
+
+func (g *Gateway) listConfigVersions(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity, slug string) error {
+	size, page, err := pageParams(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	cur, err := lookupConfig(r, store, id, slug)
+	if err != nil {
+		return err
+	}
+	all, err := store.ConfigVersions(r.Context(), cur.WorkspaceID, slug)
+	if errors.Is(err, ErrNotFound) {
+		return configNotFound(slug)
+	} else if err != nil {
+		return err
+	}
+	sel := pageOf(all, size, page)
+	data := make([]configWire, len(sel))
+	for i := range sel {
+		v := &sel[i]
+		o := v.wire()
+		// A version was created when it was written.
+		o.CreatedAt = v.UpdatedAt
+		o.Config, o.Format = string(maskedConfig(v.Config)), "json"
+		data[i] = o
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object string       `json:"object"`
+		Total  int          `json:"total"`
+		Data   []configWire `json:"data"`
+	}{"list", len(all), data})
+	return nil
+}
+
+func (g *Gateway) updateConfig(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity, slug string) error {
+	var b configBody
+	if err := g.decodeStrict(w, r, &b, false); err != nil {
+		return err
+	}
+	switch {
+	case b.Slug != nil:
+		return policyInvalid("slug", "slug cannot be changed")
+	case b.WorkspaceID != nil:
+		return policyInvalid("workspace_id", "workspace_id cannot be changed; name the workspace in the query")
+	}
+	if err := checkName(b.Name, false); err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if b.Config != nil {
+		var err error
+		if raw, err = g.checkConfig(b.Config); err != nil {
+			return err
+		}
+	}
+	for try := 0; try < maxAPIKeySwaps; try++ {
+		old, err := lookupConfig(r, store, id, slug)
+		if err != nil {
+			return err
+		}
+		c := cloneSavedConfig(old)
+		if b.Name != nil {
+			c.Name = *b.Name
+		}
+		if raw != nil {
+			c.Config = raw
+		}
+		c.Version, c.VersionID, c.UpdatedAt = old.Version+1, newUUID(), g.clock().UTC()
+		err = store.UpdateConfig(r.Context(), old, c)
+		if err == nil {
+			type data struct {
+				VersionID string `json:"version_id"`
+				Version   int    `json:"version"`
+			}
+			writeJSON(w, http.StatusOK, struct {
+				Success bool `json:"success"`
+				Data    data `json:"data"`
+			}{true, data{c.VersionID, c.Version}})
+			return nil
+		}
+		if errors.Is(err, ErrNotFound) {
+			return configNotFound(slug)
+		}
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		if err := r.Context().Err(); err != nil {
+			return err
+		}
+	}
+	return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
+		Message: "config " + quoteShort(slug) + " kept changing during the update; try again"}
+}
+
+func (g *Gateway) deleteConfig(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity, slug string) error {
+	c, err := lookupConfig(r, store, id, slug)
+	if err != nil {
+		return err
+	}
+	if err := store.DeleteConfig(r.Context(), c.WorkspaceID, slug); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return configNotFound(slug)
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}

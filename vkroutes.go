@@ -1,0 +1,581 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// VirtualKeyAdmin is an optional capability of Options.VirtualKeys, found
+// by type assertion: keeping virtual keys per workspace, as the virtual
+// keys control plane needs. Without it every call to /virtual-keys is a
+// 404 saying that virtual keys are not managed on this gateway.
+// MemoryStore implements it.
+//
+// A virtual key is stored under its WorkspaceID and Slug: a slug is unique
+// within a workspace, and the same slug may live in several workspaces
+// (and once with no workspace). The data plane finds the slug a caller
+// names in the caller's workspace with VirtualKeyIn first, then with
+// VirtualKey (of VirtualKeyStore), which should prefer the key of no
+// workspace; a key of another workspace found that way is refused.
+//
+// Implementations must be safe for concurrent use, and each method atomic
+// with respect to the others. VirtualKeyIn, UpdateVirtualKey and
+// DeleteVirtualKey return ErrNotFound for an unknown workspace and slug.
+// A key returned by VirtualKeyIn may be shared and must not be modified;
+// VirtualKeys returns copies. VirtualKeys returns the keys whose
+// WorkspaceID is workspaceID, or every key when workspaceID is empty,
+// ordered by CreatedAt, then WorkspaceID and Slug. CreateVirtualKey
+// returns ErrConflict when the workspace already holds the slug.
+// UpdateVirtualKey replaces the stored key of old's workspace and slug
+// with vk (of the same workspace and slug) only if the stored key still
+// has old's UpdatedAt, and returns ErrConflict otherwise.
+type VirtualKeyAdmin interface {
+	VirtualKeyStore
+	VirtualKeyIn(ctx context.Context, workspaceID, slug string) (*VirtualKey, error)
+	VirtualKeys(ctx context.Context, workspaceID string) ([]VirtualKey, error)
+	CreateVirtualKey(ctx context.Context, vk *VirtualKey) error
+	UpdateVirtualKey(ctx context.Context, old, vk *VirtualKey) error
+	DeleteVirtualKey(ctx context.Context, workspaceID, slug string) error
+}
+
+// virtualKeyObject is the "object" of a virtual key in responses.
+const virtualKeyObject = "virtual-key"
+
+// Bounds of the virtual keys and configs control planes.
+const (
+	maxSlugLen   = 64
+	maxNameLen   = 255
+	maxNoteLen   = 4096
+	maxSecretLen = 16 << 10
+)
+
+// findVirtualKey is the data plane's lookup of slug for a caller of
+// workspace ws (see VirtualKeyAdmin).
+func findVirtualKey(ctx context.Context, st VirtualKeyStore, ws, slug string) (*VirtualKey, error) {
+	if a, ok := st.(VirtualKeyAdmin); ok && ws != "" {
+		vk, err := a.VirtualKeyIn(ctx, ws, slug)
+		if !errors.Is(err, ErrNotFound) {
+			return vk, err
+		}
+	}
+	return st.VirtualKey(ctx, slug)
+}
+
+// serveVirtualKeys serves the virtual keys control plane under
+// {prefix}/virtual-keys (DESIGN §9, the reference's shapes):
+//
+//	POST   /virtual-keys         create → 200 {"success":true,"data":{"slug"}}
+//	GET    /virtual-keys         list   → 200 {"object":"list","data","total"}
+//	GET    /virtual-keys/{slug}  read   → 200 the virtual key, secrets masked
+//	PUT    /virtual-keys/{slug}  update → 200 {}
+//	DELETE /virtual-keys/{slug}  delete → 200 {}
+//
+// Reads need the virtual_keys.read scope, writes virtual_keys.write (403
+// otherwise). A workspace key acts on its own workspace only: another
+// workspace's virtual key is a 404, as if it did not exist. An
+// organisation key names a workspace with workspace_id (in the query, or
+// the body of a create); without it, it acts on the virtual keys of no
+// workspace, which every workspace may use, and its list shows every
+// virtual key. A key of no workspace that is not an organisation key may
+// not use this control plane (403).
+//
+// The credential (key, secret_access_key, session_token) is never
+// returned: reads show it masked, its first 2 and last 2 characters with
+// '*' between (all '*' for one shorter than 8). A base_url is checked
+// like an x-gateway-custom-host (Options.CustomHostAllow) when written;
+// names are not resolved then, nor when the key is used.
+func (g *Gateway) serveVirtualKeys(w http.ResponseWriter, r *http.Request) {
+	id, _ := IdentityFrom(r.Context())
+	need := ScopeVirtualKeysWrite
+	if r.Method == http.MethodGet {
+		need = ScopeVirtualKeysRead
+	}
+	if !id.Can(need) {
+		WriteError(w, r, missingScope(need))
+		return
+	}
+	store, ok := g.opts.VirtualKeys.(VirtualKeyAdmin)
+	if !ok {
+		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+			Message: "virtual keys are not managed on this gateway"})
+		return
+	}
+	var err error
+	if slug := r.PathValue("slug"); slug == "" {
+		switch r.Method {
+		case http.MethodGet:
+			err = g.listVirtualKeys(w, r, store, id)
+		case http.MethodPost:
+			err = g.createVirtualKey(w, r, store, id)
+		default:
+			methodNotAllowed(w, r, "GET, POST")
+			return
+		}
+	} else {
+		switch r.Method {
+		case http.MethodGet:
+			err = g.getVirtualKey(w, r, store, id, slug)
+		case http.MethodPut:
+			err = g.updateVirtualKey(w, r, store, id, slug)
+		case http.MethodDelete:
+			err = g.deleteVirtualKey(w, r, store, id, slug)
+		default:
+			methodNotAllowed(w, r, "GET, PUT, DELETE")
+			return
+		}
+	}
+	if err != nil {
+		g.controlPlaneError(w, r, "virtual key store", err)
+	}
+}
+
+// controlPlaneError answers err, logging it first when it is the store's
+// own failure rather than a refusal of the request.
+func (g *Gateway) controlPlaneError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	var ge *Error
+	if !errors.As(err, &ge) && !errors.As(err, new(*http.MaxBytesError)) {
+		g.errLog.ErrorContext(r.Context(), "gateway: "+what, "err", err)
+	}
+	WriteError(w, r, err)
+}
+
+// workspaceParam returns the workspace_id of the query: "" when absent.
+func workspaceParam(q url.Values) (string, error) {
+	vs, ok := q["workspace_id"]
+	if !ok {
+		return "", nil
+	}
+	if len(vs) != 1 || vs[0] == "" {
+		return "", policyInvalid("workspace_id", "workspace_id must be given once, not empty")
+	}
+	return vs[0], nil
+}
+
+// actingWorkspace returns the workspace a control-plane request acts on:
+// named is the workspace_id the request gives ("" for none). An
+// organisation key acts on named (no workspace when empty); a workspace
+// key on its own, and naming another is a 403.
+func actingWorkspace(id Identity, named string) (string, error) {
+	if id.Type == KeyOrganisation {
+		return named, nil
+	}
+	if id.WorkspaceID == "" {
+		return "", &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
+			Message: "a key of no workspace may not manage virtual keys or configs"}
+	}
+	if named != "" && named != id.WorkspaceID {
+		return "", otherWorkspace()
+	}
+	return id.WorkspaceID, nil
+}
+
+// queryWorkspace is actingWorkspace for the workspace_id of the query.
+func queryWorkspace(id Identity, r *http.Request) (string, error) {
+	named, err := workspaceParam(r.URL.Query())
+	if err != nil {
+		return "", err
+	}
+	return actingWorkspace(id, named)
+}
+
+// pageParams reads page_size (1–100, default 20) and current_page (from 0).
+func pageParams(q url.Values) (size, page int, err error) {
+	if size, err = apiKeyInt(q, "page_size", apiKeyPageSizeDefault, 1, apiKeyPageSizeMax); err != nil {
+		return 0, 0, err
+	}
+	page, err = apiKeyInt(q, "current_page", 0, 0, math.MaxInt32)
+	return size, page, err
+}
+
+// pageOf returns the page of all that page_size and current_page select.
+func pageOf[T any](all []T, size, page int) []T {
+	start := min(len(all), page*size)
+	return all[start:min(len(all), start+size)]
+}
+
+// slugOf derives a slug from a name: lower case, every run of other
+// characters than a-z and 0-9 made one '-', no '-' at either end, at most
+// maxSlugLen bytes.
+func slugOf(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(name) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(c)
+			if b.Len() >= maxSlugLen {
+				break
+			}
+			continue
+		}
+		dash = true
+	}
+	return b.String()
+}
+
+// validSlug reports whether s is a slug: 1 to maxSlugLen characters of
+// a-z, 0-9 and '-', not starting or ending with '-'.
+func validSlug(s string) bool {
+	if s == "" || len(s) > maxSlugLen || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// newSlug returns the slug of a created record: given (checked) or
+// derived from name.
+func newSlug(given *string, name string) (string, error) {
+	if given != nil {
+		if !validSlug(*given) {
+			return "", policyInvalid("slug", "slug must be 1 to 64 characters of a-z, 0-9 and '-', not starting or ending with '-'")
+		}
+		return *given, nil
+	}
+	s := slugOf(name)
+	if s == "" {
+		return "", policyInvalid("name", "name must hold a letter or digit to derive a slug from; or give slug")
+	}
+	return s, nil
+}
+
+// checkName checks a name (required when req).
+func checkName(name *string, req bool) error {
+	switch {
+	case name == nil && req:
+		return policyInvalid("name", "name is required")
+	case name == nil:
+		return nil
+	case strings.TrimSpace(*name) == "":
+		return policyInvalid("name", "name must not be empty")
+	case len(*name) > maxNameLen || !utf8.ValidString(*name):
+		return policyInvalid("name", "name must be valid UTF-8 of at most 255 bytes")
+	}
+	return nil
+}
+
+// maskSecret returns what reads show in place of a secret: its first 2
+// and last 2 characters with '*' between, or only '*' when it is shorter
+// than 8 characters, so that a short secret is not revealed whole.
+func maskSecret(s string) string {
+	if s == "" {
+		return ""
+	}
+	rs := []rune(s)
+	if len(rs) < 8 {
+		return strings.Repeat("*", len(rs))
+	}
+	return string(rs[:2]) + strings.Repeat("*", len(rs)-4) + string(rs[len(rs)-2:])
+}
+
+// virtualKeyBody is the body of POST /virtual-keys and PUT
+// /virtual-keys/{slug}: the reference's fields name, key and note, the
+// slug, provider, base_url and host settings of the store file's
+// virtual_keys entries, and workspace_id. Absent fields of an update are
+// left as they are; slug, provider and workspace_id cannot be changed.
+type virtualKeyBody struct {
+	Name        *string `json:"name"`
+	Slug        *string `json:"slug"`
+	Provider    *string `json:"provider"`
+	Key         *string `json:"key"`
+	Note        *string `json:"note"`
+	BaseURL     *string `json:"base_url"`
+	WorkspaceID *string `json:"workspace_id"`
+
+	ResourceName    *string `json:"resource_name"`
+	DeploymentID    *string `json:"deployment_id"`
+	APIVersion      *string `json:"api_version"`
+	ModelName       *string `json:"model_name"`
+	ProjectID       *string `json:"project_id"`
+	Region          *string `json:"region"`
+	AccessKeyID     *string `json:"access_key_id"`
+	SecretAccessKey *string `json:"secret_access_key"`
+	SessionToken    *string `json:"session_token"`
+}
+
+// hostField is one host setting of a virtualKeyBody and where it goes.
+type hostField struct {
+	name string
+	in   *string
+	out  *string
+}
+
+func (b *virtualKeyBody) hostFields(h *HostSettings) []hostField {
+	return []hostField{
+		{"resource_name", b.ResourceName, &h.ResourceName},
+		{"deployment_id", b.DeploymentID, &h.DeploymentID},
+		{"api_version", b.APIVersion, &h.APIVersion},
+		{"model_name", b.ModelName, &h.ModelName},
+		{"project_id", b.ProjectID, &h.ProjectID},
+		{"region", b.Region, &h.Region},
+		{"access_key_id", b.AccessKeyID, &h.AccessKeyID},
+		{"secret_access_key", b.SecretAccessKey, &h.SecretAccessKey},
+		{"session_token", b.SessionToken, &h.SessionToken},
+	}
+}
+
+// apply checks b's changeable fields and sets them on vk.
+func (g *Gateway) applyVirtualKeyBody(b *virtualKeyBody, vk *VirtualKey) error {
+	if b.Name != nil {
+		vk.Name = *b.Name
+	}
+	if b.Key != nil {
+		if len(*b.Key) > maxSecretLen {
+			return policyInvalid("key", "key must be at most 16 KiB")
+		}
+		vk.APIKey = *b.Key
+	}
+	if b.Note != nil {
+		if len(*b.Note) > maxNoteLen || !utf8.ValidString(*b.Note) {
+			return policyInvalid("note", "note must be valid UTF-8 of at most 4096 bytes")
+		}
+		vk.Note = *b.Note
+	}
+	if b.BaseURL != nil {
+		if *b.BaseURL != "" {
+			if _, err := g.guard.checkURL(*b.BaseURL, "base_url"); err != nil {
+				return err
+			}
+		}
+		vk.BaseURL = *b.BaseURL
+	}
+	for _, f := range b.hostFields(&vk.HostSettings) {
+		if f.in == nil {
+			continue
+		}
+		if len(*f.in) > maxSecretLen {
+			return policyInvalid(f.name, f.name+" must be at most 16 KiB")
+		}
+		*f.out = *f.in
+	}
+	return nil
+}
+
+func (g *Gateway) createVirtualKey(w http.ResponseWriter, r *http.Request, store VirtualKeyAdmin, id Identity) error {
+	var b virtualKeyBody
+	if err := g.decodeStrict(w, r, &b, false); err != nil {
+		return err
+	}
+	if err := checkName(b.Name, true); err != nil {
+		return err
+	}
+	named := ""
+	if b.WorkspaceID != nil {
+		if *b.WorkspaceID == "" && id.Type == KeyOrganisation {
+			return policyInvalid("workspace_id", "workspace_id must not be empty; leave it out for a virtual key of no workspace")
+		}
+		named = *b.WorkspaceID
+	}
+	ws, err := actingWorkspace(id, named)
+	if err != nil {
+		return err
+	}
+	slug, err := newSlug(b.Slug, *b.Name)
+	if err != nil {
+		return err
+	}
+	if b.Provider == nil || *b.Provider == "" {
+		return policyInvalid("provider", "provider is required")
+	}
+	if _, ok := g.providers[*b.Provider]; !ok {
+		return policyInvalid("provider", "unknown provider "+quoteShort(*b.Provider))
+	}
+	now := g.clock().UTC()
+	vk := VirtualKey{Slug: slug, Provider: *b.Provider, WorkspaceID: ws, CreatedAt: now, UpdatedAt: now}
+	if err := g.applyVirtualKeyBody(&b, &vk); err != nil {
+		return err
+	}
+	if err := store.CreateVirtualKey(r.Context(), &vk); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict, Param: "slug",
+				Message: "the workspace already has a virtual key " + quoteShort(slug)}
+		}
+		return err
+	}
+	type data struct {
+		Slug string `json:"slug"`
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Success bool `json:"success"`
+		Data    data `json:"data"`
+	}{true, data{slug}})
+	return nil
+}
+
+// virtualKeyWire is a virtual key in answers: the reference's VirtualKeys
+// object with the fields of the create body. Key and the secrets of the
+// host settings are masked.
+type virtualKeyWire struct {
+	Slug          string    `json:"slug"`
+	Name          string    `json:"name"`
+	Note          string    `json:"note"`
+	Provider      string    `json:"provider"`
+	Key           string    `json:"key"`
+	BaseURL       string    `json:"base_url,omitempty"`
+	WorkspaceID   string    `json:"workspace_id,omitempty"`
+	Status        string    `json:"status"`
+	CreatedAt     time.Time `json:"created_at,omitzero"`
+	LastUpdatedAt time.Time `json:"last_updated_at,omitzero"`
+	HostSettings
+	Object string `json:"object"`
+}
+
+func (vk *VirtualKey) wire() virtualKeyWire {
+	o := virtualKeyWire{Slug: vk.Slug, Name: vk.Name, Note: vk.Note, Provider: vk.Provider, Key: maskSecret(vk.APIKey),
+		BaseURL: vk.BaseURL, WorkspaceID: vk.WorkspaceID, Status: "active", CreatedAt: vk.CreatedAt,
+		LastUpdatedAt: vk.UpdatedAt, HostSettings: vk.HostSettings, Object: virtualKeyObject}
+	o.SecretAccessKey = maskSecret(o.SecretAccessKey)
+	o.SessionToken = maskSecret(o.SessionToken)
+	return o
+}
+
+func (g *Gateway) listVirtualKeys(w http.ResponseWriter, r *http.Request, store VirtualKeyAdmin, id Identity) error {
+	q := r.URL.Query()
+	size, page, err := pageParams(q)
+	if err != nil {
+		return err
+	}
+	named, err := workspaceParam(q)
+	if err != nil {
+		return err
+	}
+	ws, err := actingWorkspace(id, named)
+	if err != nil {
+		return err
+	}
+	all, err := store.VirtualKeys(r.Context(), ws)
+	if err != nil {
+		return err
+	}
+	if ws != "" {
+		all = slicesFilter(all, func(vk *VirtualKey) bool { return vk.WorkspaceID == ws })
+	}
+	sel := pageOf(all, size, page)
+	data := make([]virtualKeyWire, len(sel))
+	for i := range sel {
+		data[i] = sel[i].wire()
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object string           `json:"object"`
+		Data   []virtualKeyWire `json:"data"`
+		Total  int              `json:"total"`
+	}{"list", data, len(all)})
+	return nil
+}
+
+// slicesFilter returns the elements of s that keep reports true for, in
+// s's backing array.
+func slicesFilter[T any](s []T, keep func(*T) bool) []T {
+	out := s[:0]
+	for i := range s {
+		if keep(&s[i]) {
+			out = append(out, s[i])
+		}
+	}
+	return out
+}
+
+func virtualKeyNotFound(slug string) *Error {
+	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+		Message: "no virtual key " + quoteShort(slug)}
+}
+
+// lookupVirtualKey returns a copy of the virtual key slug of the workspace
+// the request acts on, else 404.
+func lookupVirtualKey(r *http.Request, store VirtualKeyAdmin, id Identity, slug string) (*VirtualKey, error) {
+	ws, err := queryWorkspace(id, r)
+	if err != nil {
+		return nil, err
+	}
+	vk, err := store.VirtualKeyIn(r.Context(), ws, slug)
+	if errors.Is(err, ErrNotFound) || err == nil && (vk == nil || vk.WorkspaceID != ws) {
+		return nil, virtualKeyNotFound(slug)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := *vk
+	return &c, nil
+}
+
+func (g *Gateway) getVirtualKey(w http.ResponseWriter, r *http.Request, store VirtualKeyAdmin, id Identity, slug string) error {
+	vk, err := lookupVirtualKey(r, store, id, slug)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, vk.wire())
+	return nil
+}
+
+func (g *Gateway) updateVirtualKey(w http.ResponseWriter, r *http.Request, store VirtualKeyAdmin, id Identity, slug string) error {
+	var b virtualKeyBody
+	if err := g.decodeStrict(w, r, &b, false); err != nil {
+		return err
+	}
+	switch {
+	case b.Slug != nil:
+		return policyInvalid("slug", "slug cannot be changed")
+	case b.Provider != nil:
+		return policyInvalid("provider", "provider cannot be changed; create another virtual key")
+	case b.WorkspaceID != nil:
+		return policyInvalid("workspace_id", "workspace_id cannot be changed; name the workspace in the query")
+	}
+	if err := checkName(b.Name, false); err != nil {
+		return err
+	}
+	for try := 0; try < maxAPIKeySwaps; try++ {
+		old, err := lookupVirtualKey(r, store, id, slug)
+		if err != nil {
+			return err
+		}
+		vk := *old
+		if err := g.applyVirtualKeyBody(&b, &vk); err != nil {
+			return err
+		}
+		vk.UpdatedAt = g.clock().UTC()
+		err = store.UpdateVirtualKey(r.Context(), old, &vk)
+		if err == nil {
+			writeJSON(w, http.StatusOK, struct{}{})
+			return nil
+		}
+		if errors.Is(err, ErrNotFound) {
+			return virtualKeyNotFound(slug)
+		}
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		if err := r.Context().Err(); err != nil {
+			return err
+		}
+	}
+	return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
+		Message: "virtual key " + quoteShort(slug) + " kept changing during the update; try again"}
+}
+
+func (g *Gateway) deleteVirtualKey(w http.ResponseWriter, r *http.Request, store VirtualKeyAdmin, id Identity, slug string) error {
+	vk, err := lookupVirtualKey(r, store, id, slug)
+	if err != nil {
+		return err
+	}
+	if err := store.DeleteVirtualKey(r.Context(), vk.WorkspaceID, slug); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return virtualKeyNotFound(slug)
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
