@@ -1,0 +1,104 @@
+package sqlstore
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	sqlite "github.com/ncruces/go-sqlite3/driver"
+)
+
+// dialect is the kind of database a Store runs on.
+type dialect int
+
+const (
+	dialectSQLite dialect = iota
+	dialectPostgres
+)
+
+func (d dialect) String() string {
+	if d == dialectPostgres {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// sqliteBusyTimeout is how long, in milliseconds, a SQLite connection
+// waits for another connection's (or process's) write lock before it
+// fails with SQLITE_BUSY.
+const sqliteBusyTimeout = 10000
+
+// openDB opens the database dsn names, without touching it yet.
+//
+// SQLite connections run in WAL mode (readers never wait for the writer),
+// with synchronous=FULL (a committed write survives a crash of the
+// process and of the machine), a busy timeout, foreign keys enforced, and
+// BEGIN IMMEDIATE for read-write transactions, so that two writers queue
+// on the busy timeout instead of one failing when it upgrades its read
+// lock.
+func openDB(dsn string) (*sql.DB, dialect, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		cfg, err := pgx.ParseConfig(dsn) // its errors hide the password
+		if err != nil {
+			return nil, 0, fmt.Errorf("sqlstore: %w", err)
+		}
+		return stdlib.OpenDB(*cfg), dialectPostgres, nil
+	}
+	path := strings.TrimPrefix(dsn, "sqlite:")
+	switch {
+	case path == "":
+		return nil, 0, errors.New("sqlstore: empty database name: want a file path, sqlite:PATH or postgres://…")
+	case path == ":memory:" || strings.HasPrefix(path, "file:"):
+		return nil, 0, errors.New("sqlstore: " + path + " is not a database file path: want a file path, sqlite:PATH or postgres://… (gateway.MemoryStore keeps state in memory)")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sqlstore: %w", err)
+	}
+	// The file holds key digests and sealed credentials: create it
+	// readable by its owner only. modeof gives the -wal file, which holds
+	// the latest writes, the same mode; the -shm file (the WAL's index:
+	// page numbers, no records) is made so here, as the driver creates it
+	// with the default mode.
+	for _, name := range []string{abs, abs + "-shm"} {
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, 0, fmt.Errorf("sqlstore: %w", err)
+		}
+		f.Close()
+	}
+	q := url.Values{}
+	q.Set("_txlock", "immediate")
+	q.Set("modeof", abs)
+	q["_pragma"] = []string{
+		fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout),
+		"journal_mode(wal)",
+		"synchronous(full)",
+		"foreign_keys(on)",
+	}
+	u := url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: q.Encode()}
+	db, err := sqlite.Open(u.String())
+	if err != nil {
+		return nil, 0, fmt.Errorf("sqlstore: %w", err)
+	}
+	// Each connection is a SQLite instance of its own; the store needs few.
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(2)
+	return db, dialectSQLite, nil
+}
+
+// rebind turns a query written with Postgres's $1, $2… placeholders into
+// the dialect's: SQLite's ?1, ?2… bind by the same numbers. Queries never
+// hold a $ elsewhere.
+func (d dialect) rebind(q string) string {
+	if d == dialectSQLite {
+		return strings.ReplaceAll(q, "$", "?")
+	}
+	return q
+}

@@ -1,0 +1,78 @@
+// Package sqlstore keeps the gateway's durable state in SQLite or
+// Postgres: gateway API keys, virtual keys (provider credentials), saved
+// configs and rate-limits policies. One *Store implements
+// gateway.KeyStore, gateway.APIKeyStore, gateway.VirtualKeyStore,
+// gateway.ConfigStore, gateway.PolicyStore and
+// gateway.PolicyCompareAndSwapper; pass it as each of those in
+// gateway.Options.
+//
+// Load applies a store file (gateway.DecodeStoreFile) as
+// gateway.MemoryStore.Load does, checked by the same rules: each entry it
+// names is created or replaced, every other entry is left alone, all in
+// one transaction. PutAPIKey, PutVirtualKey, PutConfig and PutPolicy
+// create or replace one record, and the Delete methods remove one; a
+// virtual key's slug and a config's id are unique within a workspace, as
+// in gateway.MemoryStore. Workspaces, config versions, audit logs and
+// request logs are not stored yet: later schema versions add them.
+//
+// # Databases
+//
+// Open takes a DSN:
+//
+//   - a file path, or sqlite:PATH: a SQLite database (github.com/ncruces/go-sqlite3,
+//     no cgo), created with mode 0600 if absent, run in WAL mode with
+//     synchronous=FULL, a 10 s busy timeout and foreign keys on;
+//   - postgres://… or postgresql://…: a Postgres database
+//     (github.com/jackc/pgx/v5), with the URL's usual parameters.
+//
+// The schema is embedded, one migration per version and dialect, and
+// applied by Open in one transaction that records the version in the
+// schema_version table (replicas opening one Postgres database at once
+// queue on an advisory lock). A database whose schema is newer than this
+// package knows is refused with a *SchemaVersionError naming both
+// versions, rather than used by a binary that would lose what it holds.
+//
+// # Secrets at rest
+//
+// Gateway API keys are stored only as their SHA-256 digests, the form in
+// which the gateway looks them up; a copy of the database cannot be used
+// to authenticate. Provider credentials — a virtual key's APIKey,
+// SecretAccessKey and SessionToken, and the whole JSON of every saved
+// config (which may hold api_key or an AWS key pair) — are sealed with
+// AES-256-GCM under Options.MasterKey (32 bytes; ParseMasterKey reads the
+// 64 hex digits or base64 of GATEWAY_MASTER_KEY): a random 12-byte nonce
+// per value, stored as nonce||ciphertext, with the table, column and row
+// id as additional data, so that a sealed value moved to another row
+// does not open. Everything else (ids, slugs, workspace ids, hosts,
+// access key ids, policies) is stored in clear.
+//
+// The first Open with a master key seals a check value in the meta
+// table. From then on Open under another key fails with
+// ErrWrongMasterKey, and without a key with ErrMasterKeyRequired: a wrong
+// key is a start-up error, never garbage sent to a provider. A value that
+// does not open (altered, or moved from another row) fails the load that
+// meets it, naming the record and never the value. The store keeps the
+// opened credentials in memory, as gateway.MemoryStore does. Protect the
+// master key as you would the credentials themselves; losing it loses
+// them (keys, policies and the rest stay readable).
+//
+// # Replicas
+//
+// Every lookup the gateway makes per request (APIKey, VirtualKey, Config,
+// Policies) is served from an in-process snapshot: immutable maps behind
+// an atomic pointer, read with no lock, no query and no allocation. A
+// write goes to the database in a transaction that also bumps a
+// generation counter, and reloads the snapshot before it returns, so the
+// writing process sees it at once. Each Store polls the generation every
+// Options.RefreshInterval (1 s by default) and reloads its snapshot when
+// another process changed it: several gateways on one Postgres database
+// (or processes on one SQLite file) see each other's writes within about
+// a second, and a revoked key stops working everywhere within 2 s. While
+// the database cannot be read, a Store keeps serving its last snapshot
+// and logs the failure once to Options.ErrorLog.
+//
+// Writes are serialised by the generation row's lock, which makes the
+// compare-and-swap writes (CompareAndSwapPolicy, UpdateAPIKey) atomic
+// across replicas. A reload reads every table, so its cost grows with the
+// number of records; control-plane writes are rare next to requests.
+package sqlstore

@@ -1,0 +1,40 @@
+package sqlstore_test
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	gateway "github.com/modelgateway/gateway"
+)
+
+// TestEveryFieldIsStored fails when a record type of the gateway gains a
+// field this store does not know: the field would be silently lost at the
+// first reload. Store it (a column in a new migration, read and written,
+// in TestRoundTrip's full records), then add it here.
+func TestEveryFieldIsStored(t *testing.T) {
+	for _, tc := range []struct {
+		typ    reflect.Type
+		stored []string
+	}{
+		{reflect.TypeFor[gateway.APIKey](), []string{"ID", "Digest", "WorkspaceID", "Role", "Disabled", "Metadata",
+			"DefaultConfig", "Scopes", "ExpiresAt", "Type", "SubType", "UserID", "Name", "Description", "CreatedAt",
+			"UpdatedAt", "RateLimits", "UsageLimits", "PreviousDigest", "PreviousValidUntil"}},
+		{reflect.TypeFor[gateway.VirtualKey](), []string{"Slug", "Provider", "APIKey", "BaseURL", "WorkspaceID", "HostSettings",
+			"Name", "Note", "CreatedAt", "UpdatedAt"}},
+		{reflect.TypeFor[gateway.HostSettings](), []string{"ResourceName", "DeploymentID", "APIVersion", "ModelName",
+			"ProjectID", "Region", "AccessKeyID", "SecretAccessKey", "SessionToken"}},
+		{reflect.TypeFor[gateway.SavedConfig](), []string{"ID", "WorkspaceID", "Config", "Name", "Version", "VersionID",
+			"CreatedAt", "UpdatedAt"}},
+		{reflect.TypeFor[gateway.RateLimitsPolicy](), []string{"ID", "Name", "Conditions", "GroupBy", "Type", "Unit",
+			"Value", "Status", "WorkspaceID", "OrganisationID", "CreatedAt", "LastUpdatedAt"}},
+		{reflect.TypeFor[gateway.PolicyCondition](), []string{"Key", "Value"}}, // stored as JSON
+		{reflect.TypeFor[gateway.PolicyGroupBy](), []string{"Key"}},            // stored as JSON
+	} {
+		for i := range tc.typ.NumField() {
+			if f := tc.typ.Field(i); !slices.Contains(tc.stored, f.Name) {
+				t.Errorf("gateway.%s.%s is not stored by sqlstore", tc.typ.Name(), f.Name)
+			}
+		}
+	}
+}
