@@ -28,10 +28,14 @@
 //
 // POST /completions is validated against the bounds of the API before it is
 // forwarded; GET /fine_tuning/jobs, GET /fine_tuning/jobs/{id} and
-// GET /files are typed routes; /policies/rate-limits is the control plane of
-// rate-limits policies (admin keys only), and /api-keys that of gateway API
-// keys when Options.Keys is an APIKeyStore (create, list, read masked,
-// update, delete, rotate; see APIKeyStore). Every other path, with methods
+// GET /files are typed routes. The control plane serves
+// /policies/rate-limits, /api-keys (when Options.Keys is an APIKeyStore),
+// /virtual-keys (a VirtualKeyAdmin), /configs with their versions (a
+// ConfigAdmin), /admin/workspaces (Options.Workspaces) and /audit-logs
+// (Options.Audit, which records every control-plane write); each area
+// needs its <area>.read or <area>.write scope, a workspace key sees only
+// its own workspace (another's records are 404), and secrets are masked
+// on every read. Every other path, with methods
 // POST, GET, PUT and DELETE, is passed through: the provider's base URL plus
 // the path and query, the body streamed as sent, and the provider's status,
 // headers and body streamed back unchanged, server-sent events flushed one
@@ -70,8 +74,11 @@
 // # Stores and providers
 //
 // KeyStore, VirtualKeyStore, ConfigStore and PolicyStore are small
-// interfaces; MemoryStore implements them all and loads the JSON document
-// of examples/server (DecodeStoreFile). Provider kinds are registered by
+// interfaces, with optional ones for the control plane's writes;
+// MemoryStore implements them all and loads the JSON document of
+// examples/server (DecodeStoreFile). The sqlstore sub-module keeps them in
+// SQLite or Postgres, secrets sealed, served from an in-process snapshot
+// that replicas refresh within a second or two. Provider kinds are registered by
 // slug in Options.Providers, beside the built-in ones; a Provider rewrites
 // one upstream request (URL, auth, signing). There is no global registry.
 //

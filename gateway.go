@@ -146,9 +146,11 @@ type Resolver interface {
 }
 
 // Gateway is an http.Handler serving the gateway's routes under its prefix:
-// typed endpoints, the rate-limits and API keys control planes, and pass-through of every
-// other path to the selected provider. It is safe for concurrent use.
-// Close stops its log goroutine.
+// typed endpoints (translated for providers that do not speak OpenAI's
+// API), the control plane (rate-limits policies, API keys, virtual keys,
+// configs, workspaces, audit logs; each area served when its store
+// supports it), and pass-through of every other path to the selected
+// provider. It is safe for concurrent use. Close stops its log goroutine.
 type Gateway struct {
 	opts      Options
 	prefix    string
