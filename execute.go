@@ -142,7 +142,7 @@ func (x *run) readBody(mustRead bool) bool {
 		return false
 	}
 	if x.r.ContentLength <= limit {
-		b, err := io.ReadAll(io.LimitReader(x.r.Body, limit+1))
+		b, err := readAll(x.r.Body, x.r.ContentLength, limit+1)
 		if err != nil {
 			var mbe *http.MaxBytesError
 			switch {

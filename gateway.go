@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -166,6 +167,7 @@ type Gateway struct {
 	cache         *responseCache // nil: caching disabled
 	inlineConfigs *lru.Cache[[sha256.Size]byte, *Config]
 	savedConfigs  savedConfigCache
+	baseURLs      *lru.Cache[string, *url.URL] // virtual keys' base URLs, parsed
 
 	now func() time.Time // nil: time.Now; tests move the clock of keys' expiry and rotation
 
@@ -211,6 +213,7 @@ func New(opts Options) *Gateway {
 	g.cache = newResponseCache(opts)
 	g.inlineConfigs, _ = lru.New[[sha256.Size]byte, *Config](1024)
 	g.savedConfigs.lru, _ = lru.New[string, *savedConfigEntry](maxSavedConfigs)
+	g.baseURLs, _ = lru.New[string, *url.URL](maxBaseURLs)
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
 		Transport:      roundTripper{g},

@@ -29,7 +29,8 @@ func (g *Gateway) selectPlan(ctx context.Context, id Identity, o *RequestOptions
 			return nil, err
 		}
 		t.Host.mergeUnderStored(o.Host)
-		return &planNode{mode: ModeSingle, target: &routedTarget{Target: *t, forwardHeaders: o.ForwardHeaders}}, nil
+		t.forwardHeaders = o.ForwardHeaders
+		return &planNode{mode: ModeSingle, target: t}, nil
 	case o.CustomHost != "":
 		if o.Provider == "" {
 			return nil, badRequest(CodeMissingProvider, HeaderProvider, HeaderCustomHost+" needs "+HeaderProvider+" to name the kind of provider at that host")
@@ -68,7 +69,9 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-func (g *Gateway) virtualKeyTarget(ctx context.Context, id Identity, slug, param string) (*Target, error) {
+// virtualKeyTarget returns the plan leaf of a virtual key, its routing
+// settings empty.
+func (g *Gateway) virtualKeyTarget(ctx context.Context, id Identity, slug, param string) (*routedTarget, error) {
 	if g.opts.VirtualKeys == nil {
 		return nil, badRequest(CodeUnknownVirtualKey, param, "unknown virtual key "+quoteShort(slug))
 	}
@@ -85,16 +88,35 @@ func (g *Gateway) virtualKeyTarget(ctx context.Context, id Identity, slug, param
 	if _, err := g.provider(vk.Provider, param); err != nil {
 		return nil, err
 	}
-	t := &Target{Provider: vk.Provider, APIKey: vk.APIKey, VirtualKey: vk.Slug, Host: vk.HostSettings}
+	t := &routedTarget{Target: Target{Provider: vk.Provider, APIKey: vk.APIKey, VirtualKey: vk.Slug, Host: vk.HostSettings}}
 	if vk.BaseURL != "" {
-		u, err := url.Parse(vk.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		u, err := g.baseURL(vk.BaseURL)
+		if err != nil {
 			return nil, &Error{Status: http.StatusInternalServerError, Type: TypeGateway, Code: CodeInternal,
 				Message: "virtual key " + quoteShort(slug) + " has an invalid base_url"}
 		}
 		t.BaseURL = u
 	}
 	return t, nil
+}
+
+// maxBaseURLs bounds the parsed base URLs of virtual keys kept for reuse.
+const maxBaseURLs = 4096
+
+// baseURL parses an operator's base URL (a virtual key's), which must be an
+// absolute http(s) URL. Parsed URLs are kept for the next request, and
+// shared: nothing changes a Target's BaseURL (ProxyRequest.SetURL copies
+// it).
+func (g *Gateway) baseURL(raw string) (*url.URL, error) {
+	if u, ok := g.baseURLs.Get(raw); ok {
+		return u, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("gateway: not an absolute http(s) URL")
+	}
+	g.baseURLs.Add(raw, u)
+	return u, nil
 }
 
 // maxCachedInlineConfig is the longest inline config, in bytes, whose
@@ -284,7 +306,7 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 		}
 		vt.Host.mergeUnderStored(inh.host)
 		vt.Host.mergeUnderStored(inh.callerHost)
-		t = &routedTarget{Target: *vt}
+		t = vt
 	case inh.provider != "":
 		if _, err := g.provider(inh.provider, HeaderConfig); err != nil {
 			return nil, err
