@@ -3,10 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
-	"math"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -133,152 +130,6 @@ func (g *Gateway) serveVirtualKeys(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		g.controlPlaneError(w, r, "virtual key store", err)
 	}
-}
-
-// controlPlaneError answers err, logging it first when it is the store's
-// own failure rather than a refusal of the request.
-func (g *Gateway) controlPlaneError(w http.ResponseWriter, r *http.Request, what string, err error) {
-	var ge *Error
-	if !errors.As(err, &ge) && !errors.As(err, new(*http.MaxBytesError)) {
-		g.errLog.ErrorContext(r.Context(), "gateway: "+what, "err", err)
-	}
-	WriteError(w, r, err)
-}
-
-// workspaceParam returns the workspace_id of the query: "" when absent.
-func workspaceParam(q url.Values) (string, error) {
-	vs, ok := q["workspace_id"]
-	if !ok {
-		return "", nil
-	}
-	if len(vs) != 1 || vs[0] == "" {
-		return "", policyInvalid("workspace_id", "workspace_id must be given once, not empty")
-	}
-	return vs[0], nil
-}
-
-// actingWorkspace returns the workspace a control-plane request acts on:
-// named is the workspace_id the request gives ("" for none). An
-// organisation key acts on named (no workspace when empty); a workspace
-// key on its own, and naming another is a 403.
-func actingWorkspace(id Identity, named string) (string, error) {
-	if id.Type == KeyOrganisation {
-		return named, nil
-	}
-	if id.WorkspaceID == "" {
-		return "", &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
-			Message: "a key of no workspace may not manage virtual keys or configs"}
-	}
-	if named != "" && named != id.WorkspaceID {
-		return "", otherWorkspace()
-	}
-	return id.WorkspaceID, nil
-}
-
-// queryWorkspace is actingWorkspace for the workspace_id of the query.
-func queryWorkspace(id Identity, r *http.Request) (string, error) {
-	named, err := workspaceParam(r.URL.Query())
-	if err != nil {
-		return "", err
-	}
-	return actingWorkspace(id, named)
-}
-
-// pageParams reads page_size (1–100, default 20) and current_page (from 0).
-func pageParams(q url.Values) (size, page int, err error) {
-	if size, err = apiKeyInt(q, "page_size", apiKeyPageSizeDefault, 1, apiKeyPageSizeMax); err != nil {
-		return 0, 0, err
-	}
-	page, err = apiKeyInt(q, "current_page", 0, 0, math.MaxInt32)
-	return size, page, err
-}
-
-// pageOf returns the page of all that page_size and current_page select.
-func pageOf[T any](all []T, size, page int) []T {
-	start := min(len(all), page*size)
-	return all[start:min(len(all), start+size)]
-}
-
-// slugOf derives a slug from a name: lower case, every run of other
-// characters than a-z and 0-9 made one '-', no '-' at either end, at most
-// maxSlugLen bytes.
-func slugOf(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, c := range strings.ToLower(name) {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			dash = false
-			b.WriteRune(c)
-			if b.Len() >= maxSlugLen {
-				break
-			}
-			continue
-		}
-		dash = true
-	}
-	return b.String()
-}
-
-// validSlug reports whether s is a slug: 1 to maxSlugLen characters of
-// a-z, 0-9 and '-', not starting or ending with '-'.
-func validSlug(s string) bool {
-	if s == "" || len(s) > maxSlugLen || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// newSlug returns the slug of a created record: given (checked) or
-// derived from name.
-func newSlug(given *string, name string) (string, error) {
-	if given != nil {
-		if !validSlug(*given) {
-			return "", policyInvalid("slug", "slug must be 1 to 64 characters of a-z, 0-9 and '-', not starting or ending with '-'")
-		}
-		return *given, nil
-	}
-	s := slugOf(name)
-	if s == "" {
-		return "", policyInvalid("name", "name must hold a letter or digit to derive a slug from; or give slug")
-	}
-	return s, nil
-}
-
-// checkName checks a name (required when req).
-func checkName(name *string, req bool) error {
-	switch {
-	case name == nil && req:
-		return policyInvalid("name", "name is required")
-	case name == nil:
-		return nil
-	case strings.TrimSpace(*name) == "":
-		return policyInvalid("name", "name must not be empty")
-	case len(*name) > maxNameLen || !utf8.ValidString(*name):
-		return policyInvalid("name", "name must be valid UTF-8 of at most 255 bytes")
-	}
-	return nil
-}
-
-// maskSecret returns what reads show in place of a secret: its first 2
-// and last 2 characters with '*' between, or only '*' when it is shorter
-// than 8 characters, so that a short secret is not revealed whole.
-func maskSecret(s string) string {
-	if s == "" {
-		return ""
-	}
-	rs := []rune(s)
-	if len(rs) < 8 {
-		return strings.Repeat("*", len(rs))
-	}
-	return string(rs[:2]) + strings.Repeat("*", len(rs)-4) + string(rs[len(rs)-2:])
 }
 
 // virtualKeyBody is the body of POST /virtual-keys and PUT
@@ -474,18 +325,6 @@ func (g *Gateway) listVirtualKeys(w http.ResponseWriter, r *http.Request, store 
 		Total  int              `json:"total"`
 	}{"list", data, len(all)})
 	return nil
-}
-
-// slicesFilter returns the elements of s that keep reports true for, in
-// s's backing array.
-func slicesFilter[T any](s []T, keep func(*T) bool) []T {
-	out := s[:0]
-	for i := range s {
-		if keep(&s[i]) {
-			out = append(out, s[i])
-		}
-	}
-	return out
 }
 
 func virtualKeyNotFound(slug string) *Error {
