@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -177,11 +176,7 @@ func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store API
 
 func (g *Gateway) listAPIKeys(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity) error {
 	q := r.URL.Query()
-	size, err := apiKeyInt(q, "page_size", apiKeyPageSizeDefault, 1, apiKeyPageSizeMax)
-	if err != nil {
-		return err
-	}
-	page, err := apiKeyInt(q, "current_page", 0, 0, math.MaxInt32)
+	size, page, err := pageParams(q)
 	if err != nil {
 		return err
 	}
@@ -205,18 +200,8 @@ func (g *Gateway) listAPIKeys(w http.ResponseWriter, r *http.Request, store APIK
 	if err != nil {
 		return err
 	}
-	data := make([]apiKeyWire, 0, min(len(all), size))
-	total := 0
-	for i := range all {
-		k := &all[i]
-		if !id.sees(k) || ws != "" && k.WorkspaceID != ws {
-			continue
-		}
-		if total >= page*size && len(data) < size {
-			data = append(data, k.wire())
-		}
-		total++
-	}
+	data, total := listPage(all, func(k *APIKey) bool { return id.sees(k) && (ws == "" || k.WorkspaceID == ws) },
+		(*APIKey).wire, size, page)
 	writeJSON(w, http.StatusOK, struct {
 		Object string       `json:"object"`
 		Data   []apiKeyWire `json:"data"`

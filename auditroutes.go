@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -87,11 +86,7 @@ func (g *Gateway) serveAuditLogs(w http.ResponseWriter, r *http.Request) {
 // auditQuery reads the filters of GET /audit-logs. A nil query (and nil
 // error) matches nothing.
 func auditQuery(v map[string][]string, id Identity) (*AuditQuery, error) {
-	size, err := apiKeyInt(v, "page_size", apiKeyPageSizeDefault, 1, apiKeyPageSizeMax)
-	if err != nil {
-		return nil, err
-	}
-	page, err := apiKeyInt(v, "current_page", 0, 0, math.MaxInt32)
+	size, page, err := pageParams(v)
 	if err != nil {
 		return nil, err
 	}

@@ -308,20 +308,17 @@ func (g *Gateway) listConfigs(w http.ResponseWriter, r *http.Request, store Conf
 	if err != nil {
 		return err
 	}
+	var keep func(*SavedConfig) bool
 	if ws != "" {
-		all = slicesFilter(all, func(c *SavedConfig) bool { return c.WorkspaceID == ws })
+		keep = func(c *SavedConfig) bool { return c.WorkspaceID == ws }
 	}
-	sel := pageOf(all, size, page)
-	data := make([]configWire, len(sel))
-	for i := range sel {
-		data[i] = sel[i].wire()
-	}
+	data, total := listPage(all, keep, (*SavedConfig).wire, size, page)
 	writeJSON(w, http.StatusOK, struct {
 		Object  string       `json:"object"`
 		Success bool         `json:"success"`
 		Data    []configWire `json:"data"`
 		Total   int          `json:"total"`
-	}{"list", true, data, len(all)})
+	}{"list", true, data, total})
 	return nil
 }
 

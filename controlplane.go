@@ -157,16 +157,22 @@ func maskSecret(s string) string {
 	return string(rs[:2]) + strings.Repeat("*", len(rs)-4) + string(rs[len(rs)-2:])
 }
 
-// slicesFilter returns the elements of s that keep reports true for, in
-// s's backing array.
-func slicesFilter[T any](s []T, keep func(*T) bool) []T {
-	out := s[:0]
-	for i := range s {
-		if keep(&s[i]) {
-			out = append(out, s[i])
+// listPage is one page of a control-plane list: the records of all that
+// keep accepts (nil: every one), the page_size and current_page chosen of
+// them turned into their wire form, and how many there are in all. all is
+// left as it is: a store may share it.
+func listPage[T, W any](all []T, keep func(*T) bool, wire func(*T) W, size, page int) (data []W, total int) {
+	data = make([]W, 0, min(len(all), size))
+	for i := range all {
+		if keep != nil && !keep(&all[i]) {
+			continue
 		}
+		if total >= page*size && len(data) < size {
+			data = append(data, wire(&all[i]))
+		}
+		total++
 	}
-	return out
+	return data, total
 }
 
 // decodeStrict decodes a control-plane body into v, refusing unknown

@@ -311,19 +311,16 @@ func (g *Gateway) listVirtualKeys(w http.ResponseWriter, r *http.Request, store 
 	if err != nil {
 		return err
 	}
+	var keep func(*VirtualKey) bool
 	if ws != "" {
-		all = slicesFilter(all, func(vk *VirtualKey) bool { return vk.WorkspaceID == ws })
+		keep = func(vk *VirtualKey) bool { return vk.WorkspaceID == ws }
 	}
-	sel := pageOf(all, size, page)
-	data := make([]virtualKeyWire, len(sel))
-	for i := range sel {
-		data[i] = sel[i].wire()
-	}
+	data, total := listPage(all, keep, (*VirtualKey).wire, size, page)
 	writeJSON(w, http.StatusOK, struct {
 		Object string           `json:"object"`
 		Data   []virtualKeyWire `json:"data"`
 		Total  int              `json:"total"`
-	}{"list", data, len(all)})
+	}{"list", data, total})
 	return nil
 }
 

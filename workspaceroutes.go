@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -259,11 +258,7 @@ func (ws *Workspace) wire() workspaceWire {
 
 func (g *Gateway) listWorkspaces(w http.ResponseWriter, r *http.Request, store WorkspaceStore) error {
 	q := r.URL.Query()
-	size, err := apiKeyInt(q, "page_size", apiKeyPageSizeDefault, 1, apiKeyPageSizeMax)
-	if err != nil {
-		return err
-	}
-	page, err := apiKeyInt(q, "current_page", 0, 0, math.MaxInt32)
+	size, page, err := pageParams(q)
 	if err != nil {
 		return err
 	}
@@ -285,18 +280,9 @@ func (g *Gateway) listWorkspaces(w http.ResponseWriter, r *http.Request, store W
 	if err != nil {
 		return err
 	}
-	data := make([]workspaceWire, 0, min(len(all), size))
-	total := 0
-	for i := range all {
-		ws := &all[i]
-		if !active || name != "" && !strings.Contains(ws.Name, name) || exact != "" && ws.Name != exact {
-			continue
-		}
-		if total >= page*size && len(data) < size {
-			data = append(data, ws.wire())
-		}
-		total++
-	}
+	data, total := listPage(all, func(ws *Workspace) bool {
+		return active && (name == "" || strings.Contains(ws.Name, name)) && (exact == "" || ws.Name == exact)
+	}, (*Workspace).wire, size, page)
 	writeJSON(w, http.StatusOK, struct {
 		Object string          `json:"object"`
 		Data   []workspaceWire `json:"data"`
