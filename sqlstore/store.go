@@ -175,3 +175,12 @@ func (s *Store) Refresh(ctx context.Context) error {
 
 // notFound reports whether err means no row.
 func notFound(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// Ping reports whether the database answers, for a readiness check. The
+// lookups keep serving the last snapshot while it does not.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlstore: %w", err)
+	}
+	return nil
+}
