@@ -178,7 +178,7 @@ ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, workspace_id = excluded
 	if err != nil {
 		return fmt.Errorf("sqlstore: api key %q: %w", k.ID, err)
 	}
-	return nil
+	return s.changed(ctx, tx, kindAPIKey, k.ID)
 }
 
 // DeleteAPIKey deletes the gateway API key id (gateway.APIKeyStore): it
@@ -186,65 +186,87 @@ ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, workspace_id = excluded
 // replica at its next refresh. It returns gateway.ErrNotFound for an
 // unknown id.
 func (s *Store) DeleteAPIKey(ctx context.Context, id string) error {
-	return s.deleteRow(ctx, "api_keys", "id = $1", id)
+	return s.deleteRow(ctx, kindAPIKey, id, "api_keys", "id = $1", id)
 }
 
-// loadAPIKeys reads every API key into snap.
-func (s *Store) loadAPIKeys(ctx context.Context, tx *sql.Tx, snap *snapshot) error {
-	rows, err := tx.QueryContext(ctx, `SELECT id, digest, workspace_id, role, disabled, metadata, default_config, scopes,
+// apiKeyColumns are the columns scanAPIKey reads, in its order.
+const apiKeyColumns = `id, digest, workspace_id, role, disabled, metadata, default_config, scopes,
 	expires_at, type, sub_type, user_id, name, description, created_at, updated_at, rate_limits, usage_limits,
-	previous_digest, previous_valid_until FROM api_keys`)
+	previous_digest, previous_valid_until`
+
+// loadAPIKeys reads the API key id (every key when id is empty) into
+// snap, replacing what it held for it; the caller gives snap maps of its
+// own (snapshot.ownKeys).
+func (s *Store) loadAPIKeys(ctx context.Context, tx *sql.Tx, snap *snapshot, id string) error {
+	query, args := `SELECT `+apiKeyColumns+` FROM api_keys`, []any(nil)
+	if id != "" {
+		query, args = query+` WHERE id = $1`, []any{id}
+		if k, ok := snap.keysByID[id]; ok {
+			delete(snap.keys, k.Digest)
+			delete(snap.keysByID, id)
+			if snap.prevKeys[k.PreviousDigest] == k {
+				delete(snap.prevKeys, k.PreviousDigest)
+			}
+		}
+	}
+	rows, err := tx.QueryContext(ctx, s.dialect.rebind(query), args...)
 	if err != nil {
 		return fmt.Errorf("sqlstore: reading api keys: %w", err)
 	}
 	defer rows.Close()
-	snap.keys = make(map[[sha256.Size]byte]*gateway.APIKey)
-	snap.prevKeys = make(map[[sha256.Size]byte]*gateway.APIKey)
-	snap.keysByID = make(map[string]*gateway.APIKey)
 	for rows.Next() {
-		var (
-			k                                  gateway.APIKey
-			digest, previous                   []byte
-			role, typ, subType                 string
-			metadata, scopes                   string
-			rateLimits, usageLimits            sql.NullString
-			expires, created, updated, prevEnd sql.NullTime
-		)
-		if err := rows.Scan(&k.ID, &digest, &k.WorkspaceID, &role, &k.Disabled, &metadata, &k.DefaultConfig, &scopes,
-			&expires, &typ, &subType, &k.UserID, &k.Name, &k.Description, &created, &updated, &rateLimits, &usageLimits,
-			&previous, &prevEnd); err != nil {
-			return fmt.Errorf("sqlstore: reading api keys: %w", err)
+		k, err := scanAPIKey(rows)
+		if err != nil {
+			return err
 		}
-		if len(digest) != sha256.Size || previous != nil && len(previous) != sha256.Size {
-			return fmt.Errorf("sqlstore: api key %q: a digest is not %d bytes", k.ID, sha256.Size)
-		}
-		copy(k.Digest[:], digest)
-		copy(k.PreviousDigest[:], previous)
-		k.Role, k.Type, k.SubType = gateway.Role(role), gateway.KeyType(typ), gateway.KeySubType(subType)
-		if err := json.Unmarshal([]byte(metadata), &k.Metadata); err != nil {
-			return fmt.Errorf("sqlstore: api key %q: metadata: %w", k.ID, err)
-		}
-		if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
-			return fmt.Errorf("sqlstore: api key %q: scopes: %w", k.ID, err)
-		}
-		if rateLimits.Valid {
-			k.RateLimits = json.RawMessage(rateLimits.String)
-		}
-		if usageLimits.Valid {
-			k.UsageLimits = json.RawMessage(usageLimits.String)
-		}
-		k.ExpiresAt, k.CreatedAt, k.UpdatedAt = fromNullTime(expires), fromNullTime(created), fromNullTime(updated)
-		k.PreviousValidUntil = fromNullTime(prevEnd)
-		snap.keys[k.Digest] = &k
-		snap.keysByID[k.ID] = &k
+		snap.keys[k.Digest] = k
+		snap.keysByID[k.ID] = k
 		if !k.PreviousValidUntil.IsZero() {
-			snap.prevKeys[k.PreviousDigest] = &k
+			snap.prevKeys[k.PreviousDigest] = k
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqlstore: reading api keys: %w", err)
 	}
 	return nil
+}
+
+// scanAPIKey reads one row of apiKeyColumns.
+func scanAPIKey(row scanner) (*gateway.APIKey, error) {
+	var (
+		k                                  gateway.APIKey
+		digest, previous                   []byte
+		role, typ, subType                 string
+		metadata, scopes                   string
+		rateLimits, usageLimits            sql.NullString
+		expires, created, updated, prevEnd sql.NullTime
+	)
+	if err := row.Scan(&k.ID, &digest, &k.WorkspaceID, &role, &k.Disabled, &metadata, &k.DefaultConfig, &scopes,
+		&expires, &typ, &subType, &k.UserID, &k.Name, &k.Description, &created, &updated, &rateLimits, &usageLimits,
+		&previous, &prevEnd); err != nil {
+		return nil, fmt.Errorf("sqlstore: reading api keys: %w", err)
+	}
+	if len(digest) != sha256.Size || previous != nil && len(previous) != sha256.Size {
+		return nil, fmt.Errorf("sqlstore: api key %q: a digest is not %d bytes", k.ID, sha256.Size)
+	}
+	copy(k.Digest[:], digest)
+	copy(k.PreviousDigest[:], previous)
+	k.Role, k.Type, k.SubType = gateway.Role(role), gateway.KeyType(typ), gateway.KeySubType(subType)
+	if err := json.Unmarshal([]byte(metadata), &k.Metadata); err != nil {
+		return nil, fmt.Errorf("sqlstore: api key %q: metadata: %w", k.ID, err)
+	}
+	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
+		return nil, fmt.Errorf("sqlstore: api key %q: scopes: %w", k.ID, err)
+	}
+	if rateLimits.Valid {
+		k.RateLimits = json.RawMessage(rateLimits.String)
+	}
+	if usageLimits.Valid {
+		k.UsageLimits = json.RawMessage(usageLimits.String)
+	}
+	k.ExpiresAt, k.CreatedAt, k.UpdatedAt = fromNullTime(expires), fromNullTime(created), fromNullTime(updated)
+	k.PreviousValidUntil = fromNullTime(prevEnd)
+	return &k, nil
 }
 
 // cloneAPIKey returns a copy of k sharing no memory with it.

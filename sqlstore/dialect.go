@@ -76,6 +76,10 @@ func openDB(dsn string) (*sql.DB, dialect, error) {
 	q := url.Values{}
 	q.Set("_txlock", "immediate")
 	q.Set("modeof", abs)
+	// Times are written in one fixed width (the driver's default,
+	// RFC 3339 with trailing zeros trimmed, does not sort as text), so
+	// that ORDER BY and range conditions on them are time order.
+	q.Set("_timefmt", sqliteTimeFormat)
 	q["_pragma"] = []string{
 		fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout),
 		"journal_mode(wal)",
@@ -92,6 +96,10 @@ func openDB(dsn string) (*sql.DB, dialect, error) {
 	db.SetMaxIdleConns(2)
 	return db, dialectSQLite, nil
 }
+
+// sqliteTimeFormat is the layout of times in SQLite: RFC 3339, UTC (the
+// store writes only UTC times), to the microsecond, fixed width.
+const sqliteTimeFormat = "2006-01-02T15:04:05.000000Z07:00"
 
 // rebind turns a query written with Postgres's $1, $2… placeholders into
 // the dialect's: SQLite's ?1, ?2… bind by the same numbers. Queries never

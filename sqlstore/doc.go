@@ -1,10 +1,11 @@
 // Package sqlstore keeps the gateway's durable state in SQLite or
 // Postgres: gateway API keys, virtual keys (provider credentials), saved
-// configs and rate-limits policies. One *Store implements
-// gateway.KeyStore, gateway.APIKeyStore, gateway.VirtualKeyStore,
-// gateway.ConfigStore, gateway.PolicyStore and
-// gateway.PolicyCompareAndSwapper; pass it as each of those in
-// gateway.Options.
+// configs with their versions, rate-limits policies, workspaces and the
+// control plane's audit log. One *Store implements gateway.KeyStore,
+// gateway.APIKeyStore, gateway.VirtualKeyStore, gateway.VirtualKeyAdmin,
+// gateway.ConfigStore, gateway.ConfigAdmin, gateway.PolicyStore,
+// gateway.PolicyCompareAndSwapper, gateway.WorkspaceStore and
+// gateway.AuditStore; pass it as each of those in gateway.Options.
 //
 // Load applies a store file (gateway.DecodeStoreFile) as
 // gateway.MemoryStore.Load does, checked by the same rules: each entry it
@@ -12,8 +13,10 @@
 // one transaction. PutAPIKey, PutVirtualKey, PutConfig and PutPolicy
 // create or replace one record, and the Delete methods remove one; a
 // virtual key's slug and a config's id are unique within a workspace, as
-// in gateway.MemoryStore. Workspaces, config versions, audit logs and
-// request logs are not stored yet: later schema versions add them.
+// in gateway.MemoryStore. The control plane's writes (CreateAPIKey,
+// UpdateVirtualKey, UpdateConfig, UpdateWorkspace…) are compare-and-swaps
+// against the database, atomic across replicas. Request logs are not
+// stored yet: a later schema version adds them.
 //
 // # Databases
 //
@@ -62,8 +65,15 @@
 // Policies) is served from an in-process snapshot: immutable maps behind
 // an atomic pointer, read with no lock, no query and no allocation. A
 // write goes to the database in a transaction that also bumps a
-// generation counter, and reloads the snapshot before it returns, so the
-// writing process sees it at once. Each Store polls the generation every
+// generation counter and names the records it changed in a change log,
+// and brings the snapshot up to date before it returns, so the writing
+// process sees it at once. Catching up reads again only the records the
+// log names since the snapshot's generation, and builds the next
+// snapshot sharing every map no change touched: its cost grows with the
+// changes, not with the store (a replica more than 100,000 generations
+// behind reads everything). Control-plane reads that are not on the
+// request path (VirtualKeys, Configs, ConfigVersions, Workspaces,
+// AuditRecords) query the database. Each Store polls the generation every
 // Options.RefreshInterval (1 s by default) and reloads its snapshot when
 // another process changed it: several gateways on one Postgres database
 // (or processes on one SQLite file) see each other's writes within about
@@ -73,6 +83,5 @@
 //
 // Writes are serialised by the generation row's lock, which makes the
 // compare-and-swap writes (CompareAndSwapPolicy, UpdateAPIKey) atomic
-// across replicas. A reload reads every table, so its cost grows with the
-// number of records; control-plane writes are rare next to requests.
+// across replicas.
 package sqlstore

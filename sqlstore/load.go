@@ -77,7 +77,7 @@ func (s *Store) Load(ctx context.Context, f *gateway.StoreFile) error {
 			}
 		}
 		for _, c := range configs {
-			if err := s.putConfig(ctx, tx, c); err != nil {
+			if err := s.putConfig(ctx, tx, c, false); err != nil {
 				return err
 			}
 		}

@@ -63,7 +63,7 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, conditions = excluded.condi
 	if err != nil {
 		return fmt.Errorf("sqlstore: rate-limits policy %s: %w", p.ID, err)
 	}
-	return nil
+	return s.changed(ctx, tx, kindPolicy, strings.ToLower(p.ID))
 }
 
 // errSwapFailed rolls back the transaction of a compare-and-swap whose
@@ -105,7 +105,7 @@ func (s *Store) CompareAndSwapPolicy(ctx context.Context, old, p *gateway.RateLi
 
 // DeletePolicy implements gateway.PolicyStore.
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
-	return s.deleteRow(ctx, "rate_limits_policies", "id = $1", strings.ToLower(id))
+	return s.deleteRow(ctx, kindPolicy, strings.ToLower(id), "rate_limits_policies", "id = $1", strings.ToLower(id))
 }
 
 func (s *Store) loadPolicies(ctx context.Context, tx *sql.Tx, snap *snapshot) error {
@@ -115,6 +115,7 @@ func (s *Store) loadPolicies(ctx context.Context, tx *sql.Tx, snap *snapshot) er
 	}
 	defer rows.Close()
 	snap.policies = make(map[string]*gateway.RateLimitsPolicy)
+	snap.operatorPolicies = nil
 	var all []*gateway.RateLimitsPolicy
 	for rows.Next() {
 		p, err := scanPolicy(rows)

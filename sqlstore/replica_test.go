@@ -175,6 +175,9 @@ func TestRefreshFailure(t *testing.T) {
 	if _, err := db.Exec(`UPDATE generation SET value = value + 1`); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := db.Exec(`INSERT INTO changes (gen, kind, ref) SELECT value, 'config', 'pc' FROM generation`); err != nil {
+		t.Fatal(err)
+	}
 	errorLines := func() int { return bytes.Count(logs.Bytes(), []byte(`"level":"ERROR"`)) }
 	waitFor(t, 2*time.Second, "the refresh failure logged", func() bool { return errorLines() >= 1 })
 	for range 20 { // the background refresh keeps failing meanwhile

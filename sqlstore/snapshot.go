@@ -5,15 +5,17 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
+	"maps"
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
 )
 
 // snapshot is everything the gateway looks up per request, as of one
-// generation of the database. A snapshot is immutable once built: a change
-// builds a new one, which replaces it whole, so that a lookup is a map
-// read with no lock and no allocation.
+// generation of the database. A snapshot is immutable once installed: a
+// change builds a new one, sharing the maps the change did not touch, and
+// replaces it whole, so that a lookup is a map read with no lock and no
+// allocation.
 type snapshot struct {
 	gen int64
 
@@ -23,6 +25,8 @@ type snapshot struct {
 	prevKeys map[[sha256.Size]byte]*gateway.APIKey
 	keysByID map[string]*gateway.APIKey
 
+	// vkeys and configs hold, per slug, the entry of no workspace or else
+	// the one of the workspace whose id sorts first.
 	vkeys    map[string]*gateway.VirtualKey
 	configs  map[string]*gateway.SavedConfig
 	policies map[string]*gateway.RateLimitsPolicy // by lower-case id
@@ -37,18 +41,14 @@ type snapshot struct {
 }
 
 // reload reads the whole database in one read-only transaction, so that
-// the snapshot is of one generation, and installs it.
+// the snapshot is of one generation, and installs it. Open uses it, and
+// catchUp when the changes it needs were pruned.
 func (s *Store) reload(ctx context.Context) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	opts := &sql.TxOptions{ReadOnly: true}
-	if s.dialect == dialectPostgres {
-		// Every query of the transaction sees the same committed state.
-		opts.Isolation = sql.LevelRepeatableRead
-	} // A SQLite read transaction sees one state of the WAL throughout.
-	tx, err := s.db.BeginTx(ctx, opts)
+	tx, err := s.readTx(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlstore: reloading: %w", err)
+		return err
 	}
 	defer tx.Rollback()
 	snap, err := s.load(ctx, tx)
@@ -59,24 +59,131 @@ func (s *Store) reload(ctx context.Context) error {
 	return nil
 }
 
+// readTx begins a read-only transaction that sees one committed state of
+// the database throughout.
+func (s *Store) readTx(ctx context.Context) (*sql.Tx, error) {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.dialect == dialectPostgres {
+		opts.Isolation = sql.LevelRepeatableRead
+	} // A SQLite read transaction sees one state of the WAL throughout.
+	tx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: reading the database: %w", err)
+	}
+	return tx, nil
+}
+
 func (s *Store) load(ctx context.Context, tx *sql.Tx) (*snapshot, error) {
-	snap := &snapshot{}
+	snap := &snapshot{
+		keys:     make(map[[sha256.Size]byte]*gateway.APIKey),
+		prevKeys: make(map[[sha256.Size]byte]*gateway.APIKey),
+		keysByID: make(map[string]*gateway.APIKey),
+		vkeys:    make(map[string]*gateway.VirtualKey),
+		configs:  make(map[string]*gateway.SavedConfig),
+	}
 	if err := tx.QueryRowContext(ctx, `SELECT value FROM generation WHERE id = 1`).Scan(&snap.gen); err != nil {
 		return nil, fmt.Errorf("sqlstore: reading the generation: %w", err)
 	}
-	if err := s.loadAPIKeys(ctx, tx, snap); err != nil {
+	if err := s.loadAPIKeys(ctx, tx, snap, ""); err != nil {
 		return nil, err
 	}
-	if err := s.loadVirtualKeys(ctx, tx, snap); err != nil {
+	if err := s.loadVirtualKeys(ctx, tx, snap, ""); err != nil {
 		return nil, err
 	}
-	if err := s.loadConfigs(ctx, tx, snap); err != nil {
+	if err := s.loadConfigs(ctx, tx, snap, ""); err != nil {
 		return nil, err
 	}
 	if err := s.loadPolicies(ctx, tx, snap); err != nil {
 		return nil, err
 	}
 	return snap, nil
+}
+
+// catchUp brings the snapshot to the database's current generation: it
+// reads again only the records the changes table names after the
+// snapshot's generation, in one read-only transaction, and installs a new
+// snapshot that shares every map no change touched. When the changes it
+// needs were pruned (more than changesKept generations behind), it reads
+// everything instead.
+func (s *Store) catchUp(ctx context.Context) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	cur := s.snap.Load()
+	tx, err := s.readTx(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var gen int64
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM generation WHERE id = 1`).Scan(&gen); err != nil {
+		return fmt.Errorf("sqlstore: reading the generation: %w", err)
+	}
+	if gen == cur.gen {
+		return nil
+	}
+	if gen-cur.gen >= changesKept {
+		next, err := s.load(ctx, tx)
+		if err != nil {
+			return err
+		}
+		s.snap.Store(next)
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, s.dialect.rebind(`SELECT DISTINCT kind, ref FROM changes WHERE gen > $1 AND gen <= $2`), cur.gen, gen)
+	if err != nil {
+		return fmt.Errorf("sqlstore: reading changes: %w", err)
+	}
+	type change struct{ kind, ref string }
+	var changes []change
+	for rows.Next() {
+		var c change
+		if err := rows.Scan(&c.kind, &c.ref); err != nil {
+			rows.Close()
+			return fmt.Errorf("sqlstore: reading changes: %w", err)
+		}
+		changes = append(changes, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlstore: reading changes: %w", err)
+	}
+	next := *cur
+	next.gen = gen
+	var ownKeys, ownVKeys, ownConfigs, policies bool
+	for _, c := range changes {
+		switch c.kind {
+		case kindAPIKey:
+			if !ownKeys {
+				ownKeys = true
+				next.keys, next.prevKeys, next.keysByID = maps.Clone(next.keys), maps.Clone(next.prevKeys), maps.Clone(next.keysByID)
+			}
+			err = s.loadAPIKeys(ctx, tx, &next, c.ref)
+		case kindVirtualKey:
+			if !ownVKeys {
+				ownVKeys = true
+				next.vkeys = maps.Clone(next.vkeys)
+			}
+			err = s.loadVirtualKeys(ctx, tx, &next, c.ref)
+		case kindConfig:
+			if !ownConfigs {
+				ownConfigs = true
+				next.configs = maps.Clone(next.configs)
+			}
+			err = s.loadConfigs(ctx, tx, &next, c.ref)
+		case kindPolicy:
+			policies = true
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if policies {
+		if err := s.loadPolicies(ctx, tx, &next); err != nil {
+			return err
+		}
+	}
+	s.snap.Store(&next)
+	return nil
 }
 
 // dbTime is t as the store writes it: UTC, to the microsecond (Postgres's

@@ -38,10 +38,9 @@ type Options struct {
 	ErrorLog *slog.Logger
 }
 
-// Store is a gateway.KeyStore, APIKeyStore, VirtualKeyStore, ConfigStore,
-// PolicyStore and PolicyCompareAndSwapper kept in SQLite or Postgres. See
-// the package documentation for the DSN forms, the secrets stance and how
-// replicas stay in step.
+// Store is every store of the gateway (see the package documentation)
+// kept in SQLite or Postgres. See the package documentation for the DSN
+// forms, the secrets stance and how replicas stay in step.
 //
 // Lookups (APIKey, APIKeyByID, APIKeys, VirtualKey, Config, Policies,
 // Policy) are served from an in-process snapshot and never query the
@@ -170,7 +169,7 @@ func (s *Store) Refresh(ctx context.Context) error {
 	if gen == s.snap.Load().gen {
 		return nil
 	}
-	return s.reload(ctx)
+	return s.catchUp(ctx)
 }
 
 // notFound reports whether err means no row.

@@ -68,61 +68,150 @@ ON CONFLICT (id) DO UPDATE SET provider = excluded.provider, base_url = excluded
 	if err != nil {
 		return fmt.Errorf("sqlstore: virtual key %q: %w", vk.Slug, err)
 	}
-	return nil
+	return s.changed(ctx, tx, kindVirtualKey, vk.Slug)
 }
 
-// DeleteVirtualKey deletes the virtual key slug of workspace workspaceID
-// (empty: of no workspace). It returns gateway.ErrNotFound when there is
-// none.
+// VirtualKeyIn implements gateway.VirtualKeyAdmin from the database: a
+// copy the caller may change.
+func (s *Store) VirtualKeyIn(ctx context.Context, workspaceID, slug string) (*gateway.VirtualKey, error) {
+	var found *gateway.VirtualKey
+	err := s.queryVirtualKeys(ctx, s.db, "workspace_id = $1 AND slug = $2", func(vk *gateway.VirtualKey) { found = vk }, workspaceID, slug)
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, gateway.ErrNotFound
+	}
+	return found, nil
+}
+
+// VirtualKeys implements gateway.VirtualKeyAdmin from the database: the
+// virtual keys of workspaceID (of every workspace and of none when it is
+// empty), oldest first.
+func (s *Store) VirtualKeys(ctx context.Context, workspaceID string) ([]gateway.VirtualKey, error) {
+	where, args := "", []any(nil)
+	if workspaceID != "" {
+		where, args = "workspace_id = $1", []any{workspaceID}
+	}
+	var out []gateway.VirtualKey
+	err := s.queryVirtualKeys(ctx, s.db, where, func(vk *gateway.VirtualKey) { out = append(out, *vk) }, args...)
+	return out, err
+}
+
+// CreateVirtualKey implements gateway.VirtualKeyAdmin: it stores vk as
+// PutVirtualKey does, or returns gateway.ErrConflict if its workspace
+// already holds its slug.
+func (s *Store) CreateVirtualKey(ctx context.Context, vk *gateway.VirtualKey) error {
+	return s.update(ctx, func(tx *sql.Tx) error {
+		if _, err := s.rowUpdatedAt(ctx, tx, "virtual_keys", vk.WorkspaceID, vk.Slug); err == nil {
+			return fmt.Errorf("sqlstore: virtual key %q: %w", vk.Slug, gateway.ErrConflict)
+		} else if !errors.Is(err, gateway.ErrNotFound) {
+			return err
+		}
+		return s.putVirtualKey(ctx, tx, vk)
+	})
+}
+
+// UpdateVirtualKey implements gateway.VirtualKeyAdmin: it replaces the
+// stored virtual key with vk if the stored one still has old's UpdatedAt,
+// atomically with respect to every write of every replica.
+func (s *Store) UpdateVirtualKey(ctx context.Context, old, vk *gateway.VirtualKey) error {
+	return s.update(ctx, func(tx *sql.Tx) error {
+		updated, err := s.rowUpdatedAt(ctx, tx, "virtual_keys", old.WorkspaceID, old.Slug)
+		if err != nil {
+			return err
+		}
+		if vk.Slug != old.Slug || vk.WorkspaceID != old.WorkspaceID || !updated.Equal(dbTime(old.UpdatedAt)) {
+			return fmt.Errorf("sqlstore: virtual key %q changed since it was read: %w", old.Slug, gateway.ErrConflict)
+		}
+		return s.putVirtualKey(ctx, tx, vk)
+	})
+}
+
+// DeleteVirtualKey implements gateway.VirtualKeyAdmin: it deletes the
+// virtual key slug of workspace workspaceID (empty: of no workspace), or
+// returns gateway.ErrNotFound when there is none.
 func (s *Store) DeleteVirtualKey(ctx context.Context, workspaceID, slug string) error {
-	return s.deleteRow(ctx, "virtual_keys", "workspace_id = $1 AND slug = $2", workspaceID, slug)
+	return s.deleteRow(ctx, kindVirtualKey, slug, "virtual_keys", "workspace_id = $1 AND slug = $2", workspaceID, slug)
 }
 
-// loadVirtualKeys reads every virtual key into snap, opening its
-// credentials.
-func (s *Store) loadVirtualKeys(ctx context.Context, tx *sql.Tx, snap *snapshot) error {
-	rows, err := tx.QueryContext(ctx, `SELECT id, workspace_id, slug, provider, base_url, resource_name, deployment_id,
+// virtualKeyColumns are the columns scanVirtualKey reads, in its order.
+const virtualKeyColumns = `id, workspace_id, slug, provider, base_url, resource_name, deployment_id,
 	api_version, model_name, project_id, region, access_key_id, api_key, secret_access_key, session_token, name, note,
-	created_at, updated_at FROM virtual_keys`)
+	created_at, updated_at`
+
+// queryVirtualKeys calls fn with each virtual key the condition where
+// (with args; "" for every row) selects, its credentials opened, ordered
+// by creation time, workspace and slug.
+func (s *Store) queryVirtualKeys(ctx context.Context, q querier, where string, fn func(*gateway.VirtualKey), args ...any) error {
+	query := `SELECT ` + virtualKeyColumns + ` FROM virtual_keys`
+	if where != "" {
+		query += ` WHERE ` + where
+	}
+	rows, err := q.QueryContext(ctx, s.dialect.rebind(query+` ORDER BY created_at NULLS FIRST, workspace_id, slug`), args...)
 	if err != nil {
 		return fmt.Errorf("sqlstore: reading virtual keys: %w", err)
 	}
 	defer rows.Close()
-	snap.vkeys = make(map[string]*gateway.VirtualKey)
 	for rows.Next() {
-		var (
-			vk                      gateway.VirtualKey
-			h                       = &vk.HostSettings
-			rowID                   string
-			apiKey, secret, session []byte
-			created, updated        sql.NullTime
-		)
-		if err := rows.Scan(&rowID, &vk.WorkspaceID, &vk.Slug, &vk.Provider, &vk.BaseURL, &h.ResourceName, &h.DeploymentID,
-			&h.APIVersion, &h.ModelName, &h.ProjectID, &h.Region, &h.AccessKeyID, &apiKey, &secret, &session, &vk.Name, &vk.Note,
-			&created, &updated); err != nil {
-			return fmt.Errorf("sqlstore: reading virtual keys: %w", err)
+		vk, err := s.scanVirtualKey(rows)
+		if err != nil {
+			return err
 		}
-		vk.CreatedAt, vk.UpdatedAt = fromNullTime(created), fromNullTime(updated)
-		for _, f := range []struct {
-			dst    *string
-			sealed []byte
-			column string
-		}{{&vk.APIKey, apiKey, "api_key"}, {&h.SecretAccessKey, secret, "secret_access_key"}, {&h.SessionToken, session, "session_token"}} {
-			if f.sealed == nil {
-				continue
-			}
-			p, err := s.seal.open(f.sealed, "virtual_keys", f.column, rowID)
-			if err != nil {
-				return fmt.Errorf("sqlstore: virtual key %q: %s: %w", vk.Slug, f.column, err)
-			}
-			*f.dst = string(p)
-		}
-		if cur, ok := snap.vkeys[vk.Slug]; !ok || vk.WorkspaceID < cur.WorkspaceID {
-			snap.vkeys[vk.Slug] = &vk // "" sorts first
-		}
+		fn(vk)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqlstore: reading virtual keys: %w", err)
 	}
 	return nil
+}
+
+// scanVirtualKey reads one row of virtualKeyColumns, opening its
+// credentials.
+func (s *Store) scanVirtualKey(row scanner) (*gateway.VirtualKey, error) {
+	var (
+		vk                      gateway.VirtualKey
+		h                       = &vk.HostSettings
+		rowID                   string
+		apiKey, secret, session []byte
+		created, updated        sql.NullTime
+	)
+	if err := row.Scan(&rowID, &vk.WorkspaceID, &vk.Slug, &vk.Provider, &vk.BaseURL, &h.ResourceName, &h.DeploymentID,
+		&h.APIVersion, &h.ModelName, &h.ProjectID, &h.Region, &h.AccessKeyID, &apiKey, &secret, &session, &vk.Name, &vk.Note,
+		&created, &updated); err != nil {
+		return nil, fmt.Errorf("sqlstore: reading virtual keys: %w", err)
+	}
+	vk.CreatedAt, vk.UpdatedAt = fromNullTime(created), fromNullTime(updated)
+	for _, f := range []struct {
+		dst    *string
+		sealed []byte
+		column string
+	}{{&vk.APIKey, apiKey, "api_key"}, {&h.SecretAccessKey, secret, "secret_access_key"}, {&h.SessionToken, session, "session_token"}} {
+		if f.sealed == nil {
+			continue
+		}
+		p, err := s.seal.open(f.sealed, "virtual_keys", f.column, rowID)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: virtual key %q: %s: %w", vk.Slug, f.column, err)
+		}
+		*f.dst = string(p)
+	}
+	return &vk, nil
+}
+
+// loadVirtualKeys reads the virtual keys of slug (every slug when it is
+// empty) into snap.vkeys, replacing what it held for them: per slug, the
+// one of no workspace or else the one of the workspace whose id sorts
+// first.
+func (s *Store) loadVirtualKeys(ctx context.Context, tx *sql.Tx, snap *snapshot, slug string) error {
+	where, args := "", []any(nil)
+	if slug != "" {
+		where, args = "slug = $1", []any{slug}
+		delete(snap.vkeys, slug)
+	}
+	return s.queryVirtualKeys(ctx, tx, where, func(vk *gateway.VirtualKey) {
+		if cur, ok := snap.vkeys[vk.Slug]; !ok || vk.WorkspaceID < cur.WorkspaceID {
+			snap.vkeys[vk.Slug] = vk // "" sorts first
+		}
+	}, args...)
 }

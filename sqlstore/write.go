@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	gateway "github.com/modelgateway/gateway"
 )
@@ -18,7 +19,7 @@ import (
 // wrote: a compare-and-swap reads the row it replaces with no other
 // write in between, on Postgres (read committed) as on SQLite (one
 // writer at a time). Other processes see the new generation at their
-// next poll and reload.
+// next poll and catch up.
 //
 // An error of the refresh, after the commit, is returned wrapped: the
 // write is durable, and the background refresh installs it later.
@@ -34,13 +35,61 @@ func (s *Store) update(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := fn(tx); err != nil {
 		return err
 	}
+	// Changes far behind are pruned as the log grows; a replica that far
+	// behind reads everything instead (catchUp).
+	if _, err := tx.ExecContext(ctx, s.dialect.rebind(`DELETE FROM changes WHERE gen <= (SELECT value FROM generation WHERE id = 1) - $1`),
+		changesKept); err != nil {
+		return fmt.Errorf("sqlstore: %w", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlstore: %w", err)
 	}
-	if err := s.reload(ctx); err != nil {
+	if err := s.catchUp(ctx); err != nil {
 		return fmt.Errorf("sqlstore: written, but not yet in force here: %w", err)
 	}
 	return nil
+}
+
+// The kinds of record the changes table names (see catchUp).
+const (
+	kindAPIKey     = "api_key"     // ref: the key's id
+	kindVirtualKey = "virtual_key" // ref: the slug
+	kindConfig     = "config"      // ref: the config's id (its slug)
+	kindPolicy     = "policy"      // ref: the policy's id; every policy is read again
+)
+
+// changesKept is how many generations of changes the changes table keeps.
+const changesKept = 100_000
+
+// changed records, in the write transaction tx, that the record of kind
+// named ref changed under the generation the transaction set.
+func (s *Store) changed(ctx context.Context, tx *sql.Tx, kind, ref string) error {
+	_, err := s.exec(ctx, tx, `INSERT INTO changes (gen, kind, ref) SELECT value, $1, $2 FROM generation WHERE id = 1`, kind, ref)
+	if err != nil {
+		return fmt.Errorf("sqlstore: %w", err)
+	}
+	return nil
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// rowUpdatedAt returns the updated_at of the row of table (virtual_keys
+// or configs) holding slug in workspaceID, or gateway.ErrNotFound.
+func (s *Store) rowUpdatedAt(ctx context.Context, tx *sql.Tx, table, workspaceID, slug string) (time.Time, error) {
+	var updated sql.NullTime
+	err := tx.QueryRowContext(ctx, s.dialect.rebind(`SELECT updated_at FROM `+table+` WHERE workspace_id = $1 AND slug = $2`),
+		workspaceID, slug).Scan(&updated)
+	switch {
+	case notFound(err):
+		return time.Time{}, gateway.ErrNotFound
+	case err != nil:
+		return time.Time{}, fmt.Errorf("sqlstore: %s %q: %w", table, slug, err)
+	}
+	return fromNullTime(updated), nil
 }
 
 // exec runs one statement of the dialect in tx.
@@ -72,8 +121,9 @@ func (s *Store) rowID(ctx context.Context, tx *sql.Tx, table, workspaceID, slug 
 }
 
 // deleteRow deletes the row of table that where (a condition on its
-// unique columns, with args) selects, or returns gateway.ErrNotFound.
-func (s *Store) deleteRow(ctx context.Context, table, where string, args ...any) error {
+// unique columns, with args) selects, recording the change of the record
+// of kind named ref, or returns gateway.ErrNotFound.
+func (s *Store) deleteRow(ctx context.Context, kind, ref, table, where string, args ...any) error {
 	return s.update(ctx, func(tx *sql.Tx) error {
 		res, err := s.exec(ctx, tx, `DELETE FROM `+table+` WHERE `+where, args...)
 		if err != nil {
@@ -84,6 +134,6 @@ func (s *Store) deleteRow(ctx context.Context, table, where string, args ...any)
 		} else if n == 0 {
 			return gateway.ErrNotFound
 		}
-		return nil
+		return s.changed(ctx, tx, kind, ref)
 	})
 }
