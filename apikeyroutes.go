@@ -39,7 +39,10 @@ const (
 // The plaintext of a key appears only in the answers of create and
 // rotate; the gateway stores its SHA-256 digest alone, so reads show a
 // mask ("gw-****" and the last 4 hex digits of the digest) in its place.
-// rate_limits and usage_limits are stored and read back but not yet
+// rate_limits are checked like the type, unit and value of rate-limits
+// policies (a 400 names the field, e.g. rate_limits[0].unit), stored as
+// given and enforced on the key's data-plane requests (see
+// APIKey.RateLimits); usage_limits are stored and read back but not yet
 // enforced. A bad type or sub-type in the create path is a 400 naming
 // type or sub-type. Control-plane requests are never rate-limited.
 func (g *Gateway) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
@@ -147,7 +150,7 @@ func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store API
 	}
 	k.Scopes = c.Scopes
 	var err error
-	if k.RateLimits, err = limitsJSON("rate_limits", c.RateLimits, '['); err != nil {
+	if k.RateLimits, err = rateLimitsJSON(c.RateLimits); err != nil {
 		return err
 	}
 	if k.UsageLimits, err = limitsJSON("usage_limits", c.UsageLimits, '{'); err != nil {
@@ -265,7 +268,7 @@ func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store API
 			return err
 		}
 	}
-	if rl, err = limitsJSON("rate_limits", u.RateLimits, '['); err != nil {
+	if rl, err = rateLimitsJSON(u.RateLimits); err != nil {
 		return err
 	}
 	if ul, err = limitsJSON("usage_limits", u.UsageLimits, '{'); err != nil {

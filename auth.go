@@ -82,10 +82,31 @@ type APIKey struct {
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 
-	// RateLimits and UsageLimits are the JSON given at creation or update
-	// (an array and an object, in the reference's shapes), stored and read
-	// back as they are. They are not enforced yet.
-	RateLimits  json.RawMessage `json:"rate_limits,omitempty"`
+	// RateLimits is the JSON array of rate limits given at creation or
+	// update, stored and read back exactly as given, or nil for none. Each
+	// entry is an object of type (requests or tokens), unit (rpm, rph or
+	// rpd) and value, allowed the values of a RateLimitsPolicy's fields,
+	// at most one entry per type and unit; the control plane refuses
+	// anything else with a 400 naming the field (rate_limits[0].unit).
+	//
+	// Each entry is enforced on the data plane as a rate-limits policy
+	// whose condition is this key and whose group is the key itself:
+	// counted by Options.Limiter (whether or not Options.Policies is set),
+	// checked before the stored policies, refused with the same 429 and
+	// headers, charged tokens and refunded alike. Its bucket is named by
+	// the key's workspace and ID and the entry's type and unit, so that
+	// replicas sharing a Limiter share it, and changing the value or order
+	// of the entries keeps what it holds. A record whose RateLimits change
+	// is in force from its first request (the parsed entries are cached,
+	// by ID, while the JSON stays the same); a key without RateLimits
+	// costs nothing. RateLimits that are not valid (written past the
+	// control plane) refuse the key's data-plane requests with a 500: the
+	// gateway fails closed. Control-plane requests are not charged.
+	RateLimits json.RawMessage `json:"rate_limits,omitempty"`
+
+	// UsageLimits is the JSON object given at creation or update, in the
+	// reference's shape, stored and read back as it is. It is not
+	// enforced yet.
 	UsageLimits json.RawMessage `json:"usage_limits,omitempty"`
 
 	// PreviousDigest is the digest the key had before its last rotation;
@@ -210,6 +231,7 @@ func authenticate(r *http.Request, keys KeyStore, st *requestState) error {
 		scopes = RoleScopes(role)
 	}
 	st.identity = Identity{KeyID: k.ID, WorkspaceID: k.WorkspaceID, Type: k.Type, Role: role, Scopes: scopes, Metadata: k.Metadata, DefaultConfig: k.DefaultConfig}
+	st.key = k
 	st.log.KeyID = k.ID
 	st.log.WorkspaceID = k.WorkspaceID
 	return nil

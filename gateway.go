@@ -47,9 +47,10 @@ type Options struct {
 	// implements it.
 	Audit AuditStore
 
-	// Limiter keeps the buckets of rate-limits policies. Nil means a
-	// MemoryLimiter of this gateway's own; replicas that must share
-	// limits need a shared Limiter.
+	// Limiter keeps the buckets of rate-limits policies and of API keys'
+	// rate_limits (APIKey.RateLimits). Nil means a MemoryLimiter of this
+	// gateway's own; replicas that must share limits need a shared
+	// Limiter.
 	Limiter Limiter
 
 	// Providers adds provider kinds, or replaces built-in ones, by slug.

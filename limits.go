@@ -26,6 +26,7 @@ type policyHit struct {
 	p     *RateLimitsPolicy
 	key   string
 	limit Limit
+	src   string // for an API key's rate_limits, what a refusal names ("API key ..."); empty for a stored policy
 }
 
 // cost is what admitting the request takes from h's bucket: 1 for a
@@ -82,9 +83,12 @@ const maxRetryAfter = 100 * 365 * 24 * time.Hour
 // again, and tells Limits what became of the request (a refusal of its
 // own is refunded, a cache hit uses no tokens).
 //
-// Nil policies apply none; a nil limiter means a MemoryLimiter of this
-// middleware's own. Failures of the store or the limiter refuse the
-// request with a 500 and reach errLog (nil: slog.Default()).
+// The rate_limits of the caller's API key (APIKey.RateLimits) apply as
+// policies too, checked before the stored ones. Nil policies apply no
+// stored policy, only those rate_limits; a nil limiter means a
+// MemoryLimiter of this middleware's own. Failures of the store or the
+// limiter, and stored rate_limits that are not valid, refuse the request
+// with a 500 and reach errLog (nil: slog.Default()).
 func Limits(policies PolicyStore, limiter Limiter, errLog *slog.Logger) func(http.Handler) http.Handler {
 	l := newLimits(policies, limiter, errLog)
 	return func(next http.Handler) http.Handler {
@@ -103,10 +107,11 @@ func Limits(policies PolicyStore, limiter Limiter, errLog *slog.Logger) func(htt
 }
 
 // limits is the limits stage: the policies, the buckets they count in,
-// and where their failures are logged.
+// the API keys' rate_limits parsed, and where their failures are logged.
 type limits struct {
 	policies PolicyStore
 	limiter  Limiter
+	keys     keyLimitCache
 	errLog   *slog.Logger
 }
 
@@ -117,34 +122,47 @@ func newLimits(policies PolicyStore, limiter Limiter, errLog *slog.Logger) *limi
 	if errLog == nil {
 		errLog = slog.Default()
 	}
-	return &limits{policies: policies, limiter: limiter, errLog: errLog}
+	return &limits{policies: policies, limiter: limiter, keys: newKeyLimitCache(), errLog: errLog}
 }
 
-// admit applies the caller's active rate-limits policies (those of
-// its workspace and those of no workspace) to a request about to reach a
-// provider. It returns the limitWriter the request must answer through
-// (it adds the x-ratelimit-* headers and counts the tokens of the
-// response), whose settle is called once the response is done, or nil
-// when no policy applies or a Limits stage in front already admitted the
-// request; or the 429
-// refusing the request. The 429's Retry-After is the longest wait among
+// admit applies the rate_limits of the caller's API key, then the
+// caller's active rate-limits policies (those of its workspace and those
+// of no workspace), to a request about to reach a provider. It returns
+// the limitWriter the request must answer through (it adds the
+// x-ratelimit-* headers and counts the tokens of the response), whose
+// settle is called once the response is done, or nil when no policy
+// applies or a Limits stage in front already admitted the request; or the
+// 429 refusing the request. The 429's Retry-After is the longest wait among
 // the matching policies that refuse, so that a retry after it is not
 // refused by another one; the policies after the first refusal are only
 // asked, at no cost.
 //
-// Policies are read from the store on every request, so a change applies
-// at once. An error of the store or the Limiter refuses the request.
+// Policies are read from the store on every request, and the key's
+// rate_limits from the key record the request was authenticated with, so
+// a change applies at once. An error of the store or the Limiter, or
+// stored rate_limits that are not valid, refuse the request.
 func (l *limits) admit(w http.ResponseWriter, r *http.Request, st *requestState) (*limitWriter, error) {
-	if l.policies == nil || st.admitted {
+	if st.admitted {
 		return nil, nil
 	}
 	ctx := r.Context()
+	var hits []policyHit
+	if k := st.key; k != nil && len(k.RateLimits) > 0 {
+		kh, err := l.keys.hits(k)
+		if err != nil {
+			l.errLog.ErrorContext(ctx, "gateway: API key rate_limits", "key", k.ID, "err", err)
+			return nil, err
+		}
+		hits = kh[:len(kh):len(kh)] // shared: appending the policies copies it
+	}
+	if l.policies == nil {
+		return l.take(w, r, st, hits)
+	}
 	ps, err := l.policies.Policies(ctx, st.identity.WorkspaceID)
 	if err != nil {
 		l.errLog.ErrorContext(ctx, "gateway: policy store", "err", err)
 		return nil, err
 	}
-	var hits []policyHit
 	for i := range ps {
 		p := &ps[i]
 		if p.Status != PolicyActive || p.WorkspaceID != "" && p.WorkspaceID != st.identity.WorkspaceID || !p.matches(st) {
@@ -155,9 +173,16 @@ func (l *limits) admit(w http.ResponseWriter, r *http.Request, st *requestState)
 		}
 		hits = append(hits, policyHit{p: p, key: p.bucketKey(st), limit: Limit{Value: p.Value, Per: policyPeriod(p.Unit)}})
 	}
+	return l.take(w, r, st, hits)
+}
+
+// take admits the request under every policy of hits, in order, or
+// refuses it (see admit).
+func (l *limits) take(w http.ResponseWriter, r *http.Request, st *requestState, hits []policyHit) (*limitWriter, error) {
 	if len(hits) == 0 {
 		return nil, nil
 	}
+	ctx := r.Context()
 	lw := &limitWriter{ResponseWriter: w, l: l, ctx: ctx, hits: hits, reqBytes: &st.body,
 		estimate: r.Method == http.MethodPost && !uploadBody(r.Header.Get("Content-Type"))}
 	for i, h := range hits {
@@ -205,8 +230,12 @@ func (l *limits) refusal(ctx context.Context, w http.ResponseWriter, h policyHit
 	}
 	w.Header().Set(limitHeader, strconv.FormatFloat(p.Value, 'f', -1, 64))
 	w.Header().Set(remainingHeader, "0")
+	who := worst.src
+	if who == "" {
+		who = "policy " + policyLabel(p)
+	}
 	return &Error{Status: http.StatusTooManyRequests, Type: p.Type, Code: CodeRateLimitExceeded,
-		RetryAfter: min(max(wait, time.Second), maxRetryAfter), Message: "rate limit exceeded: policy " + policyLabel(p) +
+		RetryAfter: min(max(wait, time.Second), maxRetryAfter), Message: "rate limit exceeded: " + who +
 			" allows " + strconv.FormatFloat(p.Value, 'f', -1, 64) + " " + p.Type + " per " + policyUnitName(p.Unit)}
 }
 

@@ -180,6 +180,7 @@ type requestState struct {
 	start    time.Time
 	traceID  string
 	identity Identity
+	key      *APIKey // the record identity was made from; shared, not to be modified
 	opts     RequestOptions
 	parsed   bool
 	badAuth  bool // Authorization is not a bearer token (see RequestOptions.parse)
