@@ -399,6 +399,13 @@ func DecodeStoreFile(r io.Reader) (*StoreFile, error) {
 // leaves s unchanged.
 func (s *MemoryStore) Load(f *StoreFile) error {
 	keys := make([]APIKey, 0, len(f.APIKeys))
+	// Where each id, key, slug and policy id was first seen, for the
+	// errors naming a repeat.
+	keyIDs := make(map[string]int, len(f.APIKeys))
+	digests := make(map[[sha256.Size]byte]int, len(f.APIKeys))
+	slugs := make(map[string]int, len(f.VirtualKeys))
+	configIDs := make(map[string]int, len(f.Configs))
+	policyIDs := make(map[string]int, len(f.RateLimitsPolicies))
 	for i, e := range f.APIKeys {
 		k := APIKey{ID: e.ID, WorkspaceID: e.WorkspaceID, Role: e.Role, Disabled: e.Disabled, Metadata: e.Metadata,
 			DefaultConfig: e.DefaultConfig, Scopes: e.Scopes, ExpiresAt: e.ExpiresAt}
@@ -428,21 +435,23 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 		default:
 			return fmt.Errorf("gateway: store file: api_keys[%d].role must be admin or member", i)
 		}
-		if j := slices.IndexFunc(keys, func(o APIKey) bool { return o.ID == k.ID }); j >= 0 {
+		if j, ok := keyIDs[k.ID]; ok {
 			return fmt.Errorf("gateway: store file: api_keys[%d].id repeats api_keys[%d].id", i, j)
 		}
-		if j := slices.IndexFunc(keys, func(o APIKey) bool { return o.Digest == k.Digest }); j >= 0 {
+		if j, ok := digests[k.Digest]; ok {
 			return fmt.Errorf("gateway: store file: api_keys[%d] has the same key as api_keys[%d]", i, j)
 		}
+		keyIDs[k.ID], digests[k.Digest] = i, i
 		keys = append(keys, k)
 	}
 	for i, vk := range f.VirtualKeys {
 		if vk.Slug == "" || vk.Provider == "" {
 			return fmt.Errorf("gateway: store file: virtual_keys[%d]: slug and provider are required", i)
 		}
-		if j := slices.IndexFunc(f.VirtualKeys[:i], func(o VirtualKey) bool { return o.Slug == vk.Slug }); j >= 0 {
+		if j, ok := slugs[vk.Slug]; ok {
 			return fmt.Errorf("gateway: store file: virtual_keys[%d].slug repeats virtual_keys[%d].slug", i, j)
 		}
+		slugs[vk.Slug] = i
 		if vk.BaseURL != "" {
 			if u, err := url.Parse(vk.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return fmt.Errorf("gateway: store file: virtual_keys[%d].base_url must be an absolute http or https URL", i)
@@ -453,9 +462,10 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 		if c.ID == "" {
 			return fmt.Errorf("gateway: store file: configs[%d].id is required", i)
 		}
-		if j := slices.IndexFunc(f.Configs[:i], func(o SavedConfig) bool { return o.ID == c.ID }); j >= 0 {
+		if j, ok := configIDs[c.ID]; ok {
 			return fmt.Errorf("gateway: store file: configs[%d].id repeats configs[%d].id", i, j)
 		}
+		configIDs[c.ID] = i
 		if _, err := ParseConfig(c.Config); err != nil {
 			return fmt.Errorf("gateway: store file: configs[%d].config: %w", i, unprefixed{err})
 		}
@@ -469,9 +479,10 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 			return fmt.Errorf("gateway: store file: rate_limits_policies[%d]: %w", i, unprefixed{err})
 		}
 		p.ID = strings.ToLower(p.ID)
-		if j := slices.IndexFunc(policies, func(o RateLimitsPolicy) bool { return o.ID == p.ID }); j >= 0 {
+		if j, ok := policyIDs[p.ID]; ok {
 			return fmt.Errorf("gateway: store file: rate_limits_policies[%d].id repeats rate_limits_policies[%d].id", i, j)
 		}
+		policyIDs[p.ID] = i
 		policies = append(policies, p)
 	}
 	for _, k := range keys {

@@ -106,6 +106,24 @@ func TestCatchUpAfterPruning(t *testing.T) {
 			t.Errorf("replica b after a full reload: virtual key %s: %v", slug, err)
 		}
 	}
+
+	// A write of more records than catchUp reads one by one (a big Load)
+	// is caught up by reading everything too.
+	var f gateway.StoreFile
+	for i := range 2100 {
+		f.APIKeys = append(f.APIKeys, gateway.APIKeyEntry{ID: fmt.Sprintf("key-%d", i), Key: fmt.Sprintf("gw-%d", i)})
+	}
+	if err := a.Load(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 1234, 2099} {
+		if k, err := b.APIKey(ctx, gateway.HashAPIKey(fmt.Sprintf("gw-%d", i))); err != nil || k.ID != fmt.Sprintf("key-%d", i) {
+			t.Errorf("replica b after a big Load: key %d = %v, %v", i, k, err)
+		}
+	}
 }
 
 func isConflict(err error) bool { return errors.Is(err, gateway.ErrConflict) }

@@ -121,31 +121,23 @@ func (s *Store) catchUp(ctx context.Context) error {
 	if gen == cur.gen {
 		return nil
 	}
-	if gen-cur.gen >= changesKept {
+	full := gen-cur.gen >= changesKept
+	var changes []change
+	if !full {
+		if changes, err = s.changesSince(ctx, tx, cur.gen, gen); err != nil {
+			return err
+		}
+		// Past a few thousand records (a big Load), one read of every
+		// table is cheaper than a query per record.
+		full = len(changes) > catchUpMax
+	}
+	if full {
 		next, err := s.load(ctx, tx)
 		if err != nil {
 			return err
 		}
 		s.snap.Store(next)
 		return nil
-	}
-	rows, err := tx.QueryContext(ctx, s.dialect.rebind(`SELECT DISTINCT kind, ref FROM changes WHERE gen > $1 AND gen <= $2`), cur.gen, gen)
-	if err != nil {
-		return fmt.Errorf("sqlstore: reading changes: %w", err)
-	}
-	type change struct{ kind, ref string }
-	var changes []change
-	for rows.Next() {
-		var c change
-		if err := rows.Scan(&c.kind, &c.ref); err != nil {
-			rows.Close()
-			return fmt.Errorf("sqlstore: reading changes: %w", err)
-		}
-		changes = append(changes, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlstore: reading changes: %w", err)
 	}
 	next := *cur
 	next.gen = gen
@@ -184,6 +176,34 @@ func (s *Store) catchUp(ctx context.Context) error {
 	}
 	s.snap.Store(&next)
 	return nil
+}
+
+// catchUpMax is the most records catchUp reads one by one.
+const catchUpMax = 2000
+
+// change names one record a write changed (see kindAPIKey and the rest).
+type change struct{ kind, ref string }
+
+// changesSince returns the records the writes of generations after from,
+// up to to, changed, each once.
+func (s *Store) changesSince(ctx context.Context, tx *sql.Tx, from, to int64) ([]change, error) {
+	rows, err := tx.QueryContext(ctx, s.dialect.rebind(`SELECT DISTINCT kind, ref FROM changes WHERE gen > $1 AND gen <= $2`), from, to)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: reading changes: %w", err)
+	}
+	defer rows.Close()
+	var changes []change
+	for rows.Next() {
+		var c change
+		if err := rows.Scan(&c.kind, &c.ref); err != nil {
+			return nil, fmt.Errorf("sqlstore: reading changes: %w", err)
+		}
+		changes = append(changes, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: reading changes: %w", err)
+	}
+	return changes, nil
 }
 
 // dbTime is t as the store writes it: UTC, to the microsecond (Postgres's
