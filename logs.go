@@ -13,25 +13,54 @@ import (
 
 // RequestLog is the record of one request. It never holds a credential:
 // headers are not recorded, and key-like query parameters are redacted.
+//
+// The JSON names are those of the request log line and of GET /logs.
 type RequestLog struct {
+	// ID identifies the record: unique, and ordered by time within one
+	// process (a UUIDv7 when the gateway makes it).
+	ID          string            `json:"id,omitempty"`
 	Time        time.Time         `json:"time"`
 	TraceID     string            `json:"trace_id"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	KeyID       string            `json:"key_id,omitempty"`
 	WorkspaceID string            `json:"workspace_id,omitempty"`
+	VirtualKey  string            `json:"virtual_key,omitempty"` // the slug of the virtual key that served it
+	ConfigID    string            `json:"config_id,omitempty"`   // the slug of the saved config that routed it
 	Provider    string            `json:"provider,omitempty"`
-	Model       string            `json:"model,omitempty"`
+	Model       string            `json:"model,omitempty"` // the request's model, else the answer's
 	Method      string            `json:"method"`
 	Path        string            `json:"path"`
 	Query       string            `json:"query,omitempty"`
 	Status      int               `json:"status"` // 499: the caller went away first
 	Latency     time.Duration     `json:"latency"`
-	BytesIn     int64             `json:"bytes_in"`
-	BytesOut    int64             `json:"bytes_out"`
-	CacheStatus CacheStatus       `json:"cache_status,omitempty"`
-	Attempts    int               `json:"attempts"` // retries made after the first try
-	ErrorCode   string            `json:"error_code,omitempty"`
-	Aborted     bool              `json:"aborted,omitempty"` // the response was cut mid-stream
+	// TTFB is the time from the request's arrival to the first byte of
+	// the provider's answer body; zero when no answer body came.
+	TTFB     time.Duration `json:"ttfb,omitempty"`
+	BytesIn  int64         `json:"bytes_in"`
+	BytesOut int64         `json:"bytes_out"`
+
+	// Tokens, from the provider's usage (streamed answers included);
+	// zero when the answer reported none.
+	PromptTokens       int64 `json:"prompt_tokens,omitempty"`
+	CompletionTokens   int64 `json:"completion_tokens,omitempty"`
+	TotalTokens        int64 `json:"total_tokens,omitempty"`
+	CachedPromptTokens int64 `json:"cached_prompt_tokens,omitempty"` // of PromptTokens, read from the provider's prompt cache
+
+	// Cost is the request's price in USD from the price table; zero for a
+	// cache hit. CostUnknown says the model has no price there, so that
+	// Cost is 0 for want of one.
+	Cost        float64 `json:"cost,omitempty"`
+	CostUnknown bool    `json:"cost_unknown,omitempty"`
+
+	CacheStatus CacheStatus `json:"cache_status,omitempty"`
+	Attempts    int         `json:"attempts"` // retries made after the first try
+	// FallbackIndex is the index, among the targets a fallback config
+	// tried, of the one that answered (0: the first); Rescued says a
+	// retry or a fallback turned a failed attempt into a 2xx answer.
+	FallbackIndex int    `json:"fallback_index,omitempty"`
+	Rescued       bool   `json:"rescued,omitempty"`
+	ErrorCode     string `json:"error_code,omitempty"`
+	Aborted       bool   `json:"aborted,omitempty"` // the response was cut mid-stream
 }
 
 // LogSink receives request logs. The gateway calls Log from a single
