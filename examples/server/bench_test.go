@@ -141,7 +141,7 @@ func startServer(b *testing.B, args ...string) string {
 	var err error
 	go func() {
 		defer close(done)
-		err = run(ctx, context.Background(), append([]string{"-addr", "127.0.0.1:0", "-drain", "0s"}, args...), io.Discard, stderr)
+		err = run(ctx, context.Background(), append([]string{"-addr", "127.0.0.1:0", "-drain", "0s", "-db", ":memory:"}, args...), io.Discard, stderr)
 	}()
 	b.Cleanup(func() {
 		cancel()
@@ -222,8 +222,8 @@ func serveParallel(b *testing.B, h http.Handler, hdr http.Header) {
 
 // BenchmarkServerChain compares a non-streaming chat completion through
 // the server's whole handler chain (serverHandler: serving lock,
-// stallWriter, the gateway built by newGateway from a config file loaded
-// by loadConfig, the JSON request log of -request-log stdout written to
+// stallWriter, the gateway built by newGateway from a config file read
+// by readConfig, the JSON request log of -request-log stdout written to
 // io.Discard) with the same request through a bare httputil.ReverseProxy,
 // in-process, on the same instant upstream. "server-request-log-off" is
 // the chain of -request-log off.
@@ -242,17 +242,23 @@ func BenchmarkServerChain(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			store := &gateway.MemoryStore{}
-			f, err := loadConfig(cfg, store, io.Discard)
+			f, err := readConfig(cfg, io.Discard)
 			if err != nil {
 				b.Fatal(err)
 			}
-			g := newGateway(store, f.CustomHosts.Allow, sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			store := &gateway.MemoryStore{}
+			if err := store.Load(f); err != nil {
+				b.Fatal(err)
+			}
+			var opts gateway.Options
+			setStores(&opts, store)
+			g := newGateway(opts, f.CustomHosts.Allow, sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			defer g.Close()
 			var serving sync.RWMutex
 			var ready atomic.Bool
 			ready.Store(true)
-			serveParallel(b, serverHandler(g, &serving, defaultWriteTimeout, &ready), gatewayHeader("x-gateway-virtual-key", "up"))
+			noStore := func(context.Context) error { return nil }
+			serveParallel(b, serverHandler(g, &serving, defaultWriteTimeout, &ready, noStore), gatewayHeader("x-gateway-virtual-key", "up"))
 		})
 	}
 }

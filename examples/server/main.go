@@ -1,12 +1,48 @@
 // Command server runs the model gateway as a standalone HTTP server.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-config FILE] [-demo] [-drain 5s] [-grace 30s]
-//		[-write-timeout 60s] [-request-log stdout|off] [-admin-addr ADDR]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-db DSN] [-config FILE] [-redis URL] [-demo]
+//		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-admin-addr ADDR]
 //
-// Without -config it serves one admin API key, in the workspace "default":
-// the value of GATEWAY_API_KEY, or a random key generated at start-up and
-// printed once on standard error. Callers then name the provider with
-// x-gateway-provider and send their provider token in Authorization.
+// -db names where the gateway keeps its state (API keys, virtual keys,
+// configs, policies, workspaces and the audit log, as far as the store
+// keeps them):
+//
+//   - a file path, or sqlite:PATH: a SQLite database (package sqlstore),
+//     created with mode 0600 when absent;
+//   - postgres://… or postgresql://…: a Postgres database, which several
+//     replicas may share;
+//   - :memory: no durable state: everything lives as long as the process.
+//
+// The default is gateway.db in the working directory, except when -config
+// or -demo is given without -db: then it is :memory:. A config file alone
+// thus says exactly which keys, virtual keys, configs and policies exist,
+// as it always did, and repeated runs in one directory never meet the
+// state an earlier run left; a demo's fake provider and virtual key live
+// only as long as the process anyway. Give -db explicitly to apply a
+// config file to a database.
+//
+// A database keeps provider credentials sealed under a master key: the
+// 32 bytes of GATEWAY_MASTER_KEY (64 hex digits or base64) when it is set.
+// Without it, a SQLite database uses its key file, the database's path
+// followed by ".key": it is read when it exists (it must be private to its
+// owner, mode 0600), else created with a random key, mode 0600, and the
+// server says so once on standard error. Back the key file up with the
+// database, and keep it apart from copies of it: without the key the
+// stored credentials are lost. A Postgres database needs
+// GATEWAY_MASTER_KEY, the same for every replica. A key that does not
+// open the database stops the server at start-up. No key is ever written
+// to a log.
+//
+// Without -config the server serves one admin API key, "key-default" of
+// the workspace "default": the value of GATEWAY_API_KEY, or a random key
+// generated at start-up and printed once on standard error. On a
+// database, GATEWAY_API_KEY is stored so (replacing an earlier
+// key-default) unless the database holds that key already, and a key is
+// generated only when the database holds no API key at all (its first
+// start): later starts print none and use the stored keys. Callers then
+// name the provider with x-gateway-provider and send their provider token
+// in Authorization, or create virtual keys, configs and more keys through
+// the control plane.
 //
 // -demo makes the server work offline, for a first try: it also starts the
 // fake OpenAI-compatible provider of package gatewaytest on a loopback port,
@@ -21,7 +57,10 @@
 //
 // With -config it loads API keys, virtual keys, saved configs, rate-limits
 // policies and the custom-host allowlist from a JSON file (see DESIGN §7 and
-// §8 for the complete field list):
+// §8 for the complete field list). On a database each entry the file
+// names is created or replaced at every start, and the entries it does
+// not name (those made through the control plane, say) are left alone;
+// the custom-host allowlist is read from the file, never stored:
 //
 //	{
 //	  "api_keys": [{"id": "key-admin", "key": "${GATEWAY_API_KEY}", "workspace_id": "ws-1", "role": "admin"}],
@@ -36,6 +75,12 @@
 // lower-case hex SHA-256 of the key) instead of key. An unknown field is an
 // error at start-up.
 //
+// -redis redis://HOST:PORT/DB keeps the rate-limit buckets and the
+// response cache in Redis (package redis), so that replicas using the
+// same Redis enforce one limit and share cached answers; without it each
+// process keeps its own, in memory. A Redis that does not answer at
+// start-up stops the server.
+//
 // Standard output carries one JSON line per request (trace id, key id,
 // provider, status, latency, bytes; never a credential), unless
 // -request-log off turns it off; a line costs about 3 µs of CPU.
@@ -49,7 +94,8 @@
 // probes of an orchestrator or load balancer: they need no key, answer a
 // bare "ok" (or "draining") that reveals nothing about the server, and are
 // not request-logged. /healthz answers 200 while the process runs; /readyz
-// answers 200 until the shutdown begins and 503 from then on.
+// answers 200 until the shutdown begins and 503 from then on, and 503 too
+// ("unavailable") while the database does not answer within 2 s.
 //
 // On SIGINT or SIGTERM the server first drains for -drain (5 s by default):
 // /readyz answers 503 at once, so that load balancers take the server out
@@ -146,13 +192,17 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
-	configPath := fs.String("config", "", "JSON config `file` (API keys, virtual keys, configs, policies, custom hosts)")
+	configPath := fs.String("config", "", "JSON config `file` (API keys, virtual keys, configs, policies, custom hosts); with a -db database, its entries are created or replaced there at start-up and others left alone")
 	demo := fs.Bool("demo", false, "also start a fake OpenAI-compatible provider on loopback, add the virtual key demo for it and print a curl command that calls it")
 	drain := fs.Duration("drain", defaultDrain, "how long the server keeps serving after SIGINT or SIGTERM with /readyz answering 503, before it closes its listener")
 	grace := fs.Duration("grace", 30*time.Second, "how long in-flight requests and streams may run once the listener is closed")
 	writeTimeout := fs.Duration("write-timeout", defaultWriteTimeout, "how long one write to a client may block before its connection is dropped (0: no limit)")
 	requestLog := fs.String("request-log", "stdout", "where the JSON line per request goes: `stdout` or off")
 	adminAddr := fs.String("admin-addr", "", "`address` of the operators' listener serving /debug/pprof/ (empty: none)")
+	dbFlag := fs.String("db", "", "the `DSN` of the database that keeps the gateway's state: a SQLite file path or sqlite:PATH, a postgres:// URL, or :memory: for none. "+
+		"Default: gateway.db in the working directory, except when -config or -demo is given without -db: then :memory:, "+
+		"so that the config file alone says which keys, virtual keys, configs and policies exist, and no run meets the state an earlier one left")
+	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets and the response cache, shared by every replica using it (empty: in memory, per process)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -175,24 +225,46 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	spec, err := parseDB(chooseDB(*dbFlag, flagSet(fs, "db"), *configPath != "" || *demo))
+	if err != nil {
+		return err
+	}
+	if *demo && spec.kind != dbMemory {
+		return errors.New("gateway: -demo keeps its fake provider and virtual key in memory, and runs only with -db :memory: (its default)")
+	}
+	var file *gateway.StoreFile
+	if *configPath != "" {
+		if file, err = readConfig(*configPath, stderr); err != nil {
+			return err
+		}
+	}
 
 	errLog := slog.New(slog.NewTextHandler(stderr, nil))
-	store := &gateway.MemoryStore{}
-	var allow []string
-	if *configPath != "" {
-		f, err := loadConfig(*configPath, store, stderr)
+	var opts gateway.Options
+	if *redisURL != "" {
+		rc, err := openRedis(ctx, *redisURL)
 		if err != nil {
 			return err
 		}
-		allow = f.CustomHosts.Allow
+		defer rc.Close() // after the gateway, whose requests use it, has stopped
+		setRedis(&opts, rc)
 	}
-	var key apiKey
-	if *configPath == "" || *demo {
-		key = loadAPIKey(store, *configPath == "", stderr)
+	st, err := openBackend(ctx, spec, errLog, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeBackend(st, stderr) // after the gateway has stopped
+	key, err := loadState(ctx, st, file, *configPath, *demo, stderr)
+	if err != nil {
+		return err
+	}
+	var allow []string
+	if file != nil {
+		allow = file.CustomHosts.Allow
 	}
 	var curl string // the demo's command, once the address is known
 	if *demo {
-		fake, err := startDemo(store)
+		fake, err := startDemo(st.mem)
 		if err != nil {
 			return err
 		}
@@ -200,7 +272,8 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "gateway: demo: a fake OpenAI-compatible provider listens on %s (virtual key demo)\n", fake.URL)
 	}
 
-	g := newGateway(store, allow, sink, errLog)
+	setStores(&opts, st.store())
+	g := newGateway(opts, allow, sink, errLog)
 	defer g.Close()
 
 	ln, err := net.Listen("tcp", *addr)
@@ -216,7 +289,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	var ready atomic.Bool
 	ready.Store(true)
 	srv := &http.Server{
-		Handler:           serverHandler(g, &serving, *writeTimeout, &ready),
+		Handler:           serverHandler(g, &serving, *writeTimeout, &ready, st.ping),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -312,30 +385,68 @@ func requestLogSink(mode string, stdout io.Writer) (gateway.LogSink, error) {
 	}
 }
 
-// newGateway returns the gateway the server runs, with store as every
-// store, the server's extra providers, and the custom hosts in allow.
-func newGateway(store *gateway.MemoryStore, allow []string, sink gateway.LogSink, errLog *slog.Logger) *gateway.Gateway {
-	return gateway.New(gateway.Options{
-		Keys:            store,
-		VirtualKeys:     store,
-		Configs:         store,
-		Policies:        store,
-		Providers:       providers(),
-		CustomHostAllow: allow,
-		LogSink:         sink,
-		ErrorLog:        errLog,
-	})
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// newGateway returns the gateway the server runs: opts, which holds its
+// stores and shared state, with the server's extra providers, the custom
+// hosts in allow, and its logs.
+func newGateway(opts gateway.Options, allow []string, sink gateway.LogSink, errLog *slog.Logger) *gateway.Gateway {
+	opts.Providers = providers()
+	opts.CustomHostAllow = allow
+	opts.LogSink = sink
+	opts.ErrorLog = errLog
+	return gateway.New(opts)
+}
+
+// loadState fills the store st at start-up: with the config file's
+// entries (file, read from path; nil without -config), created or
+// replaced, the other stored entries left alone; then with the API key
+// the server announces, when it serves one (see loadAPIKey and
+// storedAPIKey), which it returns.
+func loadState(ctx context.Context, st *backend, file *gateway.StoreFile, path string, demo bool, stderr io.Writer) (apiKey, error) {
+	if file != nil {
+		if err := st.load(ctx, file); err != nil {
+			return apiKey{}, fmt.Errorf("%w (in %s)", err, path)
+		}
+		has, err := st.hasAPIKeys(ctx)
+		if err != nil {
+			return apiKey{}, fmt.Errorf("gateway: -db %s: %w", st.name, err)
+		}
+		if !has {
+			fmt.Fprintf(stderr, "gateway: warning: %s has no api_keys; every request will be refused\n", path)
+		}
+	}
+	switch {
+	case st.durable() && file == nil:
+		return storedAPIKey(ctx, st, stderr)
+	case !st.durable() && (file == nil || demo):
+		return loadAPIKey(st.mem, file == nil, stderr), nil
+	}
+	return apiKey{}, nil
+}
+
+// closeBackend closes the store once the server has stopped, and reports
+// a failure on stderr.
+func closeBackend(st *backend, stderr io.Writer) {
+	if err := st.Close(); err != nil {
+		fmt.Fprintf(stderr, "gateway: closing %s: %v\n", st.name, err)
+	}
 }
 
 // serverHandler returns the handler the http.Server runs: g, behind the
-// health probes (see health, which reads ready) and the refusal of
-// requests with ambiguous framing (see refuseAmbiguousFraming), with each
-// write to the client bounded by writeTimeout (0: no limit; see
-// stallWriter), and each request holding serving read-locked while it is
-// served, so that after a forced close run can wait for the cut requests
-// to be logged.
-func serverHandler(g http.Handler, serving *sync.RWMutex, writeTimeout time.Duration, ready *atomic.Bool) http.Handler {
-	h := refuseAmbiguousFraming(health(ready, g))
+// health probes (see health, which reads ready and calls ping, the
+// store's check) and the refusal of requests with ambiguous framing (see
+// refuseAmbiguousFraming), with each write to the client bounded by
+// writeTimeout (0: no limit; see stallWriter), and each request holding
+// serving read-locked while it is served, so that after a forced close
+// run can wait for the cut requests to be logged.
+func serverHandler(g http.Handler, serving *sync.RWMutex, writeTimeout time.Duration, ready *atomic.Bool, ping func(context.Context) error) http.Handler {
+	h := refuseAmbiguousFraming(health(ready, ping, g))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		serving.RLock()
 		defer serving.RUnlock()
@@ -348,12 +459,17 @@ func serverHandler(g http.Handler, serving *sync.RWMutex, writeTimeout time.Dura
 	})
 }
 
+// readyPingTimeout bounds the store check of one /readyz probe.
+const readyPingTimeout = 2 * time.Second
+
 // health answers the probes of orchestrators and load balancers, and hands
-// every other request to next: GET (or HEAD) /healthz answers 200 while the
-// process runs, /readyz 200 while ready holds true and 503 once the
-// shutdown has begun. Neither asks for a key nor says anything about the
-// server, and neither reaches the gateway, so neither is request-logged.
-func health(ready *atomic.Bool, next http.Handler) http.Handler {
+// every other request to next: GET (or HEAD) /healthz answers 200 while
+// the process runs; /readyz answers 200 while ready holds true and ping
+// (the store's check) succeeds within 2 s, and 503 once the shutdown has
+// begun or while the store does not answer. Neither asks for a key nor
+// says anything about the server, and neither reaches the gateway, so
+// neither is request-logged.
+func health(ready *atomic.Bool, ping func(context.Context) error, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
 			next.ServeHTTP(w, r)
@@ -373,8 +489,23 @@ func health(ready *atomic.Bool, next http.Handler) http.Handler {
 			io.WriteString(w, "draining\n")
 			return
 		}
+		if r.URL.Path == "/readyz" && !storeAnswers(r.Context(), ping) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "unavailable\n")
+			return
+		}
 		io.WriteString(w, "ok\n")
 	})
+}
+
+// storeAnswers reports whether ping succeeds within readyPingTimeout.
+// The failure itself is not logged here: a store that cannot be read
+// logs it once on its own (sqlstore.Options.ErrorLog), while probes come
+// every few seconds.
+func storeAnswers(ctx context.Context, ping func(context.Context) error) bool {
+	ctx, cancel := context.WithTimeout(ctx, readyPingTimeout)
+	defer cancel()
+	return ping(ctx) == nil
 }
 
 // stallWriter bounds each write to the client instead of the whole
@@ -431,10 +562,10 @@ func providers() map[string]gateway.Provider {
 // envRef matches the ${VAR} references DecodeStoreFile expands.
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// loadConfig reads the config file at path into store. It warns on stderr
+// readConfig reads and checks the config file at path. It warns on stderr
 // about ${VAR} references to unset variables (naming the variable, never a
 // value), since they expand to empty strings.
-func loadConfig(path string, store *gateway.MemoryStore, stderr io.Writer) (*gateway.StoreFile, error) {
+func readConfig(path string, stderr io.Writer) (*gateway.StoreFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: config: %w", err)
@@ -451,11 +582,10 @@ func loadConfig(path string, store *gateway.MemoryStore, stderr io.Writer) (*gat
 	if err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
 	}
-	if err := store.Load(f); err != nil {
+	// The entries are checked here, with MemoryStore.Load's rules, so
+	// that a bad file fails before any database is opened or changed.
+	if err := new(gateway.MemoryStore).Load(f); err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
-	}
-	if len(f.APIKeys) == 0 {
-		fmt.Fprintf(stderr, "gateway: warning: %s has no api_keys; every request will be refused\n", path)
 	}
 	return f, nil
 }

@@ -216,11 +216,20 @@ func buildServer(t *testing.T) string {
 }
 
 // startProc starts bin with args and an environment holding env and none
-// of the caller's GATEWAY_* or test variables.
+// of the caller's GATEWAY_* or test variables, in a new temporary working
+// directory, so that a database it creates by default (gateway.db) never
+// lands in the repository.
 func startProc(t *testing.T, bin string, env []string, args ...string) *proc {
+	t.Helper()
+	return startProcIn(t, t.TempDir(), bin, env, args...)
+}
+
+// startProcIn is startProc with the working directory dir.
+func startProcIn(t *testing.T, dir, bin string, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{stdout: newLines(), stderr: newLines(), done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
+	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GATEWAY_") && !strings.HasPrefix(kv, "E2E_") {
@@ -563,7 +572,7 @@ func TestServerBinary(t *testing.T) {
 	})
 
 	t.Run("generated key", func(t *testing.T) {
-		p := startProc(t, bin, nil, "-addr", "127.0.0.1:0", "-drain", "0s")
+		p := startProc(t, bin, nil, "-addr", "127.0.0.1:0", "-drain", "0s", "-db", ":memory:")
 		base := baseURL(t, p.stderr, p.done)
 		line := p.stderr.wait(t, "generated key", p.done, func(s string) bool { return strings.Contains(s, "generated API key") })
 		m := regexp.MustCompile(`generated API key (gw-[A-Za-z0-9]+); set GATEWAY_API_KEY to keep it$`).FindStringSubmatch(line)
@@ -602,8 +611,9 @@ type running struct {
 	err            error              // what run returned, once done is closed
 }
 
-// startRun runs run in-process with "-addr 127.0.0.1:0 -drain 0s" followed
-// by args (which may override them) and waits until it listens. At cleanup
+// startRun runs run in-process with "-addr 127.0.0.1:0 -drain 0s -db
+// :memory:" followed by args (which may override them) and waits until it
+// listens. At cleanup
 // it is stopped and waited for.
 func startRun(t *testing.T, args ...string) *running {
 	t.Helper()
@@ -613,7 +623,7 @@ func startRun(t *testing.T, args ...string) *running {
 	r.shutdown, r.force = shutdown, hurry
 	go func() {
 		defer close(r.done)
-		r.err = run(ctx, force, append([]string{"-addr", "127.0.0.1:0", "-drain", "0s"}, args...), r.stdout, r.stderr)
+		r.err = run(ctx, force, append([]string{"-addr", "127.0.0.1:0", "-drain", "0s", "-db", ":memory:"}, args...), r.stdout, r.stderr)
 	}()
 	t.Cleanup(func() {
 		shutdown()
@@ -680,7 +690,7 @@ func TestRunErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stderr := newLines()
-			err := run(context.Background(), context.Background(), append([]string{"-addr", "127.0.0.1:0"}, tc.args...), io.Discard, stderr)
+			err := run(context.Background(), context.Background(), append([]string{"-addr", "127.0.0.1:0", "-db", ":memory:"}, tc.args...), io.Discard, stderr)
 			if err == nil || !strings.HasPrefix(err.Error(), "gateway: ") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("run() = %v, want an error starting gateway: and naming %s", err, tc.want)
 			}

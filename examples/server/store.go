@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/sqlstore"
+)
+
+// defaultDB is the -db of a server started with neither -db, -config nor
+// -demo: a SQLite file in the working directory.
+const defaultDB = "gateway.db"
+
+// memoryDB is the -db value that keeps state in memory only.
+const memoryDB = ":memory:"
+
+// dbForms lists the forms of a -db value, for error messages.
+const dbForms = "want a file path, sqlite:PATH, postgres://… or :memory:"
+
+// dbKind is the kind of store a -db value names.
+type dbKind int
+
+const (
+	dbMemory dbKind = iota
+	dbSQLite
+	dbPostgres
+)
+
+// dbSpec is a parsed -db value.
+type dbSpec struct {
+	kind dbKind
+	dsn  string // what sqlstore.Open takes; empty for dbMemory
+	path string // the SQLite file; empty otherwise
+	name string // how messages name the database: never a password
+}
+
+// chooseDB returns the -db value the server runs with: flagValue when -db
+// was given (set), else :memory: when -config or -demo was given (a file
+// that says exactly which keys exist, or a throwaway demo, must not meet
+// the state of an earlier run), else gateway.db.
+func chooseDB(flagValue string, set, configOrDemo bool) string {
+	switch {
+	case set:
+		return flagValue
+	case configOrDemo:
+		return memoryDB
+	default:
+		return defaultDB
+	}
+}
+
+// parseDB parses a -db value: :memory:, a postgres:// or postgresql://
+// URL, sqlite:PATH, or a file path. Its errors never quote a URL, which
+// may hold a password.
+func parseDB(v string) (dbSpec, error) {
+	switch {
+	case v == memoryDB:
+		return dbSpec{kind: dbMemory, name: memoryDB}, nil
+	case strings.HasPrefix(v, "postgres://"), strings.HasPrefix(v, "postgresql://"):
+		return dbSpec{kind: dbPostgres, dsn: v, name: postgresName(v)}, nil
+	}
+	path := strings.TrimPrefix(v, "sqlite:")
+	switch {
+	case path == "":
+		return dbSpec{}, errors.New("gateway: -db: empty database name (" + dbForms + ")")
+	case path == memoryDB:
+		return dbSpec{}, errors.New("gateway: -db: sqlite::memory: is not supported; -db :memory: keeps no durable state")
+	case strings.HasPrefix(path, "file:"):
+		return dbSpec{}, errors.New("gateway: -db: SQLite URIs (file:…) are not supported (" + dbForms + ")")
+	case strings.Contains(path, "://"):
+		scheme, _, _ := strings.Cut(path, "://")
+		return dbSpec{}, fmt.Errorf("gateway: -db: unknown database scheme %q (%s)", scheme, dbForms)
+	}
+	return dbSpec{kind: dbSQLite, dsn: "sqlite:" + path, path: path, name: path}, nil
+}
+
+// postgresName names the Postgres database of dsn in messages: its host
+// and database, without the user, password or parameters.
+func postgresName(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		return "the Postgres database"
+	}
+	return "postgres://" + u.Host + u.Path
+}
+
+// backend is the store the server keeps its state in: a MemoryStore for
+// -db :memory:, else a sqlstore.Store. Exactly one of mem and db is set.
+type backend struct {
+	mem  *gateway.MemoryStore
+	db   *sqlstore.Store
+	name string // how messages name the database (see dbSpec.name)
+}
+
+// openBackend opens the store spec names. For a database it finds the
+// master key first (see masterKey), and reports a key file it created on
+// stderr; the key itself is never written anywhere else. A key file it
+// created is removed again when the database does not open.
+func openBackend(ctx context.Context, spec dbSpec, errLog *slog.Logger, stderr io.Writer) (*backend, error) {
+	if spec.kind == dbMemory {
+		return &backend{mem: &gateway.MemoryStore{}, name: spec.name}, nil
+	}
+	key, err := masterKey(spec)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlstore.Open(ctx, spec.dsn, sqlstore.Options{MasterKey: key.value, ErrorLog: errLog})
+	if err != nil {
+		if key.created {
+			os.Remove(key.file)
+		}
+		return nil, openError(spec, key, err)
+	}
+	if key.created {
+		fmt.Fprintf(stderr, "gateway: created master key file %s; back it up with the database\n", key.file)
+	}
+	return &backend{db: db, name: spec.name}, nil
+}
+
+// openError explains why the database of spec did not open with key.
+func openError(spec dbSpec, key masterKeySource, err error) error {
+	switch {
+	case errors.Is(err, sqlstore.ErrWrongMasterKey) && key.created:
+		return fmt.Errorf("gateway: -db %s: its provider credentials were sealed under a master key that is not here: "+
+			"restore its key file %s or set GATEWAY_MASTER_KEY to that key (%w)", spec.name, key.file, err)
+	case errors.Is(err, sqlstore.ErrWrongMasterKey):
+		return fmt.Errorf("gateway: -db %s: the master key from %s is not the one its provider credentials were sealed under (%w)",
+			spec.name, key.from(), err)
+	default:
+		return fmt.Errorf("gateway: -db %s: %w", spec.name, err)
+	}
+}
+
+// store returns the store itself, to be passed as every store of
+// gateway.Options it implements (see setStores).
+func (b *backend) store() any {
+	if b.db != nil {
+		return b.db
+	}
+	return b.mem
+}
+
+// durable reports whether the store outlives the process.
+func (b *backend) durable() bool { return b.db != nil }
+
+// load creates or replaces every entry f names, and leaves the others
+// alone.
+func (b *backend) load(ctx context.Context, f *gateway.StoreFile) error {
+	if b.db != nil {
+		return b.db.Load(ctx, f)
+	}
+	return b.mem.Load(f)
+}
+
+// apiKey returns the stored key of digest d, or gateway.ErrNotFound.
+func (b *backend) apiKey(ctx context.Context, d [sha256.Size]byte) (*gateway.APIKey, error) {
+	if b.db != nil {
+		return b.db.APIKey(ctx, d)
+	}
+	return b.mem.APIKey(ctx, d)
+}
+
+// hasAPIKeys reports whether the store holds any gateway API key.
+func (b *backend) hasAPIKeys(ctx context.Context) (bool, error) {
+	var keys []gateway.APIKey
+	var err error
+	if b.db != nil {
+		keys, err = b.db.APIKeys(ctx, "")
+	} else {
+		keys, err = b.mem.APIKeys(ctx, "")
+	}
+	return len(keys) > 0, err
+}
+
+// putAPIKey creates or replaces the key k.ID.
+func (b *backend) putAPIKey(ctx context.Context, k gateway.APIKey) error {
+	if b.db != nil {
+		return b.db.PutAPIKey(ctx, &k)
+	}
+	b.mem.AddAPIKey(k)
+	return nil
+}
+
+// ping reports whether the database answers; a MemoryStore always does.
+func (b *backend) ping(ctx context.Context) error {
+	if b.db != nil {
+		return b.db.Ping(ctx)
+	}
+	return nil
+}
+
+// Close closes the database, if any. Call it once the gateway is closed.
+func (b *backend) Close() error {
+	if b.db != nil {
+		return b.db.Close()
+	}
+	return nil
+}
+
+// setStores sets every store of o that st implements. The optional
+// stores (Workspaces, Audit) are found by type assertion, so that a
+// store gains those routes as soon as it implements them.
+func setStores(o *gateway.Options, st any) {
+	if s, ok := st.(gateway.KeyStore); ok {
+		o.Keys = s
+	}
+	if s, ok := st.(gateway.VirtualKeyStore); ok {
+		o.VirtualKeys = s
+	}
+	if s, ok := st.(gateway.ConfigStore); ok {
+		o.Configs = s
+	}
+	if s, ok := st.(gateway.PolicyStore); ok {
+		o.Policies = s
+	}
+	if s, ok := st.(gateway.WorkspaceStore); ok {
+		o.Workspaces = s
+	}
+	if s, ok := st.(gateway.AuditStore); ok {
+		o.Audit = s
+	}
+}
