@@ -47,6 +47,14 @@ type Options struct {
 	// implements it.
 	Audit AuditStore
 
+	// Logs keeps every data-plane request's record, to be asked later
+	// through GET /logs and GET /logs/{id}, and takes custom logs from
+	// POST /logs (nil: those routes answer 404). Records reach it in
+	// batches from a goroutine of the gateway's, through a queue of
+	// LogQueueSize records of its own: a store that cannot keep up makes
+	// records be dropped and counted (DroppedLogs), never a request wait.
+	Logs LogStore
+
 	// Limiter keeps the buckets of rate-limits policies and of API keys'
 	// rate_limits (APIKey.RateLimits). Nil means a MemoryLimiter of this
 	// gateway's own; replicas that must share limits need a shared
@@ -163,7 +171,10 @@ type Gateway struct {
 	base      http.RoundTripper // trusted hosts
 	custom    http.RoundTripper // caller-supplied hosts, through guard
 	logs      *logQueue
-	errLog    *slog.Logger
+	// storedLogs queues records for Options.Logs, apart from logs so
+	// that a slow database never holds up the LogSink, nor it the store.
+	storedLogs *logQueue
+	errLog     *slog.Logger
 
 	cache         *responseCache // nil: caching disabled
 	inlineConfigs *lru.Cache[[sha256.Size]byte, *Config]
@@ -226,6 +237,11 @@ func New(opts Options) *Gateway {
 	if opts.LogSink != nil {
 		g.logs = newLogQueue(opts.LogSink, opts.LogQueueSize)
 	}
+	if opts.Logs != nil {
+		sink := &storeSink{store: opts.Logs, errLog: g.errLog}
+		g.storedLogs = newLogQueue(sink, opts.LogQueueSize)
+		sink.dropped = &g.storedLogs.dropped
+	}
 	g.limits = newLimits(opts.Policies, g.opts.Limiter, g.errLog)
 	switch {
 	case opts.StreamIdleTimeout == 0:
@@ -244,6 +260,9 @@ func New(opts Options) *Gateway {
 // transports the gateway made itself. Requests still being served after
 // Close are not logged. Close is safe to call more than once.
 func (g *Gateway) Close() error {
+	if g.storedLogs != nil {
+		g.storedLogs.close()
+	}
 	if g.logs != nil {
 		g.logs.close()
 	}
@@ -284,6 +303,9 @@ func (g *Gateway) routes() {
 	g.mux.Handle(p+"/admin/workspaces/{workspaceId}", g.audit(http.HandlerFunc(g.serveWorkspaces)))
 	g.mux.HandleFunc(p+"/admin/workspaces/", g.notFound) // …/users and the rest: the gateway has no user accounts
 	g.mux.HandleFunc(p+"/audit-logs", g.serveAuditLogs)
+	g.mux.HandleFunc(p+"/logs", g.serveLogs)
+	g.mux.HandleFunc(p+"/logs/{id}", g.serveLogs)
+	g.mux.HandleFunc(p+"/logs/", g.notFound)
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {
 		g.mux.HandleFunc("/", g.notFound)

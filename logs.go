@@ -248,10 +248,14 @@ func (q *logQueue) run() {
 		q.mu.Lock()
 		batch, q.buf = q.buf, batch[:0]
 		q.mu.Unlock()
-		for i, rec := range batch {
-			q.sink.Log(rec)
-			batch[i] = nil
+		if b, ok := q.sink.(batchSink); ok && len(batch) > 0 {
+			b.logBatch(batch)
+		} else {
+			for _, rec := range batch {
+				q.sink.Log(rec)
+			}
 		}
+		clear(batch)
 		if stopping {
 			// close set closed before it closed stop: no record came in
 			// after the batch was taken.
@@ -292,12 +296,33 @@ func (q *logQueue) close() {
 }
 
 // DroppedLogs returns how many request logs were dropped because the
-// LogSink could not keep up.
+// LogSink, or the LogStore of Options.Logs, could not keep up.
 func (g *Gateway) DroppedLogs() int64 {
-	if g.logs == nil {
-		return 0
+	var n int64
+	for _, q := range []*logQueue{g.logs, g.storedLogs} {
+		if q != nil {
+			n += q.dropped.Load()
+		}
 	}
-	return g.logs.dropped.Load()
+	return n
+}
+
+// sendLog queues rec for the LogSink and for the LogStore, each a copy of
+// its own, since a sink may keep and change its record.
+func (g *Gateway) sendLog(rec *RequestLog) {
+	if rec.ID == "" {
+		rec.ID = newUUID()
+	}
+	if g.storedLogs != nil {
+		if g.logs != nil {
+			g.storedLogs.send(cloneLog(rec))
+		} else {
+			g.storedLogs.send(rec)
+		}
+	}
+	if g.logs != nil {
+		g.logs.send(rec)
+	}
 }
 
 // redactQuery returns the raw query with the values of key-like

@@ -401,7 +401,10 @@ func TestRequestLogs(t *testing.T) {
 	if got.Latency <= 0 || got.Time.IsZero() {
 		t.Errorf("latency %v time %v; want both set", got.Latency, got.Time)
 	}
-	got.Latency, got.Time = 0, time.Time{}
+	if got.ID == "" {
+		t.Error("the record has no id")
+	}
+	got.Latency, got.Time, got.ID = 0, time.Time{}, ""
 	want := RequestLog{TraceID: "tr-1", Metadata: map[string]string{"_user": "u1"}, KeyID: "key-member", WorkspaceID: "ws-1",
 		Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Query: "api_key=REDACTED&x=1", Status: 200,
 		BytesIn: 5, BytesOut: 10}

@@ -138,7 +138,7 @@ func (g *Gateway) finish(st *requestState) {
 	if p != nil && p != http.ErrAbortHandler {
 		panic(p)
 	}
-	if g.logs != nil {
+	if g.logs != nil || g.storedLogs != nil {
 		rec := st.log
 		rec.Time = st.start
 		rec.Latency = time.Since(st.start)
@@ -163,7 +163,7 @@ func (g *Gateway) finish(st *requestState) {
 			rec.BytesIn += u.in.Load()
 			rec.BytesOut += u.out.Load()
 		}
-		g.logs.send(&rec)
+		g.sendLog(&rec)
 	}
 	if p != nil {
 		panic(p)

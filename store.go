@@ -178,6 +178,9 @@ type MemoryStore struct {
 
 	workspaces map[string]*Workspace // see memstore_workspaces.go
 	audit      []AuditRecord         // oldest first, at most memoryAuditMax (see memstore_audit.go)
+
+	logMu sync.RWMutex  // guards logs, apart from the lookups of the request path
+	logs  []*RequestLog // oldest added first, at most memoryLogsMax (see memstore_logs.go)
 }
 
 var (
@@ -192,6 +195,7 @@ var (
 	_ ConfigAdmin             = (*MemoryStore)(nil)
 	_ WorkspaceStore          = (*MemoryStore)(nil)
 	_ AuditStore              = (*MemoryStore)(nil)
+	_ LogStore                = (*MemoryStore)(nil)
 )
 
 // AddAPIKey stores k under k.Digest.
