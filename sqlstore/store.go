@@ -32,6 +32,13 @@ type Options struct {
 	// force here within about a second.
 	RefreshInterval time.Duration
 
+	// LogRetention, when positive, is how long request logs are kept: a
+	// goroutine deletes older ones at Open and then every
+	// LogRetentionInterval (zero: every 10 minutes), in batches. Zero
+	// keeps them until the host deletes them (DeleteLogsBefore).
+	LogRetention         time.Duration
+	LogRetentionInterval time.Duration
+
 	// ErrorLog receives the errors of the background refresh, which keeps
 	// serving the last snapshot while the database cannot be read. Nil
 	// means slog.Default().
@@ -54,12 +61,16 @@ type Store struct {
 
 	snap atomic.Pointer[snapshot] // never nil once Open returns
 
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt // prepared once, closed by Close (see logStmt)
+
 	reloadMu sync.Mutex // serialises reloads, so that snapshots replace each other in database order
 
-	stop      context.CancelFunc // stops the refresh goroutine
-	done      chan struct{}      // closed when the refresh goroutine returns
-	closeOnce sync.Once
-	closeErr  error
+	stop          context.CancelFunc // stops the refresh and retention goroutines
+	done          chan struct{}      // closed when the refresh goroutine returns
+	retentionDone chan struct{}      // closed when the retention goroutine returns; nil without one
+	closeOnce     sync.Once
+	closeErr      error
 }
 
 var (
@@ -113,6 +124,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = stop, make(chan struct{})
 	go s.refreshLoop(bg, interval)
+	if opts.LogRetention > 0 {
+		every := opts.LogRetentionInterval
+		if every <= 0 {
+			every = 10 * time.Minute
+		}
+		s.retentionDone = make(chan struct{})
+		go s.retentionLoop(bg, opts.LogRetention, every)
+	}
 	return s, nil
 }
 
@@ -123,6 +142,12 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.stop()
 		<-s.done
+		if s.retentionDone != nil {
+			<-s.retentionDone
+		}
+		for _, st := range s.stmts {
+			st.Close()
+		}
 		s.closeErr = s.db.Close()
 	})
 	return s.closeErr
