@@ -1,11 +1,12 @@
 // Command server runs the model gateway as a standalone HTTP server.
 //
 //	go run ./examples/server [-addr 127.0.0.1:8080] [-db DSN] [-config FILE] [-redis URL] [-demo]
-//		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-admin-addr ADDR]
+//		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-log-retention 720h]
+//		[-admin-addr ADDR]
 //
 // -db names where the gateway keeps its state (API keys, virtual keys,
-// configs, policies, workspaces and the audit log, as far as the store
-// keeps them):
+// configs, policies, workspaces, the audit log and request logs, which
+// GET /logs serves and -log-retention bounds):
 //
 //   - a file path, or sqlite:PATH: a SQLite database (package sqlstore),
 //     created with mode 0600 when absent;
@@ -202,6 +203,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	dbFlag := fs.String("db", "", "the `DSN` of the database that keeps the gateway's state: a SQLite file path or sqlite:PATH, a postgres:// URL, or :memory: for none. "+
 		"Default: gateway.db in the working directory, except when -config or -demo is given without -db: then :memory:, "+
 		"so that the config file alone says which keys, virtual keys, configs and policies exist, and no run meets the state an earlier one left")
+	logRetention := fs.Duration("log-retention", 720*time.Hour, "how long a database keeps request logs; older ones are deleted in batches (0: kept until deleted by hand)")
 	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets and the response cache, shared by every replica using it (empty: in memory, per process)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -249,7 +251,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		defer rc.Close() // after the gateway, whose requests use it, has stopped
 		setRedis(&opts, rc)
 	}
-	st, err := openBackend(ctx, spec, errLog, stderr)
+	st, err := openBackend(ctx, spec, *logRetention, errLog, stderr)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/sqlstore"
@@ -104,7 +105,10 @@ type backend struct {
 // master key first (see masterKey), and reports a key file it created on
 // stderr; the key itself is never written anywhere else. A key file it
 // created is removed again when the database does not open.
-func openBackend(ctx context.Context, spec dbSpec, errLog *slog.Logger, stderr io.Writer) (*backend, error) {
+//
+// logRetention is how long a database keeps request logs (0: until
+// deleted by hand).
+func openBackend(ctx context.Context, spec dbSpec, logRetention time.Duration, errLog *slog.Logger, stderr io.Writer) (*backend, error) {
 	if spec.kind == dbMemory {
 		return &backend{mem: &gateway.MemoryStore{}, name: spec.name}, nil
 	}
@@ -112,7 +116,7 @@ func openBackend(ctx context.Context, spec dbSpec, errLog *slog.Logger, stderr i
 	if err != nil {
 		return nil, err
 	}
-	db, err := sqlstore.Open(ctx, spec.dsn, sqlstore.Options{MasterKey: key.value, ErrorLog: errLog})
+	db, err := sqlstore.Open(ctx, spec.dsn, sqlstore.Options{MasterKey: key.value, ErrorLog: errLog, LogRetention: logRetention})
 	if err != nil {
 		if key.created {
 			os.Remove(key.file)
@@ -206,7 +210,7 @@ func (b *backend) Close() error {
 }
 
 // setStores sets every store of o that st implements. The optional
-// stores (Workspaces, Audit) are found by type assertion, so that a
+// stores (Workspaces, Audit, Logs) are found by type assertion, so that a
 // store gains those routes as soon as it implements them.
 func setStores(o *gateway.Options, st any) {
 	if s, ok := st.(gateway.KeyStore); ok {
@@ -226,5 +230,8 @@ func setStores(o *gateway.Options, st any) {
 	}
 	if s, ok := st.(gateway.AuditStore); ok {
 		o.Audit = s
+	}
+	if s, ok := st.(gateway.LogStore); ok {
+		o.Logs = s
 	}
 }
