@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	gateway "github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/sqlstore"
@@ -183,6 +184,20 @@ func TestNoSecretAtRest(t *testing.T) {
 		if err := s.PutVirtualKey(ctx, &gateway.VirtualKey{Slug: "vk-" + string(rune('a'+i%26)), Provider: "openai", APIKey: canaries[1]}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A new version moves the canary config to config_versions, sealed
+	// again there.
+	cur, err := s.ConfigIn(ctx, "", "pc-canary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *cur
+	next.Version, next.UpdatedAt, next.Config = cur.Version+1, time.Now(), json.RawMessage(`{"provider":"openai","api_key":"sk-other"}`)
+	if err := s.UpdateConfig(ctx, cur, &next); err != nil {
+		t.Fatal(err)
+	}
+	if vs, err := s.ConfigVersions(ctx, "", "pc-canary"); err != nil || len(vs) != 2 || !strings.Contains(string(vs[1].Config), canaries[4]) {
+		t.Fatalf("the canary config's first version does not read back: %v", err)
 	}
 	if vk, err := s.VirtualKey(ctx, "vk-canary"); err != nil || vk.SecretAccessKey != canaries[2] {
 		t.Fatalf("the canary credential does not read back: %+v, %v", vk, err)
