@@ -59,7 +59,7 @@ func (g *Gateway) begin(next http.Handler) http.Handler {
 			st.body = countingBody{rc: r.Body}
 			r.Body = &st.body
 		}
-		defer g.finish(st)
+		defer g.finish(r.Context(), st)
 		next.ServeHTTP(&st.rw, r)
 	})
 }
@@ -130,15 +130,17 @@ func cleanPath(p string) string {
 	return np
 }
 
-// finish completes the request's log record. A handler aborted with
+// finish completes the request's log record and hands it to the log hook
+// of ctx (WithLogHook), then to the log queues. A handler aborted with
 // http.ErrAbortHandler is logged, then the panic goes on to net/http, which
 // drops the connection.
-func (g *Gateway) finish(st *requestState) {
+func (g *Gateway) finish(ctx context.Context, st *requestState) {
 	p := recover()
 	if p != nil && p != http.ErrAbortHandler {
 		panic(p)
 	}
-	if g.logs != nil || g.storedLogs != nil {
+	hook := logHookFrom(ctx)
+	if g.logs != nil || g.storedLogs != nil || hook != nil {
 		rec := st.log
 		rec.Time = st.start
 		rec.Latency = time.Since(st.start)
@@ -162,6 +164,9 @@ func (g *Gateway) finish(st *requestState) {
 			rec.Status = http.StatusSwitchingProtocols
 			rec.BytesIn += u.in.Load()
 			rec.BytesOut += u.out.Load()
+		}
+		if hook != nil {
+			hook(&rec)
 		}
 		g.sendLog(&rec)
 	}

@@ -1,0 +1,32 @@
+package prometheus_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/modelgateway/gateway"
+	gwprom "github.com/modelgateway/gateway/prometheus"
+)
+
+// BenchmarkCollectorLog is the Collector's cost per request, on the log
+// goroutine: records of a few providers, models and statuses, with tokens,
+// cost and time to first byte, as a busy gateway logs them.
+func BenchmarkCollectorLog(b *testing.B) {
+	col := gwprom.NewCollector(gwprom.Options{})
+	recs := []gateway.RequestLog{
+		{Provider: "openai", Model: "gpt-4o-mini", Status: 200, CacheStatus: gateway.CacheMiss, Latency: 800 * time.Millisecond,
+			TTFB: 300 * time.Millisecond, PromptTokens: 120, CompletionTokens: 40, TotalTokens: 160, Cost: 0.0001},
+		{Provider: "openai", Model: "gpt-4o-mini", Status: 200, CacheStatus: gateway.CacheHit, Latency: 2 * time.Millisecond},
+		{Provider: "anthropic", Model: "claude-sonnet-4", Status: 200, CacheStatus: gateway.CacheDisabled, Latency: 3 * time.Second,
+			TTFB: 900 * time.Millisecond, PromptTokens: 2000, CompletionTokens: 700, TotalTokens: 2700, Cost: 0.0165},
+		{Provider: "openai", Model: "gpt-4o", Status: 429, CacheStatus: gateway.CacheDisabled, Latency: 90 * time.Millisecond},
+		{Model: "gpt-4o", Status: 429, ErrorCode: gateway.CodeRateLimitExceeded, Latency: time.Millisecond},
+	}
+	for i := range recs {
+		col.Log(&recs[i]) // every series made
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		col.Log(&recs[i%len(recs)])
+	}
+}
