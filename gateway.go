@@ -283,29 +283,34 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs/{fine_tuning_job_id}", g.getOnly(g.serveFineTuningJob))
 	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs", g.getOnly(g.serveFineTuningJobs))
 	g.mux.HandleFunc("GET "+p+"/files", g.getOnly(g.serveFiles))
-	// Control-plane routes go through g.audit, which records every write.
-	g.mux.Handle(p+"/policies/rate-limits", g.audit(http.HandlerFunc(g.servePolicies)))
-	g.mux.Handle(p+"/policies/rate-limits/{id}", g.audit(http.HandlerFunc(g.servePolicies)))
-	g.mux.HandleFunc(p+"/policies/rate-limits/", g.notFound) // the control plane's namespace is never passed through
-	g.mux.Handle(p+"/api-keys", g.audit(http.HandlerFunc(g.serveAPIKeys)))
-	g.mux.Handle(p+"/api-keys/{id}", g.audit(http.HandlerFunc(g.serveAPIKeys)))
-	g.mux.Handle(p+"/api-keys/{id}/rotate", g.audit(http.HandlerFunc(g.serveAPIKeys)))
-	g.mux.Handle(p+"/api-keys/{type}/{subtype}", g.audit(http.HandlerFunc(g.serveAPIKeys)))
-	g.mux.HandleFunc(p+"/api-keys/", g.notFound)
-	g.mux.Handle(p+"/virtual-keys", g.audit(http.HandlerFunc(g.serveVirtualKeys)))
-	g.mux.Handle(p+"/virtual-keys/{slug}", g.audit(http.HandlerFunc(g.serveVirtualKeys)))
-	g.mux.HandleFunc(p+"/virtual-keys/", g.notFound)
-	g.mux.Handle(p+"/configs", g.audit(http.HandlerFunc(g.serveConfigs)))
-	g.mux.Handle(p+"/configs/{slug}", g.audit(http.HandlerFunc(g.serveConfigs)))
-	g.mux.Handle(p+"/configs/{slug}/versions", g.audit(http.HandlerFunc(g.serveConfigs)))
-	g.mux.HandleFunc(p+"/configs/", g.notFound)
-	g.mux.Handle(p+"/admin/workspaces", g.audit(http.HandlerFunc(g.serveWorkspaces)))
-	g.mux.Handle(p+"/admin/workspaces/{workspaceId}", g.audit(http.HandlerFunc(g.serveWorkspaces)))
-	g.mux.HandleFunc(p+"/admin/workspaces/", g.notFound) // …/users and the rest: the gateway has no user accounts
-	g.mux.HandleFunc(p+"/audit-logs", g.serveAuditLogs)
-	g.mux.HandleFunc(p+"/logs", g.serveLogs)
-	g.mux.HandleFunc(p+"/logs/{id}", g.serveLogs)
-	g.mux.HandleFunc(p+"/logs/", g.notFound)
+	// Control-plane routes go through g.audit, which records every write,
+	// and are marked as such (g.control): they are not request logs.
+	cp := func(pattern string, h http.HandlerFunc) { g.mux.Handle(pattern, g.control(g.audit(h))) }
+	none := func(pattern string) { g.mux.Handle(pattern, g.control(http.HandlerFunc(g.notFound))) }
+	cp(p+"/policies/rate-limits", g.servePolicies)
+	cp(p+"/policies/rate-limits/{id}", g.servePolicies)
+	none(p + "/policies/rate-limits/") // the control plane's namespace is never passed through
+	cp(p+"/api-keys", g.serveAPIKeys)
+	cp(p+"/api-keys/{id}", g.serveAPIKeys)
+	cp(p+"/api-keys/{id}/rotate", g.serveAPIKeys)
+	cp(p+"/api-keys/{type}/{subtype}", g.serveAPIKeys)
+	none(p + "/api-keys/")
+	cp(p+"/virtual-keys", g.serveVirtualKeys)
+	cp(p+"/virtual-keys/{slug}", g.serveVirtualKeys)
+	none(p + "/virtual-keys/")
+	cp(p+"/configs", g.serveConfigs)
+	cp(p+"/configs/{slug}", g.serveConfigs)
+	cp(p+"/configs/{slug}/versions", g.serveConfigs)
+	none(p + "/configs/")
+	cp(p+"/admin/workspaces", g.serveWorkspaces)
+	cp(p+"/admin/workspaces/{workspaceId}", g.serveWorkspaces)
+	none(p + "/admin/workspaces/") // …/users and the rest: the gateway has no user accounts
+	// Reads of the logs, and custom logs, are not audited writes of
+	// configuration.
+	g.mux.Handle(p+"/audit-logs", g.control(http.HandlerFunc(g.serveAuditLogs)))
+	g.mux.Handle(p+"/logs", g.control(http.HandlerFunc(g.serveLogs)))
+	g.mux.Handle(p+"/logs/{id}", g.control(http.HandlerFunc(g.serveLogs)))
+	none(p + "/logs/")
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {
 		g.mux.HandleFunc("/", g.notFound)

@@ -307,13 +307,14 @@ func (g *Gateway) DroppedLogs() int64 {
 	return n
 }
 
-// sendLog queues rec for the LogSink and for the LogStore, each a copy of
-// its own, since a sink may keep and change its record.
-func (g *Gateway) sendLog(rec *RequestLog) {
+// sendLog queues rec for the LogSink and, when store says it is a
+// data-plane request's, for the LogStore, each a copy of its own, since
+// a sink may keep and change its record.
+func (g *Gateway) sendLog(rec *RequestLog, store bool) {
 	if rec.ID == "" {
 		rec.ID = newUUID()
 	}
-	if g.storedLogs != nil {
+	if g.storedLogs != nil && store {
 		if g.logs != nil {
 			g.storedLogs.send(cloneLog(rec))
 		} else {

@@ -168,7 +168,7 @@ func (g *Gateway) finish(ctx context.Context, st *requestState) {
 		if hook != nil {
 			hook(&rec)
 		}
-		g.sendLog(&rec)
+		g.sendLog(&rec, !st.control)
 	}
 	if p != nil {
 		panic(p)
@@ -200,6 +200,7 @@ type requestState struct {
 	upgraded *upgradedConn // the provider's side of a switched protocol, once answered 101
 	idleCut  atomic.Bool   // the answer was cut: the provider went silent past the stream idle timeout
 
+	control  bool   // a control-plane request: audited, not a request log of the LogStore
 	admitted bool   // a Limits stage in front of the Gateway applied the policies
 	result   result // what route and execute came to, for that Limits stage
 }
