@@ -56,6 +56,12 @@ func TestLookupsDoNotAllocate(t *testing.T) {
 		if _, err := s.Config(ctx, "pc-42"); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := s.VirtualKeyIn(ctx, "", "vk-42"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ConfigIn(ctx, "", "pc-42"); err != nil {
+			t.Fatal(err)
+		}
 		if ps, err := s.Policies(ctx, "ws-2"); err != nil || len(ps) != 2 {
 			t.Fatalf("Policies = %v, %v", ps, err)
 		}

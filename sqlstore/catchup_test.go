@@ -152,6 +152,14 @@ func lookups(t *testing.T, s *sqlstore.Store, digests [][32]byte, slugs, workspa
 		}
 	}
 	for _, slug := range slugs {
+		for _, ws := range workspaces {
+			if vk, err := s.VirtualKeyIn(ctx, ws, slug); err == nil {
+				ls.VKeys[ws+"/"+slug] = vk.APIKey
+			}
+			if c, err := s.ConfigIn(ctx, ws, slug); err == nil {
+				ls.Configs[ws+"/"+slug] = string(c.Config)
+			}
+		}
 		if vk, err := s.VirtualKey(ctx, slug); err == nil {
 			ls.VKeys[slug] = vk.WorkspaceID + "/" + vk.APIKey
 		}

@@ -70,18 +70,15 @@ ON CONFLICT (id) DO UPDATE SET config = excluded.config, name = excluded.name, v
 	return s.changed(ctx, tx, kindConfig, c.ID)
 }
 
-// ConfigIn implements gateway.ConfigAdmin from the database: a copy the
-// caller may change.
-func (s *Store) ConfigIn(ctx context.Context, workspaceID, id string) (*gateway.SavedConfig, error) {
-	var found *gateway.SavedConfig
-	err := s.queryConfigs(ctx, s.db, "workspace_id = $1 AND slug = $2", func(c *gateway.SavedConfig, _ string) { found = c }, workspaceID, id)
-	if err != nil {
-		return nil, err
+// ConfigIn implements gateway.ConfigAdmin from the snapshot, with no
+// query and no allocation: the data plane asks it for the caller's
+// workspace on every request naming a saved config. The config is shared
+// and must not be modified.
+func (s *Store) ConfigIn(_ context.Context, workspaceID, id string) (*gateway.SavedConfig, error) {
+	if c, ok := s.snap.Load().configsIn[id][workspaceID]; ok {
+		return c, nil
 	}
-	if found == nil {
-		return nil, gateway.ErrNotFound
-	}
-	return found, nil
+	return nil, gateway.ErrNotFound
 }
 
 // Configs implements gateway.ConfigAdmin from the database: the current
@@ -166,9 +163,10 @@ func (s *Store) CreateConfig(ctx context.Context, c *gateway.SavedConfig) error 
 // still has old's Version and UpdatedAt and c is the next version, the
 // current version moves to the earlier versions (sealed again, bound to
 // its new place) and c becomes the current one, atomically with respect
-// to every write of every replica.
+// to every write of every replica. A refused update refreshes the
+// snapshot, so that the caller's next read sees what it lost to.
 func (s *Store) UpdateConfig(ctx context.Context, old, c *gateway.SavedConfig) error {
-	return s.update(ctx, func(tx *sql.Tx) error {
+	return s.refreshOnConflict(ctx, s.update(ctx, func(tx *sql.Tx) error {
 		var (
 			cur   *gateway.SavedConfig
 			rowID string
@@ -192,7 +190,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, rowID, cur.Version, cur.VersionID, sealed,
 			return fmt.Errorf("sqlstore: config %q: %w", c.ID, err)
 		}
 		return s.putConfig(ctx, tx, c, true)
-	})
+	}))
 }
 
 // DeleteConfig implements gateway.ConfigAdmin: it deletes the saved
@@ -245,10 +243,17 @@ func (s *Store) loadConfigs(ctx context.Context, tx *sql.Tx, snap *snapshot, id 
 	if id != "" {
 		where, args = "slug = $1", []any{id}
 		delete(snap.configs, id)
+		delete(snap.configsIn, id) // the inner map may be shared with the last snapshot: a new one is made
 	}
 	return s.queryConfigs(ctx, tx, where, func(c *gateway.SavedConfig, _ string) {
 		if cur, ok := snap.configs[c.ID]; !ok || c.WorkspaceID < cur.WorkspaceID {
 			snap.configs[c.ID] = c // "" sorts first
 		}
+		in := snap.configsIn[c.ID]
+		if in == nil {
+			in = make(map[string]*gateway.SavedConfig, 1)
+			snap.configsIn[c.ID] = in
+		}
+		in[c.WorkspaceID] = c
 	}, args...)
 }

@@ -31,6 +31,12 @@ type snapshot struct {
 	configs  map[string]*gateway.SavedConfig
 	policies map[string]*gateway.RateLimitsPolicy // by lower-case id
 
+	// vkeysIn and configsIn hold every entry, by slug then workspace
+	// ("" for none): the data plane looks the caller's workspace up first.
+	// A change replaces a slug's inner map whole.
+	vkeysIn   map[string]map[string]*gateway.VirtualKey
+	configsIn map[string]map[string]*gateway.SavedConfig
+
 	// policiesOf holds, for each workspace that has policies, its own and
 	// the operator's (of no workspace) in PolicyStore order;
 	// operatorPolicies the operator's alone, which is the answer for
@@ -75,11 +81,13 @@ func (s *Store) readTx(ctx context.Context) (*sql.Tx, error) {
 
 func (s *Store) load(ctx context.Context, tx *sql.Tx) (*snapshot, error) {
 	snap := &snapshot{
-		keys:     make(map[[sha256.Size]byte]*gateway.APIKey),
-		prevKeys: make(map[[sha256.Size]byte]*gateway.APIKey),
-		keysByID: make(map[string]*gateway.APIKey),
-		vkeys:    make(map[string]*gateway.VirtualKey),
-		configs:  make(map[string]*gateway.SavedConfig),
+		keys:      make(map[[sha256.Size]byte]*gateway.APIKey),
+		prevKeys:  make(map[[sha256.Size]byte]*gateway.APIKey),
+		keysByID:  make(map[string]*gateway.APIKey),
+		vkeys:     make(map[string]*gateway.VirtualKey),
+		configs:   make(map[string]*gateway.SavedConfig),
+		vkeysIn:   make(map[string]map[string]*gateway.VirtualKey),
+		configsIn: make(map[string]map[string]*gateway.SavedConfig),
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT value FROM generation WHERE id = 1`).Scan(&snap.gen); err != nil {
 		return nil, fmt.Errorf("sqlstore: reading the generation: %w", err)
@@ -153,13 +161,13 @@ func (s *Store) catchUp(ctx context.Context) error {
 		case kindVirtualKey:
 			if !ownVKeys {
 				ownVKeys = true
-				next.vkeys = maps.Clone(next.vkeys)
+				next.vkeys, next.vkeysIn = maps.Clone(next.vkeys), maps.Clone(next.vkeysIn)
 			}
 			err = s.loadVirtualKeys(ctx, tx, &next, c.ref)
 		case kindConfig:
 			if !ownConfigs {
 				ownConfigs = true
-				next.configs = maps.Clone(next.configs)
+				next.configs, next.configsIn = maps.Clone(next.configs), maps.Clone(next.configsIn)
 			}
 			err = s.loadConfigs(ctx, tx, &next, c.ref)
 		case kindPolicy:

@@ -71,18 +71,15 @@ ON CONFLICT (id) DO UPDATE SET provider = excluded.provider, base_url = excluded
 	return s.changed(ctx, tx, kindVirtualKey, vk.Slug)
 }
 
-// VirtualKeyIn implements gateway.VirtualKeyAdmin from the database: a
-// copy the caller may change.
-func (s *Store) VirtualKeyIn(ctx context.Context, workspaceID, slug string) (*gateway.VirtualKey, error) {
-	var found *gateway.VirtualKey
-	err := s.queryVirtualKeys(ctx, s.db, "workspace_id = $1 AND slug = $2", func(vk *gateway.VirtualKey) { found = vk }, workspaceID, slug)
-	if err != nil {
-		return nil, err
+// VirtualKeyIn implements gateway.VirtualKeyAdmin from the snapshot, with
+// no query and no allocation: the data plane asks it for the caller's
+// workspace on every request naming a virtual key. The record is shared
+// and must not be modified.
+func (s *Store) VirtualKeyIn(_ context.Context, workspaceID, slug string) (*gateway.VirtualKey, error) {
+	if vk, ok := s.snap.Load().vkeysIn[slug][workspaceID]; ok {
+		return vk, nil
 	}
-	if found == nil {
-		return nil, gateway.ErrNotFound
-	}
-	return found, nil
+	return nil, gateway.ErrNotFound
 }
 
 // VirtualKeys implements gateway.VirtualKeyAdmin from the database: the
@@ -114,9 +111,11 @@ func (s *Store) CreateVirtualKey(ctx context.Context, vk *gateway.VirtualKey) er
 
 // UpdateVirtualKey implements gateway.VirtualKeyAdmin: it replaces the
 // stored virtual key with vk if the stored one still has old's UpdatedAt,
-// atomically with respect to every write of every replica.
+// atomically with respect to every write of every replica. A refused
+// update refreshes the snapshot, so that the caller's next read sees
+// what it lost to.
 func (s *Store) UpdateVirtualKey(ctx context.Context, old, vk *gateway.VirtualKey) error {
-	return s.update(ctx, func(tx *sql.Tx) error {
+	return s.refreshOnConflict(ctx, s.update(ctx, func(tx *sql.Tx) error {
 		updated, err := s.rowUpdatedAt(ctx, tx, "virtual_keys", old.WorkspaceID, old.Slug)
 		if err != nil {
 			return err
@@ -125,7 +124,7 @@ func (s *Store) UpdateVirtualKey(ctx context.Context, old, vk *gateway.VirtualKe
 			return fmt.Errorf("sqlstore: virtual key %q changed since it was read: %w", old.Slug, gateway.ErrConflict)
 		}
 		return s.putVirtualKey(ctx, tx, vk)
-	})
+	}))
 }
 
 // DeleteVirtualKey implements gateway.VirtualKeyAdmin: it deletes the
@@ -208,10 +207,17 @@ func (s *Store) loadVirtualKeys(ctx context.Context, tx *sql.Tx, snap *snapshot,
 	if slug != "" {
 		where, args = "slug = $1", []any{slug}
 		delete(snap.vkeys, slug)
+		delete(snap.vkeysIn, slug) // the inner map may be shared with the last snapshot: a new one is made
 	}
 	return s.queryVirtualKeys(ctx, tx, where, func(vk *gateway.VirtualKey) {
 		if cur, ok := snap.vkeys[vk.Slug]; !ok || vk.WorkspaceID < cur.WorkspaceID {
 			snap.vkeys[vk.Slug] = vk // "" sorts first
 		}
+		in := snap.vkeysIn[vk.Slug]
+		if in == nil {
+			in = make(map[string]*gateway.VirtualKey, 1)
+			snap.vkeysIn[vk.Slug] = in
+		}
+		in[vk.WorkspaceID] = vk
 	}, args...)
 }

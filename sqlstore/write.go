@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,6 +70,18 @@ func (s *Store) changed(ctx context.Context, tx *sql.Tx, kind, ref string) error
 		return fmt.Errorf("sqlstore: %w", err)
 	}
 	return nil
+}
+
+// refreshOnConflict returns err, after refreshing the snapshot when err
+// says the record changed or went since the caller read it (from the
+// snapshot, which another replica's write may not have reached yet).
+func (s *Store) refreshOnConflict(ctx context.Context, err error) error {
+	if errors.Is(err, gateway.ErrConflict) || errors.Is(err, gateway.ErrNotFound) {
+		if rerr := s.Refresh(ctx); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	return err
 }
 
 // querier is a *sql.DB or a *sql.Tx.
