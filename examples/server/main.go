@@ -1,7 +1,8 @@
 // Command server runs the model gateway as a standalone HTTP server.
 //
 //	go run ./examples/server [-addr 127.0.0.1:8080] [-db DSN] [-config FILE] [-redis URL] [-demo]
-//		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-log-retention 720h]
+//		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-store-logs=true]
+//		[-log-retention 720h]
 //		[-admin-addr ADDR]
 //
 // -db names where the gateway keeps its state (API keys, virtual keys,
@@ -203,6 +204,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	dbFlag := fs.String("db", "", "the `DSN` of the database that keeps the gateway's state: a SQLite file path or sqlite:PATH, a postgres:// URL, or :memory: for none. "+
 		"Default: gateway.db in the working directory, except when -config or -demo is given without -db: then :memory:, "+
 		"so that the config file alone says which keys, virtual keys, configs and policies exist, and no run meets the state an earlier one left")
+	storeLogs := fs.Bool("store-logs", true, "keep every data-plane request's record in the store, for GET /logs (false: the -request-log line only)")
 	logRetention := fs.Duration("log-retention", 720*time.Hour, "how long a database keeps request logs; older ones are deleted in batches (0: kept until deleted by hand)")
 	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets and the response cache, shared by every replica using it (empty: in memory, per process)")
 	if err := fs.Parse(args); err != nil {
@@ -275,6 +277,9 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 
 	setStores(&opts, st.store())
+	if !*storeLogs {
+		opts.Logs = nil
+	}
 	g := newGateway(opts, allow, sink, errLog)
 	defer g.Close()
 
