@@ -31,8 +31,10 @@
 // GET /files are typed routes. The control plane serves
 // /policies/rate-limits, /api-keys (when Options.Keys is an APIKeyStore),
 // /virtual-keys (a VirtualKeyAdmin), /configs with their versions (a
-// ConfigAdmin), /admin/workspaces (Options.Workspaces) and /audit-logs
-// (Options.Audit, which records every control-plane write); each area
+// ConfigAdmin), /admin/workspaces (Options.Workspaces), /audit-logs
+// (Options.Audit, which records every control-plane write) and /logs
+// (Options.Logs, which keeps every data-plane request's record, to be
+// filtered by trace id, metadata, status, model, keys and time); each area
 // needs its <area>.read or <area>.write scope, a workspace key sees only
 // its own workspace (another's records are 404), and secrets are masked
 // on every read. Every other path, with methods
@@ -76,9 +78,10 @@
 // KeyStore, VirtualKeyStore, ConfigStore and PolicyStore are small
 // interfaces, with optional ones for the control plane's writes;
 // MemoryStore implements them all and loads the JSON document of
-// examples/server (DecodeStoreFile). The sqlstore sub-module keeps them in
-// SQLite or Postgres, secrets sealed, served from an in-process snapshot
-// that replicas refresh within a second or two. Provider kinds are registered by
+// examples/server (DecodeStoreFile). The sqlstore sub-module keeps them,
+// the workspaces, the audit log and the request logs in SQLite or
+// Postgres, secrets sealed, hot-path lookups served from an in-process
+// snapshot that replicas bring up to date within a second or two. Provider kinds are registered by
 // slug in Options.Providers, beside the built-in ones; a Provider rewrites
 // one upstream request (URL, auth, signing). There is no global registry.
 //
