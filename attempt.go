@@ -183,7 +183,7 @@ func (g *Gateway) modifyResponse(res *http.Response) error {
 			res.Body = st.upgraded
 		}
 	} else {
-		if a.idle > 0 {
+		if a.idle > 0 || st != nil {
 			res.Body = newIdleBody(res.Body, a, st)
 		}
 		if a.translation != nil {

@@ -146,7 +146,11 @@ type fillResult struct {
 	broken   bool            // the answer broke off after it had started
 	upstream bool            // the fill handed a request to a provider's transport
 	retries  int
-	err      error
+
+	// firstByte is when the first byte of the provider's answer body
+	// reached the fill, for the request logs of its callers.
+	firstByte time.Time
+	err       error
 }
 
 // cached runs a leaf whose config enables the cache: a lookup (unless the
@@ -215,11 +219,11 @@ func (x *run) cached(l *attemptLoop) outcome {
 			// process. The callers get a 502 instead.
 			if p := recover(); p != nil {
 				x.g.errLog.Error("gateway: cache fill panicked", "panic", fmt.Sprint(p))
-				fr = &fillResult{w: fw, err: ErrUpstreamUnreachable, upstream: fst.upstream.Load()}
+				fr = &fillResult{w: fw, err: ErrUpstreamUnreachable, upstream: fst.upstream.Load(), firstByte: fst.firstByte}
 			}
 		}()
 		fr = x.g.fill(ctx, &fl, fw, f, key, ttl, again) // ctx: the fill's, never the caller's
-		fr.upstream = fst.upstream.Load()
+		fr.upstream, fr.firstByte = fst.upstream.Load(), fst.firstByte
 		return fr
 	})
 	var fr *fillResult
@@ -246,6 +250,7 @@ func (x *run) cached(l *attemptLoop) outcome {
 	case leader && fw.sent:
 		// The answer went to this caller as it arrived.
 		x.retries += fr.retries
+		x.st.firstByte = fr.firstByte
 		x.st.log.Status = fw.status
 		fw.trailers(x.w.Header())
 		if fr.broken {
@@ -270,8 +275,10 @@ func (x *run) cached(l *attemptLoop) outcome {
 	// A stored answer (for a forced refresh), a provider's error answer
 	// and the gateway's own are shared by every caller of the fill,
 	// streamed or not: a provider that refused one call (429, say) is not
-	// called again at once by each follower.
+	// called again at once by each follower. A follower's log says the
+	// answer cost nothing: the leader's says what the provider charged.
 	x.retries += fr.retries
+	x.st.firstByte, x.st.shared = fr.firstByte, !leader
 	switch {
 	case fr.err != nil:
 		return outcome{err: fr.err}

@@ -50,7 +50,8 @@ const maxSmallBody = 64 << 10
 // (override_params, params.* conditions), or when it is small, walks the
 // plan's strategies, and answers the caller once.
 func (g *Gateway) execute(w http.ResponseWriter, r *http.Request, st *requestState, plan *planNode, body []byte) result {
-	x := &run{g: g, w: w, r: r, st: st, body: body}
+	x := &run{g: g, w: w, r: r, st: st, body: body, baseModel: st.log.Model}
+	st.log.ConfigID = plan.config
 	x.path, x.rawPath = g.providerPath(r)
 	x.cacheRoute = g.cache != nil && r.Method == http.MethodPost && cacheablePath(x.path)
 	x.deadline = st.start.Add(g.retryBudget())
@@ -126,6 +127,44 @@ type run struct {
 	frames   []*planNode   // fallback ancestors that still have targets to try
 	retries  int           // retries made so far
 	lastHeld *heldResponse // the latest provider answer not sent
+
+	// For the request log: the targets tried so far, what the log said
+	// of the target whose answer lastHeld is, and the model the request
+	// names.
+	tried         int
+	lastHeldLog   targetLog
+	baseModel     string // the model an endpoint logged before execute, if any
+	bodyModel     string
+	bodyModelRead bool
+}
+
+// targetLog is what the request log says of the target that answered.
+type targetLog struct {
+	provider, virtualKey, model string
+	index                       int
+}
+
+// logTarget records in the request log that t, the index-th target
+// tried, is answering, with body (nil: unread) as its request body. The
+// model is the one Azure's host settings name for the deployment, else
+// the one the body names, else the one an endpoint logged.
+func (x *run) logTarget(t *routedTarget, index int, body []byte, overridden bool) {
+	m := t.Host.ModelName
+	if m == "" && body != nil {
+		if overridden {
+			m = requestModel(body)
+		} else {
+			if !x.bodyModelRead {
+				x.bodyModel, x.bodyModelRead = requestModel(body), true
+			}
+			m = x.bodyModel
+		}
+	}
+	if m == "" {
+		m = x.baseModel
+	}
+	l := &x.st.log
+	l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = t.Provider, t.VirtualKey, m, index
 }
 
 // readBody buffers the request body up to MaxBodyBytes. A longer body goes
@@ -271,18 +310,18 @@ func (x *run) choose(n *planNode) (*planNode, error) {
 
 // leaf runs one target: the cache, then the attempts with their retries.
 func (x *run) leaf(t *routedTarget) outcome {
+	index := x.tried
+	x.tried++
 	prov, err := x.g.provider(t.Provider, HeaderProvider)
 	if err != nil {
 		return outcome{err: err}
 	}
-	x.st.log.Provider = t.Provider
-	if t.Host.ModelName != "" {
-		x.st.log.Model = t.Host.ModelName
-	}
 	body := x.body
-	if len(t.overrideParams) > 0 && body != nil {
+	overridden := len(t.overrideParams) > 0 && body != nil
+	if overridden {
 		body = applyOverrides(body, t.overrideParams)
 	}
+	x.logTarget(t, index, body, overridden)
 	var tl *Translation
 	if tr, ok := prov.(Translator); ok && x.translateRoute && body != nil {
 		if tl, err = tr.Translate(x.path, &t.Target, body); err != nil {
@@ -312,6 +351,8 @@ func (x *run) leaf(t *routedTarget) outcome {
 	}
 	if out.held != nil {
 		x.lastHeld = out.held
+		l := &x.st.log
+		x.lastHeldLog = targetLog{l.Provider, l.VirtualKey, l.Model, l.FallbackIndex}
 	}
 	return out
 }
@@ -369,6 +410,7 @@ func applyOverrides(body []byte, params map[string]any) []byte {
 // attempt (408 when it timed out, 502 when nothing answered).
 func (x *run) finish(out outcome) {
 	x.st.log.Attempts = x.retries
+	x.st.rescue = x.retries > 0 || x.tried > 1
 	if out.done {
 		return
 	}
@@ -376,6 +418,8 @@ func (x *run) finish(out outcome) {
 	switch {
 	case out.err != nil && errors.As(out.err, &te):
 	case x.lastHeld != nil:
+		h, l := &x.lastHeldLog, &x.st.log
+		l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = h.provider, h.virtualKey, h.model, h.index
 		x.writeHeld(x.lastHeld, x.lastHeld.cache)
 		return
 	}

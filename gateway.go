@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -144,6 +145,15 @@ type Options struct {
 	// new ones are dropped (and counted by DroppedLogs). Zero means 4096.
 	LogQueueSize int
 
+	// Prices prices each request's tokens for its log record (Cost) in
+	// USD, by provider kind and model (see PriceTable.Lookup). Nil means
+	// DefaultPrices(); an empty, non-nil table prices nothing, so that
+	// every request that used tokens is logged with CostUnknown. A model
+	// the table does not price costs 0 and is logged with CostUnknown;
+	// cache hits cost 0. New keeps a copy: changing the map afterwards
+	// does not reach the gateway.
+	Prices PriceTable
+
 	// ErrorLog receives errors the gateway cannot answer with, e.g. a store
 	// failing. Nil means slog.Default().
 	ErrorLog *slog.Logger
@@ -182,6 +192,9 @@ type Gateway struct {
 	baseURLs      *lru.Cache[string, *url.URL] // virtual keys' base URLs, parsed
 
 	now func() time.Time // nil: time.Now; tests move the clock of keys' expiry and rotation
+
+	prices PriceTable // Options.Prices resolved; read-only
+	ids    uuidGen    // request log ids
 
 	limits     *limits       // the limits stage
 	streamIdle time.Duration // Options.StreamIdleTimeout resolved; 0: no limit
@@ -243,6 +256,9 @@ func New(opts Options) *Gateway {
 		sink.dropped = &g.storedLogs.dropped
 	}
 	g.limits = newLimits(opts.Policies, g.opts.Limiter, g.errLog)
+	if g.prices = maps.Clone(opts.Prices); g.prices == nil {
+		g.prices = DefaultPrices()
+	}
 	switch {
 	case opts.StreamIdleTimeout == 0:
 		g.streamIdle = defaultStreamIdleTimeout

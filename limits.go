@@ -183,7 +183,7 @@ func (l *limits) take(w http.ResponseWriter, r *http.Request, st *requestState, 
 		return nil, nil
 	}
 	ctx := r.Context()
-	lw := &limitWriter{ResponseWriter: w, l: l, ctx: ctx, hits: hits, reqBytes: &st.body,
+	lw := &limitWriter{ResponseWriter: w, l: l, ctx: ctx, st: st, hits: hits, reqBytes: &st.body,
 		estimate: r.Method == http.MethodPost && !uploadBody(r.Header.Get("Content-Type"))}
 	for i, h := range hits {
 		d, err := l.limiter.Take(ctx, h.key, h.limit, h.cost())
@@ -202,6 +202,7 @@ func (l *limits) take(w http.ResponseWriter, r *http.Request, st *requestState, 
 		// Ask the transport for the encoding it decodes itself, so that
 		// the usage in the response can be read.
 		r.Header.Del("Accept-Encoding")
+		st.wantUsage = true
 	}
 	return lw, nil
 }
@@ -306,11 +307,15 @@ func (p *RateLimitsPolicy) bucketKey(st *requestState) string {
 
 // limitWriter adds the x-ratelimit-* headers to a response and, when token
 // policies applied, reads usage.total_tokens from the response body as it
-// passes, unchanged, to charge it when the response is done.
+// passes, unchanged, to charge it when the response is done. Behind a
+// Gateway, whose request state reads the usage of every answer for its
+// log (see requestState.usageStart), it takes the usage read there rather
+// than read the body twice.
 type limitWriter struct {
 	http.ResponseWriter
 	l    *limits
 	ctx  context.Context
+	st   *requestState
 	hits []policyHit // every policy that admitted the request
 
 	req, tok       bool    // a requests / tokens policy applied
@@ -320,7 +325,8 @@ type limitWriter struct {
 
 	started  bool
 	status   int  // the status sent
-	scan     bool // the body is being scanned
+	scan     bool // the body is being scanned here
+	shared   bool // the Gateway's request state reads the body (st.usage)
 	estimate bool // no reported usage: charge an estimate
 	reqBytes *countingBody
 	usage    usageScanner
@@ -354,16 +360,12 @@ func (lw *limitWriter) start(code int) {
 	if lw.tokens == nil {
 		return
 	}
-	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+	if lw.st.gw != nil {
+		lw.shared = true // a Gateway serves the request: its state reads the body
 		return
 	}
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	switch {
-	case mt == "text/event-stream":
-		lw.scan = true
-		lw.usage.sse = true
-	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-		lw.scan = true
+	if ok, sse, coding := usageAnswer(h); ok && coding == codingIdentity {
+		lw.scan, lw.usage.sse = true, sse
 	}
 }
 
@@ -426,12 +428,16 @@ func (lw *limitWriter) settle(res result) {
 	if lw.tokens == nil || !lw.started || res.cacheHit {
 		return
 	}
-	total, ok := lw.usage.total()
+	u := &lw.usage
+	if lw.shared {
+		u = lw.st.usageDone()
+	}
+	total, ok := u.total()
 	if !ok {
 		if !lw.estimate || lw.status < 200 || lw.status > 299 {
 			return
 		}
-		total = math.Ceil(float64(lw.reqBytes.n)/4) + lw.usage.estimate()
+		total = math.Ceil(float64(lw.reqBytes.n)/4) + u.estimate()
 	}
 	if total <= 0 {
 		return

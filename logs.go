@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -46,9 +48,12 @@ type RequestLog struct {
 	TotalTokens        int64 `json:"total_tokens,omitempty"`
 	CachedPromptTokens int64 `json:"cached_prompt_tokens,omitempty"` // of PromptTokens, read from the provider's prompt cache
 
-	// Cost is the request's price in USD from the price table; zero for a
-	// cache hit. CostUnknown says the model has no price there, so that
-	// Cost is 0 for want of one.
+	// Cost is the request's price in USD from the price table
+	// (Options.Prices); zero for a cache hit, and for a caller served the
+	// answer of another's identical request (a shared cache fill), whose
+	// own record carries the cost. CostUnknown says the request used
+	// tokens of a model the table has no price for, so that Cost is 0 for
+	// want of one.
 	Cost        float64 `json:"cost,omitempty"`
 	CostUnknown bool    `json:"cost_unknown,omitempty"`
 
@@ -82,7 +87,11 @@ func (s SlogSink) Log(rec *RequestLog) {
 	if l == nil {
 		l = slog.Default()
 	}
-	attrs := []slog.Attr{
+	attrs := make([]slog.Attr, 0, 32)
+	if rec.ID != "" {
+		attrs = append(attrs, slog.String("id", rec.ID))
+	}
+	attrs = append(attrs,
 		slog.String("trace_id", rec.TraceID),
 		slog.String("key_id", rec.KeyID),
 		slog.String("workspace_id", rec.WorkspaceID),
@@ -94,9 +103,37 @@ func (s SlogSink) Log(rec *RequestLog) {
 		slog.Int64("bytes_in", rec.BytesIn),
 		slog.Int64("bytes_out", rec.BytesOut),
 		slog.Int("attempts", rec.Attempts),
+	)
+	if rec.VirtualKey != "" {
+		attrs = append(attrs, slog.String("virtual_key", rec.VirtualKey))
+	}
+	if rec.ConfigID != "" {
+		attrs = append(attrs, slog.String("config_id", rec.ConfigID))
 	}
 	if rec.Model != "" {
 		attrs = append(attrs, slog.String("model", rec.Model))
+	}
+	if rec.TTFB > 0 {
+		attrs = append(attrs, slog.Duration("ttfb", rec.TTFB))
+	}
+	if rec.PromptTokens != 0 || rec.CompletionTokens != 0 || rec.TotalTokens != 0 {
+		attrs = append(attrs,
+			slog.Int64("prompt_tokens", rec.PromptTokens),
+			slog.Int64("completion_tokens", rec.CompletionTokens),
+			slog.Int64("total_tokens", rec.TotalTokens))
+		if rec.CachedPromptTokens != 0 {
+			attrs = append(attrs, slog.Int64("cached_prompt_tokens", rec.CachedPromptTokens))
+		}
+		attrs = append(attrs, slog.Float64("cost", rec.Cost))
+	}
+	if rec.CostUnknown {
+		attrs = append(attrs, slog.Bool("cost_unknown", true))
+	}
+	if rec.FallbackIndex != 0 {
+		attrs = append(attrs, slog.Int("fallback_index", rec.FallbackIndex))
+	}
+	if rec.Rescued {
+		attrs = append(attrs, slog.Bool("rescued", true))
 	}
 	if rec.Query != "" {
 		attrs = append(attrs, slog.String("query", rec.Query))
@@ -307,6 +344,33 @@ func (g *Gateway) DroppedLogs() int64 {
 	return n
 }
 
+// logging reports whether request log records are queued: for a
+// LogSink, a LogStore, or both.
+func (g *Gateway) logging() bool {
+	return g.logs != nil || g.storedLogs != nil
+}
+
+// logUsage fills in what the answer's usage says of the request: tokens,
+// the answer's model when the request named none, the cost, the time to
+// the provider's first byte, and whether a retry or fallback rescued it.
+func (g *Gateway) logUsage(st *requestState, rec *RequestLog) {
+	u := st.usageDone()
+	rec.PromptTokens, rec.CompletionTokens, rec.TotalTokens, rec.CachedPromptTokens, _ = u.counts()
+	if rec.Model == "" {
+		rec.Model = u.answerModel()
+	}
+	if !st.firstByte.IsZero() {
+		rec.TTFB = max(st.firstByte.Sub(st.start), 0)
+	}
+	rec.Rescued = st.rescue && rec.Status >= 200 && rec.Status <= 299
+	if rec.CacheStatus == CacheHit || st.shared || rec.PromptTokens == 0 && rec.CompletionTokens == 0 {
+		return // no provider was paid for this answer, or nothing to price
+	}
+	var known bool
+	rec.Cost, known = g.prices.Cost(rec.Provider, rec.Model, rec.PromptTokens, rec.CompletionTokens, rec.CachedPromptTokens)
+	rec.CostUnknown = !known
+}
+
 // sendLog queues rec for the LogSink and, when store says it is a
 // data-plane request's, for the LogStore, each a copy of its own, since
 // a sink may keep and change its record.
@@ -324,6 +388,51 @@ func (g *Gateway) sendLog(rec *RequestLog, store bool) {
 	if g.logs != nil {
 		g.logs.send(rec)
 	}
+}
+
+// uuidGen makes request log ids: UUIDv7 (RFC 9562), whose first 48 bits
+// are the Unix time in milliseconds, the 12 after the version the
+// fraction of that millisecond (method 3 of RFC 9562 §6.2), and the last
+// 62 random, from crypto/rand. The 60 bits of time never repeat nor go
+// back within one generator: a time not after the last one given is
+// replaced by the next value, so that ids sort in the order they were
+// made. It is safe for concurrent use; its zero value is ready.
+type uuidGen struct {
+	last atomic.Uint64 // the time bits of the latest id
+}
+
+// next returns a new id for time t.
+func (u *uuidGen) next(t time.Time) string {
+	ms := t.UnixMilli()
+	frac := uint64(t.Nanosecond()%1e6) * 4096 / 1e6
+	v := uint64(ms)<<12 | frac
+	for {
+		last := u.last.Load()
+		if v <= last {
+			v = last + 1
+		}
+		if u.last.CompareAndSwap(last, v) {
+			break
+		}
+	}
+	var b [16]byte
+	rand.Read(b[8:])
+	ts := v >> 12
+	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ts>>40), byte(ts>>32), byte(ts>>24), byte(ts>>16), byte(ts>>8), byte(ts)
+	b[6] = 0x70 | byte(v>>8)&0x0f
+	b[7] = byte(v)
+	b[8] = b[8]&0x3f | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:], b[10:])
+	return string(out[:])
 }
 
 // redactQuery returns the raw query with the values of key-like

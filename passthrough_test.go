@@ -404,9 +404,12 @@ func TestRequestLogs(t *testing.T) {
 	if got.ID == "" {
 		t.Error("the record has no id")
 	}
-	got.Latency, got.Time, got.ID = 0, time.Time{}, ""
+	if got.TTFB <= 0 || got.TTFB > got.Latency {
+		t.Errorf("ttfb %v, latency %v; want 0 < ttfb <= latency", got.TTFB, got.Latency)
+	}
+	got.Latency, got.Time, got.ID, got.TTFB = 0, time.Time{}, "", 0
 	want := RequestLog{TraceID: "tr-1", Metadata: map[string]string{"_user": "u1"}, KeyID: "key-member", WorkspaceID: "ws-1",
-		Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Query: "api_key=REDACTED&x=1", Status: 200,
+		VirtualKey: "vk-up", Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Query: "api_key=REDACTED&x=1", Status: 200,
 		BytesIn: 5, BytesOut: 10}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("log record (-want +got):\n%s", diff)

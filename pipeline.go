@@ -54,7 +54,10 @@ func (g *Gateway) begin(next http.Handler) http.Handler {
 		st.log.Method = r.Method
 		st.log.Path = r.URL.Path
 		st.log.Query = redactQuery(r.URL.RawQuery)
-		st.rw = responseRecorder{ResponseWriter: w}
+		st.rw = responseRecorder{ResponseWriter: w, st: st}
+		if st.logged = g.logging() || logHookFrom(r.Context()) != nil; st.logged {
+			st.log.ID = g.ids.next(st.start)
+		}
 		if r.Body != nil && r.Body != http.NoBody {
 			st.body = countingBody{rc: r.Body}
 			r.Body = &st.body
@@ -140,7 +143,7 @@ func (g *Gateway) finish(ctx context.Context, st *requestState) {
 		panic(p)
 	}
 	hook := logHookFrom(ctx)
-	if g.logs != nil || g.storedLogs != nil || hook != nil {
+	if g.logging() || hook != nil {
 		rec := st.log
 		rec.Time = st.start
 		rec.Latency = time.Since(st.start)
@@ -158,6 +161,7 @@ func (g *Gateway) finish(ctx context.Context, st *requestState) {
 		}
 		rec.BytesIn = st.body.n
 		rec.BytesOut = st.rw.n
+		g.logUsage(st, &rec)
 		if u := st.upgraded; u != nil {
 			// A switched protocol (WebSocket): the session lasted until
 			// either side closed; its bytes flowed past the recorder.
@@ -203,6 +207,19 @@ type requestState struct {
 	control  bool   // a control-plane request: audited, not a request log of the LogStore
 	admitted bool   // a Limits stage in front of the Gateway applied the policies
 	result   result // what route and execute came to, for that Limits stage
+
+	// The answer's usage, read as it goes to the caller through rw (see
+	// usageStart), for the request log and for tokens policies.
+	logged    bool // the Gateway makes a log record of the request
+	wantUsage bool // a tokens policy charges the answer's usage
+	tap       usageTap
+	usage     usageScanner
+	zbody     []byte // a compressed answer, kept to be read once complete
+	zcoding   answerCoding
+
+	firstByte time.Time // when the first byte of the latest provider answer body read arrived
+	rescue    bool      // a retry or another target followed a failed attempt
+	shared    bool      // the answer was another caller's cache fill, shared
 }
 
 func stateFrom(ctx context.Context) *requestState {
@@ -220,9 +237,11 @@ func withState(w http.ResponseWriter, r *http.Request) (*http.Request, *requestS
 	return r.WithContext(context.WithValue(r.Context(), stateKey{}, st)), st
 }
 
-// responseRecorder remembers the status and counts the bytes of a response.
+// responseRecorder remembers the status and counts the bytes of a
+// response, and has its request's state read the usage in it.
 type responseRecorder struct {
 	http.ResponseWriter
+	st     *requestState
 	status int
 	n      int64
 }
@@ -230,6 +249,7 @@ type responseRecorder struct {
 func (w *responseRecorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
+		w.st.usageStart(w.ResponseWriter.Header())
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -237,9 +257,13 @@ func (w *responseRecorder) WriteHeader(code int) {
 func (w *responseRecorder) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.st.usageStart(w.ResponseWriter.Header())
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.n += int64(n)
+	if w.st.tap != tapOff {
+		w.st.usageWrite(p[:n])
+	}
 	return n, err
 }
 

@@ -19,6 +19,7 @@ type planNode struct {
 	weight        float64
 	children      []*planNode
 	target        *routedTarget // non-nil on leaves only
+	config        string        // on the root: the id of the saved config it was built from
 }
 
 // planNeeds says what a plan needs of the request body.

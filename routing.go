@@ -161,7 +161,11 @@ func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions
 	if o.CustomHost != "" {
 		inh.customHost, inh.customHostParam, inh.customHostTrusted = o.CustomHost, HeaderCustomHost, false
 	}
-	return g.buildNode(ctx, id, cfg, "config", inh, trusted)
+	n, err := g.buildNode(ctx, id, cfg, "config", inh, trusted)
+	if err == nil && trusted {
+		n.config = ref // a saved config (an inline one is not trusted)
+	}
+	return n, err
 }
 
 func (g *Gateway) savedConfig(ctx context.Context, id Identity, ref string) (*Config, error) {

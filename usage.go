@@ -1,8 +1,16 @@
 package gateway
 
 import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"encoding/json"
+	"io"
 	"math"
+	"net/http"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // usageScanner finds the token counts of a JSON document, or of the data
@@ -10,7 +18,14 @@ import (
 // understands just enough JSON to track nesting, strings and the keys of
 // the objects on the way to a usage object (usage, or Vertex AI's
 // usageMetadata): the top-level one, and the top-level object's member
-// objects; and usageMetadata in the objects of a top-level array.
+// objects; and usageMetadata in the objects of a top-level array. In a
+// usage object it also reads the cached prompt tokens of its
+// prompt_tokens_details (input_tokens_details) object, and on the way it
+// keeps the first model the answer names (model, or Gemini's
+// modelVersion, where a usage object could be). The content of strings
+// that are neither keys nor the model is skipped a run at a time, and so
+// is every container nested deeper than what it reads (readDepth), such
+// as the choices of a completion.
 type usageScanner struct {
 	sse bool
 
@@ -23,20 +38,27 @@ type usageScanner struct {
 	hasData bool // the event has a data line
 
 	// JSON.
-	depth      int
-	objects    uint64 // bit d: the container at depth d+1 is an object
-	inString   bool
-	escape     bool
-	isKey      bool // the current string is an object key
-	expectKey  bool // the next string in the current object is a key
-	key        [32]byte
-	keyLen     int // len(key) + 1 means too long
-	pending    uint8
-	usageDepth int // depth of the usage object's members; 0 outside it
-	inNum      bool
-	numKey     uint8 // the usage key of the number being read
-	num        [32]byte
-	numLen     int
+	depth        int
+	objects      uint64 // bit d: the container at depth d+1 is an object
+	inString     bool
+	escape       bool
+	isKey        bool // the current string is an object key
+	expectKey    bool // the next string in the current object is a key
+	key          [32]byte
+	keyLen       int // len(key) + 1 means too long
+	pending      uint8
+	usageDepth   int // depth of the usage object's members; 0 outside it
+	detailsDepth int // depth of the members of the usage's prompt_tokens_details; 0 outside it
+	inNum        bool
+	numKey       uint8 // the usage key of the number being read
+	num          [32]byte
+	numLen       int
+
+	// The answer's model: the first string value of a model key.
+	inModel   bool // reading it
+	model     [64]byte
+	modelLen  int  // bytes of model read
+	modelDone bool // model[:modelLen] is the answer's model
 
 	found  bool
 	max    [usageKeys]float64 // the largest value seen of each usage key
@@ -44,11 +66,14 @@ type usageScanner struct {
 	events int64              // SSE events with data
 }
 
-// Keys the scanner waits for the value of: usage, and the token counts in
-// a usage object.
+// Keys the scanner waits for the value of: usage, the details object in
+// it, the model, and the token counts in a usage object (from
+// usageKeyTotal on).
 const (
 	usageKeyNone uint8 = iota
 	usageKeyUsage
+	usageKeyDetails
+	usageKeyModel
 	usageKeyTotal
 	usageKeyPrompt
 	usageKeyCompletion
@@ -56,6 +81,8 @@ const (
 	usageKeyOutput
 	usageKeyCacheCreation
 	usageKeyCacheRead
+	usageKeyCached   // of the prompt tokens, read from the provider's prompt cache
+	usageKeyThoughts // Gemini's thinking tokens, not in candidatesTokenCount
 	usageKeys
 )
 
@@ -78,6 +105,12 @@ func usageCountKey(k []byte) uint8 {
 		return usageKeyCacheCreation
 	case "cache_read_input_tokens":
 		return usageKeyCacheRead
+	case "cachedContentTokenCount":
+		return usageKeyCached
+	case "thoughtsTokenCount":
+		return usageKeyThoughts
+	case "prompt_tokens_details", "input_tokens_details":
+		return usageKeyDetails
 	}
 	return usageKeyNone
 }
@@ -92,6 +125,41 @@ func (s *usageScanner) total() (float64, bool) {
 	m := &s.max
 	return max(m[usageKeyTotal], m[usageKeyPrompt]+m[usageKeyCompletion],
 		m[usageKeyInput]+m[usageKeyCacheCreation]+m[usageKeyCacheRead]+m[usageKeyOutput]), true
+}
+
+// counts returns the token counts of the usage seen, in OpenAI's terms,
+// and whether any was seen: prompt tokens count the cached ones (Anthropic
+// reports them apart from input_tokens), completion tokens the thinking
+// ones (Gemini reports them apart from candidatesTokenCount). Each count is
+// the largest value seen, since streams report running totals.
+func (s *usageScanner) counts() (prompt, completion, total, cached int64, ok bool) {
+	s.endNumber()
+	if !s.found {
+		return 0, 0, 0, 0, false
+	}
+	m := &s.max
+	p := max(m[usageKeyPrompt], m[usageKeyInput]+m[usageKeyCacheCreation]+m[usageKeyCacheRead])
+	c := max(m[usageKeyCompletion]+m[usageKeyThoughts], m[usageKeyOutput])
+	t := max(m[usageKeyTotal], p+c)
+	k := min(max(m[usageKeyCached], m[usageKeyCacheRead]), p)
+	return tokenCount(p), tokenCount(c), tokenCount(t), tokenCount(k), true
+}
+
+// tokenCount converts a count the scanner read (finite, not negative) to
+// an integer, saturating.
+func tokenCount(v float64) int64 {
+	if v >= 1<<62 {
+		return 1 << 62
+	}
+	return int64(v)
+}
+
+// answerModel returns the model the answer named, or "".
+func (s *usageScanner) answerModel() string {
+	if !s.modelDone || !utf8.Valid(s.model[:s.modelLen]) {
+		return ""
+	}
+	return string(s.model[:s.modelLen])
 }
 
 // estimate returns the tokens an answer that reported no usage is charged
@@ -110,12 +178,11 @@ func (s *usageScanner) estimate() float64 {
 func (s *usageScanner) write(p []byte) {
 	s.bytes += int64(len(p))
 	if !s.sse {
-		for _, c := range p {
-			s.jsonByte(c)
-		}
+		s.json(p)
 		return
 	}
-	for _, c := range p {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
 		if c == '\n' && s.cr {
 			s.cr = false
 			continue
@@ -139,15 +206,141 @@ func (s *usageScanner) write(p []byte) {
 					continue
 				}
 			}
-			s.jsonByte(c)
+			// The rest of the line, up to the byte that ends it.
+			n := lineEnd(p[i:])
+			s.json(p[i : i+n])
+			i += n - 1
 		case s.field >= 0:
 			if c != "data:"[s.field] {
 				s.field = -1
 			} else if s.field++; s.field == len("data:") {
 				s.inData, s.space, s.hasData = true, true, true
 			}
+		default:
+			i += lineEnd(p[i:]) - 1 // a line of another field
 		}
 	}
+}
+
+// lineEnd returns the index of the first '\n' or '\r' in b, or len(b).
+func lineEnd(b []byte) int {
+	n := bytes.IndexByte(b, '\n')
+	if n < 0 {
+		n = len(b)
+	}
+	if r := bytes.IndexByte(b[:n], '\r'); r >= 0 {
+		n = r
+	}
+	return n
+}
+
+// json feeds p to the JSON scanner. The content of a string that is
+// neither a key nor the model is skipped to its closing quote at once,
+// and so is the content of a container deeper than readDepth.
+func (s *usageScanner) json(p []byte) {
+	for i := 0; i < len(p); i++ {
+		if s.depth > 2 { // readDepth is 2 or more
+			if d := s.readDepth(); s.depth > d {
+				if i += s.skip(p[i:], d); i >= len(p) {
+					return
+				}
+			}
+		}
+		if s.inString && !s.escape && !s.isKey && !s.inModel {
+			n := stringEnd(p[i:])
+			if n == len(p)-i {
+				s.escape = trailingBackslashes(p[i:])%2 == 1
+				return
+			}
+			i += n // at the closing quote
+		}
+		s.jsonByte(p[i])
+	}
+}
+
+// readDepth is the deepest nesting the scanner reads: the members of the
+// prompt_tokens_details object it is in, or of the usage object it is in,
+// else those of the top-level object's (or array's) members, where a
+// usage object or the model may be. Nothing deeper is read.
+func (s *usageScanner) readDepth() int {
+	switch {
+	case s.detailsDepth != 0:
+		return s.detailsDepth
+	case s.usageDepth != 0:
+		return s.usageDepth
+	}
+	return 2
+}
+
+// skip passes over p within a container deeper than depth, tracking only
+// strings and nesting, and returns the index in p of the bracket that
+// closes the outermost container it is in (so that depth is reached
+// again), or len(p).
+func (s *usageScanner) skip(p []byte, depth int) int {
+	for i := 0; i < len(p); i++ {
+		if s.inString {
+			if s.escape {
+				s.escape = false
+				continue
+			}
+			n := stringEnd(p[i:])
+			if n == len(p)-i {
+				s.escape = trailingBackslashes(p[i:])%2 == 1
+				return len(p)
+			}
+			i += n
+			s.inString = false
+			continue
+		}
+		for i < len(p) && !jsonStructural[p[i]] {
+			i++
+		}
+		if i == len(p) {
+			return i
+		}
+		switch p[i] {
+		case '"':
+			s.inString = true
+		case '{', '[':
+			s.depth++
+		default:
+			if s.depth == depth+1 {
+				return i
+			}
+			s.depth--
+		}
+	}
+	return len(p)
+}
+
+// jsonStructural marks the bytes skip stops at.
+var jsonStructural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
+// stringEnd returns the index in b of the quote that ends the string b is
+// inside of, not after an escape, or len(b). b does not start within an
+// escape.
+func stringEnd(b []byte) int {
+	from := 0
+	for {
+		q := bytes.IndexByte(b[from:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		q += from
+		if trailingBackslashes(b[:q])%2 == 0 {
+			return q
+		}
+		from = q + 1
+	}
+}
+
+// trailingBackslashes counts the backslashes b ends with.
+func trailingBackslashes(b []byte) int {
+	n := 0
+	for n < len(b) && b[len(b)-1-n] == '\\' {
+		n++
+	}
+	return n
 }
 
 // endEvent resets the JSON scanner between events, keeping what was found
@@ -158,7 +351,8 @@ func (s *usageScanner) endEvent() {
 	if s.hasData {
 		events++
 	}
-	*s = usageScanner{sse: true, found: s.found, max: s.max, bytes: s.bytes, events: events}
+	*s = usageScanner{sse: true, found: s.found, max: s.max, bytes: s.bytes, events: events,
+		model: s.model, modelLen: s.modelLen, modelDone: s.modelDone}
 }
 
 func (s *usageScanner) inObject() bool {
@@ -187,8 +381,18 @@ func (s *usageScanner) jsonByte(c byte) {
 		case c == '\\':
 			s.escape = true
 			s.keyLen = len(s.key) + 1 // an escaped key is none we look for
+			s.inModel = false         // nor is an escaped model name kept
 		case c == '"':
 			s.inString = false
+			if s.inModel {
+				s.inModel = false
+				s.modelDone = s.modelLen > 0 && s.modelLen <= len(s.model)
+			}
+		case s.inModel && s.modelLen < len(s.model):
+			s.model[s.modelLen] = c
+			s.modelLen++
+		case s.inModel:
+			s.inModel = false
 		case s.isKey && s.keyLen < len(s.key):
 			s.key[s.keyLen] = c
 			s.keyLen++
@@ -214,6 +418,9 @@ func (s *usageScanner) jsonByte(c byte) {
 		s.isKey = s.expectKey && s.inObject()
 		s.expectKey = false
 		s.keyLen = 0
+		if s.pending == usageKeyModel && !s.modelDone {
+			s.inModel, s.modelLen = true, 0
+		}
 		s.pending = usageKeyNone
 	case ':':
 		s.pending = usageKeyNone
@@ -223,8 +430,11 @@ func (s *usageScanner) jsonByte(c byte) {
 		k := s.key[:s.keyLen]
 		switch {
 		case s.usageDepth != 0:
-			if s.depth == s.usageDepth {
+			switch {
+			case s.depth == s.usageDepth:
 				s.pending = usageCountKey(k)
+			case s.depth == s.detailsDepth && string(k) == "cached_tokens":
+				s.pending = usageKeyCached
 			}
 		case string(k) == "usage" && (s.depth == 1 || s.depth == 2 && s.objects&1 != 0):
 			s.pending = usageKeyUsage
@@ -232,11 +442,20 @@ func (s *usageScanner) jsonByte(c byte) {
 			// At depth 2 the container at depth 1 is an object or, in
 			// Vertex AI's streamGenerateContent, an array of answers.
 			s.pending = usageKeyUsage
+		case s.modelDone:
+		case string(k) == "model" && (s.depth == 1 || s.depth == 2 && s.objects&1 != 0),
+			string(k) == "modelVersion" && (s.depth == 1 || s.depth == 2):
+			// Anthropic's message_start and the Responses API's events
+			// name it one object down.
+			s.pending = usageKeyModel
 		}
 		s.isKey = false
 	case '{', '[':
 		if c == '{' && s.pending == usageKeyUsage {
 			s.usageDepth = s.depth + 1
+		}
+		if c == '{' && s.pending == usageKeyDetails {
+			s.detailsDepth = s.depth + 1
 		}
 		s.depth++
 		if s.depth <= 64 {
@@ -252,6 +471,9 @@ func (s *usageScanner) jsonByte(c byte) {
 		if s.depth == s.usageDepth {
 			s.usageDepth = 0
 		}
+		if s.depth == s.detailsDepth {
+			s.detailsDepth = 0
+		}
 		if s.depth > 0 {
 			s.depth--
 		}
@@ -261,11 +483,191 @@ func (s *usageScanner) jsonByte(c byte) {
 		s.expectKey = s.inObject()
 		s.pending = usageKeyNone
 	default:
-		if s.pending > usageKeyUsage && (c >= '0' && c <= '9' || c == '-') {
+		if s.pending >= usageKeyTotal && (c >= '0' && c <= '9' || c == '-') {
 			s.inNum, s.numKey = true, s.pending
 			s.num[0] = c
 			s.numLen = 1
 		}
 		s.pending = usageKeyNone
+	}
+}
+
+// answerCoding is how an answer's body is encoded, as far as reading its
+// usage goes.
+type answerCoding uint8
+
+const (
+	codingIdentity answerCoding = iota
+	codingGzip
+	codingDeflate
+	codingOther // not read
+)
+
+// usageAnswer says whether the usage of an answer with header h can be
+// read, whether it is a text/event-stream, and its encoding: JSON and
+// server-sent events are read, anything else is not.
+func usageAnswer(h http.Header) (ok, sse bool, coding answerCoding) {
+	// The media type without its parameters, compared as
+	// mime.ParseMediaType would, without the map it allocates.
+	mt, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	mt = strings.TrimSpace(mt)
+	switch {
+	case strings.EqualFold(mt, "text/event-stream"):
+		sse = true
+	case strings.EqualFold(mt, "application/json"), len(mt) > 5 && strings.EqualFold(mt[len(mt)-5:], "+json"):
+	default:
+		return false, false, codingOther
+	}
+	switch ce := strings.ToLower(strings.TrimSpace(h.Get("Content-Encoding"))); ce {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		coding = codingGzip
+	case "deflate":
+		coding = codingDeflate
+	default:
+		coding = codingOther
+	}
+	return true, sse, coding
+}
+
+// maxCompressedUsage caps the compressed answer kept to read its usage
+// once it is complete; the usage of a longer one is not read. At most
+// maxDecodedUsage bytes of it are decoded, so that a small answer that
+// inflates to gigabytes costs no more than a long plain one.
+const (
+	maxCompressedUsage = 1 << 20
+	maxDecodedUsage    = 32 << 20
+)
+
+// usageTap says how the request's answer is read for its usage as it
+// goes to the caller (see requestState.usageStart).
+type usageTap uint8
+
+const (
+	tapOff        usageTap = iota // not read
+	tapScan                       // read as it passes
+	tapCompressed                 // kept, compressed, and read once complete
+	tapDone                       // read to the end: usageDone ran
+)
+
+// usageStart decides, as the response's status goes out with header h,
+// whether the answer is read for its usage: when the gateway logs
+// requests or a tokens policy charges it, and it is JSON or server-sent
+// events. An answer the caller takes compressed (the caller's
+// Accept-Encoding is forwarded) is kept, up to maxCompressedUsage, and
+// read once complete; one in an encoding the standard library does not
+// decode is not read. The body reaches the caller unchanged either way.
+func (st *requestState) usageStart(h http.Header) {
+	if !st.wantUsage && !st.logged {
+		return
+	}
+	ok, sse, coding := usageAnswer(h)
+	if !ok {
+		return
+	}
+	st.usage.sse = sse
+	switch coding {
+	case codingIdentity:
+		st.tap = tapScan
+	case codingGzip, codingDeflate:
+		st.tap, st.zcoding = tapCompressed, coding
+	}
+}
+
+// usageWrite reads p, a piece of the answer the caller got.
+func (st *requestState) usageWrite(p []byte) {
+	switch st.tap {
+	case tapScan:
+		st.usage.write(p)
+	case tapCompressed:
+		if len(st.zbody)+len(p) > maxCompressedUsage {
+			st.tap, st.zbody = tapOff, nil
+			return
+		}
+		st.zbody = append(st.zbody, p...)
+	}
+}
+
+// usageDone ends the reading of the answer, decoding a compressed one, and
+// returns what was read of it. It runs once the response is complete, and
+// may run more than once.
+func (st *requestState) usageDone() *usageScanner {
+	if st.tap == tapCompressed {
+		var r io.ReadCloser
+		var err error
+		if st.zcoding == codingGzip {
+			r, err = gzip.NewReader(bytes.NewReader(st.zbody))
+		} else {
+			r = flate.NewReader(bytes.NewReader(st.zbody))
+		}
+		if err == nil {
+			buf := make([]byte, 32<<10)
+			lr := io.LimitReader(r, maxDecodedUsage)
+			for {
+				n, err := lr.Read(buf)
+				st.usage.write(buf[:n])
+				if err != nil {
+					break
+				}
+			}
+			r.Close()
+		}
+		st.zbody = nil
+	}
+	if st.tap != tapOff {
+		st.tap = tapDone
+	}
+	return &st.usage
+}
+
+// requestModel returns the model a JSON request body names at its top
+// level, or "" when it names none or is not a JSON object. It reads no
+// further than the model member.
+func requestModel(b []byte) string {
+	i := skipJSONSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return ""
+	}
+	for i++; ; {
+		i = skipJSONSpace(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return ""
+		}
+		end := skipJSONString(b, i)
+		if end > len(b) || end-i < 2 || b[end-1] != '"' {
+			return ""
+		}
+		name := b[i+1 : end-1]
+		i = skipJSONSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return ""
+		}
+		i = skipJSONSpace(b, i+1)
+		if i >= len(b) {
+			return ""
+		}
+		if string(name) == "model" {
+			if b[i] != '"' {
+				return ""
+			}
+			end = skipJSONString(b, i)
+			if end > len(b) || end-i < 2 || b[end-1] != '"' {
+				return ""
+			}
+			v := b[i+1 : end-1]
+			if bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
+				return string(v)
+			}
+			var s string
+			if json.Unmarshal(b[i:end], &s) != nil {
+				return ""
+			}
+			return s
+		}
+		i = skipJSONSpace(b, skipJSONValue(b, i))
+		if i >= len(b) || b[i] != ',' {
+			return ""
+		}
+		i++
 	}
 }
