@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -422,17 +421,7 @@ func (u *uuidGen) next(t time.Time) string {
 	b[6] = 0x70 | byte(v>>8)&0x0f
 	b[7] = byte(v)
 	b[8] = b[8]&0x3f | 0x80
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:], b[10:])
-	return string(out[:])
+	return formatUUID(&b)
 }
 
 // redactQuery returns the raw query with the values of key-like

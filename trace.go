@@ -116,6 +116,11 @@ func newUUID() string {
 	rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
+	return formatUUID(&b)
+}
+
+// formatUUID returns b in the canonical form, 8-4-4-4-12 hex digits.
+func formatUUID(b *[16]byte) string {
 	var out [36]byte
 	hex.Encode(out[0:8], b[0:4])
 	out[8] = '-'
