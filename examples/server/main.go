@@ -2,7 +2,7 @@
 //
 //	go run ./examples/server [-addr 127.0.0.1:8080] [-db DSN] [-config FILE] [-redis URL] [-demo]
 //		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-store-logs=true]
-//		[-log-retention 720h]
+//		[-log-retention 720h] [-prices FILE]
 //		[-admin-addr ADDR]
 //
 // -db names where the gateway keeps its state (API keys, virtual keys,
@@ -86,8 +86,11 @@
 // Standard output carries one JSON line per request (trace id, key id,
 // provider, status, latency, bytes; never a credential), unless
 // -request-log off turns it off; a line costs about 3 µs of CPU.
-// -admin-addr serves /debug/pprof/ on a listener of its own, for profiling
-// the running server; it asks for no key, so keep it on a private address.
+// -admin-addr serves /metrics (Prometheus: requests, durations, tokens,
+// cost, refusals, dropped logs, the Go runtime) and /debug/pprof/ on a
+// listener of its own; it asks for no key, so keep it on a private
+// address. -prices FILE replaces the built-in price table that gives
+// each request log its cost.
 // Standard error carries the server's own messages, among them
 // "gateway: listening on http://ADDR" once it accepts connections, so that
 // -addr 127.0.0.1:0 can be used to pick a free port.
@@ -200,7 +203,8 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	grace := fs.Duration("grace", 30*time.Second, "how long in-flight requests and streams may run once the listener is closed")
 	writeTimeout := fs.Duration("write-timeout", defaultWriteTimeout, "how long one write to a client may block before its connection is dropped (0: no limit)")
 	requestLog := fs.String("request-log", "stdout", "where the JSON line per request goes: `stdout` or off")
-	adminAddr := fs.String("admin-addr", "", "`address` of the operators' listener serving /debug/pprof/ (empty: none)")
+	adminAddr := fs.String("admin-addr", "", "`address` of the operators' listener serving /metrics and /debug/pprof/ (empty: none)")
+	pricesPath := fs.String("prices", "", "JSON `file` of model prices in USD per 1M tokens, {\"provider/model\": {\"input\": 2.5, \"output\": 10}}, replacing the built-in table")
 	dbFlag := fs.String("db", "", "the `DSN` of the database that keeps the gateway's state: a SQLite file path or sqlite:PATH, a postgres:// URL, or :memory: for none. "+
 		"Default: gateway.db in the working directory, except when -config or -demo is given without -db: then :memory:, "+
 		"so that the config file alone says which keys, virtual keys, configs and policies exist, and no run meets the state an earlier one left")
@@ -280,8 +284,22 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	if !*storeLogs {
 		opts.Logs = nil
 	}
+	if *pricesPath != "" {
+		if opts.Prices, err = readPrices(*pricesPath); err != nil {
+			return err
+		}
+	}
+	// With an admin listener, the request logs also feed /metrics there.
+	var metrics *gatewayMetrics
+	if *adminAddr != "" {
+		metrics = newGatewayMetrics(sink)
+		sink = metrics.collector
+	}
 	g := newGateway(opts, allow, sink, errLog)
 	defer g.Close()
+	if metrics != nil {
+		metrics.watch(g)
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -311,7 +329,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		// stream at once instead of letting it finish.
 	}
 	if *adminAddr != "" {
-		admin, err := serveAdmin(*adminAddr, stderr)
+		admin, err := serveAdmin(*adminAddr, metrics.handler(), stderr)
 		if err != nil {
 			return err
 		}
@@ -599,9 +617,10 @@ func readConfig(path string, stderr io.Writer) (*gateway.StoreFile, error) {
 
 // serveAdmin serves the operators' endpoints on their own listener, kept
 // apart from the gateway's so that it can stay on a private address:
-// /debug/pprof/ profiles the running server. It asks for no key; whoever
-// reaches the address may profile the process.
-func serveAdmin(addr string, stderr io.Writer) (*http.Server, error) {
+// /metrics for Prometheus (see gatewayMetrics) and /debug/pprof/, which
+// profiles the running server. It asks for no key; whoever reaches the
+// address may read the metrics and profile the process.
+func serveAdmin(addr string, metrics http.Handler, stderr io.Writer) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: -admin-addr: %w", err)
@@ -612,6 +631,7 @@ func serveAdmin(addr string, stderr io.Writer) (*http.Server, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("GET /metrics", metrics)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ErrorLog: log.New(stderr, "gateway: admin: ", 0)}
 	fmt.Fprintf(stderr, "gateway: admin listening on http://%s\n", ln.Addr())
 	go srv.Serve(ln)

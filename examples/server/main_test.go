@@ -110,16 +110,19 @@ func baseURL(t testing.TB, stderr *lines, stopped <-chan struct{}) string {
 
 // logRecord is the part of a JSON request-log line the tests check.
 type logRecord struct {
-	Msg         string `json:"msg"`
-	TraceID     string `json:"trace_id"`
-	KeyID       string `json:"key_id"`
-	WorkspaceID string `json:"workspace_id"`
-	Provider    string `json:"provider"`
-	Method      string `json:"method"`
-	Path        string `json:"path"`
-	Status      int    `json:"status"`
-	ErrorCode   string `json:"error_code"`
-	Aborted     bool   `json:"aborted"`
+	Msg         string  `json:"msg"`
+	TraceID     string  `json:"trace_id"`
+	KeyID       string  `json:"key_id"`
+	WorkspaceID string  `json:"workspace_id"`
+	Provider    string  `json:"provider"`
+	Method      string  `json:"method"`
+	Path        string  `json:"path"`
+	Status      int     `json:"status"`
+	ErrorCode   string  `json:"error_code"`
+	Aborted     bool    `json:"aborted"`
+	Model       string  `json:"model"`
+	TotalTokens int64   `json:"total_tokens"`
+	Cost        float64 `json:"cost"`
 }
 
 // logFor waits for the request-log line of traceID on stdout.
