@@ -1,0 +1,128 @@
+// Command server runs the model gateway as a standalone HTTP server.
+//
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-db DSN] [-config FILE] [-redis URL] [-demo]
+//		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-store-logs=true]
+//		[-log-retention 720h] [-prices FILE]
+//		[-admin-addr ADDR]
+//
+// -db names where the gateway keeps its state (API keys, virtual keys,
+// configs, policies, workspaces, the audit log and request logs, which
+// GET /logs serves and -log-retention bounds):
+//
+//   - a file path, or sqlite:PATH: a SQLite database (package sqlstore),
+//     created with mode 0600 when absent;
+//   - postgres://… or postgresql://…: a Postgres database, which several
+//     replicas may share;
+//   - :memory: no durable state: everything lives as long as the process.
+//
+// The default is gateway.db in the working directory, except when -config
+// or -demo is given without -db: then it is :memory:. A config file alone
+// thus says exactly which keys, virtual keys, configs and policies exist,
+// as it always did, and repeated runs in one directory never meet the
+// state an earlier run left; a demo's fake provider and virtual key live
+// only as long as the process anyway. Give -db explicitly to apply a
+// config file to a database.
+//
+// A database keeps provider credentials sealed under a master key: the
+// 32 bytes of GATEWAY_MASTER_KEY (64 hex digits or base64) when it is set.
+// Without it, a SQLite database uses its key file, the database's path
+// followed by ".key": it is read when it exists (it must be private to its
+// owner, mode 0600), else created with a random key, mode 0600, and the
+// server says so once on standard error. Back the key file up with the
+// database, and keep it apart from copies of it: without the key the
+// stored credentials are lost. A Postgres database needs
+// GATEWAY_MASTER_KEY, the same for every replica. A key that does not
+// open the database stops the server at start-up. No key is ever written
+// to a log.
+//
+// Without -config the server serves one admin API key, "key-default" of
+// the workspace "default": the value of GATEWAY_API_KEY, or a random key
+// generated at start-up and printed once on standard error. On a
+// database, GATEWAY_API_KEY is stored so (replacing an earlier
+// key-default) unless the database holds that key already, and a key is
+// generated only when the database holds no API key at all (its first
+// start): later starts print none and use the stored keys. Callers then
+// name the provider with x-gateway-provider and send their provider token
+// in Authorization, or create virtual keys, configs and more keys through
+// the control plane.
+//
+// -demo makes the server work offline, for a first try: it also starts the
+// fake OpenAI-compatible provider of package gatewaytest on a loopback port,
+// adds a virtual key "demo" (provider openai) that points at it, and prints
+// on standard error a curl command that sends a chat completion through the
+// gateway and gets 200. The command carries the API key: a generated one is
+// written out, one from GATEWAY_API_KEY is written as "$GATEWAY_API_KEY" so
+// that it is not printed. -demo combines with -config: the file's entries
+// are loaded as usual, and the demo key is added beside them (in the
+// workspace "default") unless GATEWAY_API_KEY is already one of the file's
+// keys.
+//
+// With -config it loads API keys, virtual keys, saved configs, rate-limits
+// policies and the custom-host allowlist from a JSON file (see DESIGN §7 and
+// §8 for the complete field list). On a database each entry the file
+// names is created or replaced at every start, and the entries it does
+// not name (those made through the control plane, say) are left alone;
+// the custom-host allowlist is read from the file, never stored:
+//
+//	{
+//	  "api_keys": [{"id": "key-admin", "key": "${GATEWAY_API_KEY}", "workspace_id": "ws-1", "role": "admin"}],
+//	  "virtual_keys": [{"slug": "openai-prod", "provider": "openai", "api_key": "${OPENAI_API_KEY}",
+//	                    "base_url": "https://api.openai.com/v1", "workspace_id": "ws-1"}],
+//	  "configs": [{"id": "pc-default", "config": {"virtual_key": "openai-prod"}}],
+//	  "custom_hosts": {"allow": ["localhost:11434"]}
+//	}
+//
+// Every ${VAR} in the file is replaced by the environment variable VAR, so
+// secrets need not be written into it; a key may be given as key_sha256 (the
+// lower-case hex SHA-256 of the key) instead of key. An unknown field is an
+// error at start-up.
+//
+// -redis redis://HOST:PORT/DB keeps the rate-limit buckets and the
+// response cache in Redis (package redis), so that replicas using the
+// same Redis enforce one limit and share cached answers; without it each
+// process keeps its own, in memory. A Redis that does not answer at
+// start-up stops the server.
+//
+// Standard output carries one JSON line per request (trace id, key id,
+// provider, status, latency, bytes; never a credential), unless
+// -request-log off turns it off; a line costs about 3 µs of CPU.
+// -admin-addr serves /metrics (Prometheus: requests, durations, tokens,
+// cost, refusals, dropped logs, the Go runtime) and /debug/pprof/ on a
+// listener of its own; it asks for no key, so keep it on a private
+// address. -prices FILE replaces the built-in price table that gives
+// each request log its cost.
+// Standard error carries the server's own messages, among them
+// "gateway: listening on http://ADDR" once it accepts connections, so that
+// -addr 127.0.0.1:0 can be used to pick a free port.
+//
+// GET /healthz and GET /readyz, outside the gateway's /v1 prefix, are the
+// probes of an orchestrator or load balancer: they need no key, answer a
+// bare "ok" (or "draining") that reveals nothing about the server, and are
+// not request-logged. /healthz answers 200 while the process runs; /readyz
+// answers 200 until the shutdown begins and 503 from then on, and 503 too
+// ("unavailable") while the database does not answer within 2 s.
+//
+// On SIGINT or SIGTERM the server first drains for -drain (5 s by default):
+// /readyz answers 503 at once, so that load balancers take the server out
+// of rotation, while the listener stays open and every request, new ones
+// included, is still served; keep-alive connections are closed after their
+// current response, so that clients reconnect to another replica. Set
+// -drain to at least the time your load balancer needs to notice a failing
+// readiness probe, or to 0 when nothing routes traffic by it. Then the
+// server stops accepting connections and lets in-flight requests and
+// streams finish for up to -grace, flushes the request logs and exits 0.
+// A second signal ends the drain and the grace period at once: the
+// remaining connections are closed, the request logs flushed, and the
+// server exits 0. A third one ends the process without further ado.
+//
+// The server refuses, with 400 and by closing the connection, a request
+// that carries both Content-Length and Transfer-Encoding (or
+// Transfer-Encoding in HTTP/1.0), whose end a proxy in front might see
+// elsewhere than the server does: the rest of its body would otherwise be
+// read as another request (request smuggling, RFC 9112 §6.1). net/http
+// alone would serve it and keep the connection open.
+//
+// A write to a client may block for at most -write-timeout; a client that
+// stops reading has its connection dropped and its provider call cancelled,
+// while a stream that keeps flowing may last as long as it needs.
+package main
