@@ -46,13 +46,8 @@ const (
 // enforced. A bad type or sub-type in the create path is a 400 naming
 // type or sub-type. Control-plane requests are never rate-limited.
 func (g *Gateway) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
-	id, _ := IdentityFrom(r.Context())
-	need := ScopeAPIKeysWrite
-	if r.Method == http.MethodGet {
-		need = ScopeAPIKeysRead
-	}
-	if !id.Can(need) {
-		WriteError(w, r, missingScope(need))
+	id, ok := scopedIdentity(w, r, ScopeAPIKeysRead, ScopeAPIKeysWrite)
+	if !ok {
 		return
 	}
 	store, ok := g.opts.Keys.(APIKeyStore)

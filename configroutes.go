@@ -83,13 +83,8 @@ func findConfig(ctx context.Context, st ConfigStore, ws, id string) (*SavedConfi
 // plane uses the newest at once. Reads show api_key, secret_access_key
 // and session_token masked, wherever they are in the config.
 func (g *Gateway) serveConfigs(w http.ResponseWriter, r *http.Request) {
-	id, _ := IdentityFrom(r.Context())
-	need := ScopeConfigsWrite
-	if r.Method == http.MethodGet {
-		need = ScopeConfigsRead
-	}
-	if !id.Can(need) {
-		WriteError(w, r, missingScope(need))
+	id, ok := scopedIdentity(w, r, ScopeConfigsRead, ScopeConfigsWrite)
+	if !ok {
 		return
 	}
 	store, ok := g.opts.Configs.(ConfigAdmin)

@@ -63,7 +63,7 @@ func (g *Gateway) addCustomLogs(w http.ResponseWriter, r *http.Request, id Ident
 	now := g.clock()
 	recs := make([]*RequestLog, len(logs))
 	for i, cl := range logs {
-		if recs[i], err = customRecord(&cl, len(logs) > 1, i, id, now); err != nil {
+		if recs[i], err = customRecord(&cl, len(logs) > 1, i, id, now, g.ids.next(now)); err != nil {
 			WriteError(w, r, err)
 			return
 		}
@@ -85,9 +85,9 @@ func (g *Gateway) addCustomLogs(w http.ResponseWriter, r *http.Request, id Ident
 	}{"list", data})
 }
 
-// customRecord turns one custom log into a record; many says the body was
-// an array, so that fields are named with their index.
-func customRecord(cl *customLog, many bool, i int, id Identity, now time.Time) (*RequestLog, error) {
+// customRecord turns one custom log into the record logID; many says the
+// body was an array, so that fields are named with their index.
+func customRecord(cl *customLog, many bool, i int, id Identity, now time.Time, logID string) (*RequestLog, error) {
 	field := func(name string) string {
 		if many {
 			return "[" + strconv.Itoa(i) + "]." + name
@@ -106,7 +106,7 @@ func customRecord(cl *customLog, many bool, i int, id Identity, now time.Time) (
 	if err != nil || len(*cl.Request.URL) > 2048 {
 		return nil, policyInvalid(field("request.url"), field("request.url")+" must be a URL")
 	}
-	rec := &RequestLog{ID: newUUID(), Time: now, TraceID: newUUID(), KeyID: id.KeyID, WorkspaceID: id.WorkspaceID,
+	rec := &RequestLog{ID: logID, Time: now, TraceID: newUUID(), KeyID: id.KeyID, WorkspaceID: id.WorkspaceID,
 		Provider: "custom", Method: cl.Request.Method, Path: u.Path, Status: cl.Response.Status}
 	if rec.Method == "" {
 		rec.Method = http.MethodPost

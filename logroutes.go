@@ -124,9 +124,6 @@ func (g *Gateway) serveLogs(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// logsPageMax is the largest page_size of GET /logs.
-const logsPageMax = 100
-
 func (g *Gateway) listLogs(w http.ResponseWriter, r *http.Request, store LogStore, id Identity) {
 	v := r.URL.Query()
 	q, err := logQuery(v, id)
@@ -134,16 +131,10 @@ func (g *Gateway) listLogs(w http.ResponseWriter, r *http.Request, store LogStor
 		WriteError(w, r, err)
 		return
 	}
-	size := 20
-	if s, ok := v["page_size"]; ok {
-		if len(s) != 1 {
-			WriteError(w, r, policyInvalid("page_size", "page_size must be given once"))
-			return
-		}
-		if size, err = strconv.Atoi(s[0]); err != nil || size < 1 || size > logsPageMax {
-			WriteError(w, r, policyInvalid("page_size", "page_size must be an integer from 1 to 100"))
-			return
-		}
+	size, _, err := pageParams(v) // pages are cursors (after), not numbers: current_page is only checked
+	if err != nil {
+		WriteError(w, r, err)
+		return
 	}
 	if s, ok := v["after"]; ok {
 		if len(s) != 1 || s[0] == "" || len(s[0]) > 128 {

@@ -374,9 +374,6 @@ func (g *Gateway) logUsage(st *requestState, rec *RequestLog) {
 // data-plane request's, for the LogStore, each a copy of its own, since
 // a sink may keep and change its record.
 func (g *Gateway) sendLog(rec *RequestLog, store bool) {
-	if rec.ID == "" {
-		rec.ID = newUUID()
-	}
 	if g.storedLogs != nil && store {
 		if g.logs != nil {
 			g.storedLogs.send(cloneLog(rec))

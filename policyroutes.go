@@ -42,13 +42,8 @@ const (
 // an admin is a 404 saying that policies are not enabled. Requests to the
 // control plane are never rate-limited by policies.
 func (g *Gateway) servePolicies(w http.ResponseWriter, r *http.Request) {
-	id, _ := IdentityFrom(r.Context())
-	need := ScopePoliciesWrite
-	if r.Method == http.MethodGet {
-		need = ScopePoliciesRead
-	}
-	if !id.Can(need) {
-		WriteError(w, r, missingScope(need))
+	id, ok := scopedIdentity(w, r, ScopePoliciesRead, ScopePoliciesWrite)
+	if !ok {
 		return
 	}
 	store := g.opts.Policies

@@ -88,13 +88,8 @@ func findVirtualKey(ctx context.Context, st VirtualKeyStore, ws, slug string) (*
 // like an x-gateway-custom-host (Options.CustomHostAllow) when written;
 // names are not resolved then, nor when the key is used.
 func (g *Gateway) serveVirtualKeys(w http.ResponseWriter, r *http.Request) {
-	id, _ := IdentityFrom(r.Context())
-	need := ScopeVirtualKeysWrite
-	if r.Method == http.MethodGet {
-		need = ScopeVirtualKeysRead
-	}
-	if !id.Can(need) {
-		WriteError(w, r, missingScope(need))
+	id, ok := scopedIdentity(w, r, ScopeVirtualKeysRead, ScopeVirtualKeysWrite)
+	if !ok {
 		return
 	}
 	store, ok := g.opts.VirtualKeys.(VirtualKeyAdmin)

@@ -42,12 +42,7 @@ func (g *Gateway) serveWorkspaces(w http.ResponseWriter, r *http.Request) {
 			Message: "only an organisation key may manage workspaces"})
 		return
 	}
-	need := ScopeWorkspacesWrite
-	if r.Method == http.MethodGet {
-		need = ScopeWorkspacesRead
-	}
-	if !id.Can(need) {
-		WriteError(w, r, missingScope(need))
+	if _, ok := scopedIdentity(w, r, ScopeWorkspacesRead, ScopeWorkspacesWrite); !ok {
 		return
 	}
 	store := g.opts.Workspaces

@@ -71,17 +71,18 @@ func (s *Store) AuditRecords(ctx context.Context, q gateway.AuditQuery) ([]gatew
 		return nil, 0, fmt.Errorf("sqlstore: reading audit records: %w", err)
 	}
 	query := `SELECT ` + auditColumns + ` FROM audit_logs` + where + ` ORDER BY time DESC, id DESC`
-	if q.Limit > 0 {
-		query += ` LIMIT ` + strconv.Itoa(q.Limit)
-	}
-	if q.Offset > 0 {
-		if q.Limit <= 0 {
-			query += ` LIMIT -1`
-			if s.dialect == dialectPostgres {
-				query = strings.TrimSuffix(query, ` LIMIT -1`) + ` LIMIT ALL`
-			}
+	if q.Limit > 0 || q.Offset > 0 {
+		// An OFFSET needs a LIMIT before it in SQLite, where -1 is none;
+		// Postgres says ALL.
+		limit := strconv.Itoa(q.Limit)
+		switch {
+		case q.Limit > 0:
+		case s.dialect == dialectPostgres:
+			limit = "ALL"
+		default:
+			limit = "-1"
 		}
-		query += ` OFFSET ` + strconv.Itoa(q.Offset)
+		query += ` LIMIT ` + limit + ` OFFSET ` + strconv.Itoa(max(q.Offset, 0))
 	}
 	rows, err := tx.QueryContext(ctx, s.dialect.rebind(query), args...)
 	if err != nil {

@@ -81,18 +81,7 @@ func (s *Store) UpdateWorkspace(ctx context.Context, old, w *gateway.Workspace) 
 
 // DeleteWorkspace implements gateway.WorkspaceStore.
 func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
-	return s.update(ctx, func(tx *sql.Tx) error {
-		res, err := s.exec(ctx, tx, `DELETE FROM workspaces WHERE id = $1`, id)
-		if err != nil {
-			return fmt.Errorf("sqlstore: workspace %q: %w", id, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("sqlstore: workspace %q: %w", id, err)
-		} else if n == 0 {
-			return gateway.ErrNotFound
-		}
-		return nil
-	})
+	return s.deleteRow(ctx, "", "", "workspaces", "id = $1", id)
 }
 
 // writeWorkspace creates or replaces the row of w.ID.

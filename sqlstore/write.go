@@ -135,7 +135,8 @@ func (s *Store) rowID(ctx context.Context, tx *sql.Tx, table, workspaceID, slug 
 
 // deleteRow deletes the row of table that where (a condition on its
 // unique columns, with args) selects, recording the change of the record
-// of kind named ref, or returns gateway.ErrNotFound.
+// of kind named ref (none for an empty kind: a record the snapshot does
+// not hold), or returns gateway.ErrNotFound.
 func (s *Store) deleteRow(ctx context.Context, kind, ref, table, where string, args ...any) error {
 	return s.update(ctx, func(tx *sql.Tx) error {
 		res, err := s.exec(ctx, tx, `DELETE FROM `+table+` WHERE `+where, args...)
@@ -146,6 +147,9 @@ func (s *Store) deleteRow(ctx context.Context, kind, ref, table, where string, a
 			return fmt.Errorf("sqlstore: %w", err)
 		} else if n == 0 {
 			return gateway.ErrNotFound
+		}
+		if kind == "" {
+			return nil
 		}
 		return s.changed(ctx, tx, kind, ref)
 	})
