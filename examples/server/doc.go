@@ -3,7 +3,7 @@
 //	go run ./examples/server [-addr 127.0.0.1:8080] [-db DSN] [-config FILE] [-redis URL] [-demo]
 //		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-store-logs=true]
 //		[-log-retention 720h] [-prices FILE]
-//		[-admin-addr ADDR]
+//		[-admin-addr ADDR] [-otel-endpoint URL]
 //
 // -db names where the gateway keeps its state (API keys, virtual keys,
 // configs, policies, workspaces, the audit log and request logs, which
@@ -90,7 +90,12 @@
 // cost, refusals, dropped logs, the Go runtime) and /debug/pprof/ on a
 // listener of its own; it asks for no key, so keep it on a private
 // address. -prices FILE replaces the built-in price table that gives
-// each request log its cost.
+// each request log its cost. -otel-endpoint URL (an OpenTelemetry
+// collector's OTLP/HTTP endpoint, such as http://localhost:4318) traces
+// every request: a server span with the GenAI attributes (package
+// github.com/modelgateway/gateway/otel) and a client span per attempt at
+// a provider, whose traceparent the provider receives; the spans still
+// buffered are sent at shutdown.
 // Standard error carries the server's own messages, among them
 // "gateway: listening on http://ADDR" once it accepts connections, so that
 // -addr 127.0.0.1:0 can be used to pick a free port.

@@ -83,6 +83,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		"so that the config file alone says which keys, virtual keys, configs and policies exist, and no run meets the state an earlier one left")
 	storeLogs := fs.Bool("store-logs", true, "keep every data-plane request's record in the store, for GET /logs (false: the -request-log line only)")
 	logRetention := fs.Duration("log-retention", 720*time.Hour, "how long a database keeps request logs; older ones are deleted in batches (0: kept until deleted by hand)")
+	otelEndpoint := fs.String("otel-endpoint", "", "`URL` of an OpenTelemetry collector's OTLP/HTTP endpoint, such as http://localhost:4318, to which a span per request is exported (empty: no tracing)")
 	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets and the response cache, shared by every replica using it (empty: in memory, per process)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -121,6 +122,11 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 
 	errLog := slog.New(slog.NewTextHandler(stderr, nil))
+	tr, err := startTracing(ctx, *otelEndpoint, errLog)
+	if err != nil {
+		return err
+	}
+	defer tr.shutdown(stderr) // after the gateway, whose requests end spans, has stopped
 	var opts gateway.Options
 	if *redisURL != "" {
 		rc, err := openRedis(ctx, *redisURL)
@@ -168,6 +174,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		metrics = newGatewayMetrics(sink)
 		sink = metrics.collector
 	}
+	tr.instrument(&opts)
 	g := newGateway(opts, allow, sink, errLog)
 	defer g.Close()
 	if metrics != nil {
@@ -187,7 +194,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	var ready atomic.Bool
 	ready.Store(true)
 	srv := &http.Server{
-		Handler:           serverHandler(g, &serving, *writeTimeout, &ready, st.ping),
+		Handler:           serverHandler(tr.handler(g), &serving, *writeTimeout, &ready, st.ping),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
