@@ -1,0 +1,216 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelgateway/gateway"
+)
+
+// apiKey is a key as GET /api-keys answers it (masked).
+type apiKey struct {
+	ID          string          `json:"id"`
+	Key         string          `json:"key"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Type        string          `json:"type"`
+	WorkspaceID string          `json:"workspace_id"`
+	UserID      string          `json:"user_id"`
+	Status      string          `json:"status"`
+	CreatedAt   time.Time       `json:"created_at"`
+	ExpiresAt   time.Time       `json:"expires_at"`
+	Scopes      []gateway.Scope `json:"scopes"`
+}
+
+// scopes are the scopes a new key may be given, in the order offered.
+var scopes = []gateway.Scope{gateway.ScopeCompletionsWrite,
+	gateway.ScopeLogsRead, gateway.ScopeLogsWrite, gateway.ScopeAnalyticsRead,
+	gateway.ScopeAPIKeysRead, gateway.ScopeAPIKeysWrite, gateway.ScopeVirtualKeysRead, gateway.ScopeVirtualKeysWrite,
+	gateway.ScopeConfigsRead, gateway.ScopeConfigsWrite, gateway.ScopePoliciesRead, gateway.ScopePoliciesWrite,
+	gateway.ScopeAuditLogsRead, gateway.ScopeWorkspacesRead, gateway.ScopeWorkspacesWrite}
+
+// listPage is the data of a paged control-plane list.
+type listPage[T any] struct {
+	Items     []T
+	Total     int
+	Page      int
+	Prev      string
+	Next      string
+	Workspace string
+	Scopes    []gateway.Scope
+	Extra     any
+}
+
+// pageOf reads current_page of the console's query (from 0).
+func pageNumber(q url.Values) int {
+	n, err := strconv.Atoi(q.Get("page"))
+	if err != nil || n < 0 || n > 1<<20 {
+		return 0
+	}
+	return n
+}
+
+// pager fills a list's links to the pages around page, of pageSize, for
+// path with the query pairs.
+func pager[T any](p *listPage[T], path string, pageSize int, pairs ...string) {
+	if p.Page > 0 {
+		p.Prev = link(path, append(pairs, "page", strconv.Itoa(p.Page-1))...)
+	}
+	if (p.Page+1)*pageSize < p.Total {
+		p.Next = link(path, append(pairs, "page", strconv.Itoa(p.Page+1))...)
+	}
+}
+
+// flashes are the success messages a redirect may name in done=.
+var flashes = map[string]string{
+	"revoked": "The key was revoked: it no longer works.",
+	"deleted": "Deleted.",
+	"rotated": "The provider key was replaced.",
+	"updated": "Saved as a new version.",
+	"created": "Created.",
+}
+
+// listQuery is the API query of page n of pageSize, for workspace ws
+// ("" for none).
+func listQuery(n, pageSize int, ws string) url.Values {
+	q := url.Values{"page_size": {strconv.Itoa(pageSize)}, "current_page": {strconv.Itoa(n)}}
+	if ws != "" {
+		q.Set("workspace_id", ws)
+	}
+	return q
+}
+
+// apiKeys lists the keys the signed-in key may see, with the form that
+// creates one.
+func (c *console) apiKeys(w http.ResponseWriter, r *http.Request, s *session) {
+	c.showAPIKeys(w, r, s, http.StatusOK, "")
+}
+
+func (c *console) showAPIKeys(w http.ResponseWriter, r *http.Request, s *session, status int, msg string) {
+	q := r.URL.Query()
+	p := &listPage[apiKey]{Page: pageNumber(q), Workspace: strings.TrimSpace(q.Get("workspace_id")), Scopes: scopes}
+	d := &pageData{Title: "API keys", Nav: "api-keys", Data: p, Error: msg, Flash: flashes[q.Get("done")]}
+	var list struct {
+		Data  []apiKey `json:"data"`
+		Total int      `json:"total"`
+	}
+	if err := c.call(r, s.key, http.MethodGet, "/api-keys", listQuery(p.Page, 50, p.Workspace), nil, &list); err != nil {
+		if c.apiFailed(w, r, s, err) {
+			return
+		}
+		if d.Error == "" {
+			d.Error, status = err.Error(), statusFor(err)
+		}
+	}
+	p.Items, p.Total = list.Data, list.Total
+	pager(p, c.base+"/api-keys", 50, "workspace_id", p.Workspace)
+	c.render(w, r, status, "apikeys", s, d)
+}
+
+// created is the page that shows a new key, once.
+type created struct {
+	What, ID, Key, Note, Back string
+}
+
+// createAPIKey creates a key through POST /api-keys/{type}/{sub-type}
+// and shows it once.
+func (c *console) createAPIKey(w http.ResponseWriter, r *http.Request, s *session) {
+	f := r.PostForm
+	typ, sub := f.Get("type"), f.Get("sub_type")
+	body := map[string]any{"name": strings.TrimSpace(f.Get("name")), "scopes": f["scope"]}
+	if f["scope"] == nil {
+		body["scopes"] = []string{}
+	}
+	for _, n := range []string{"description", "workspace_id", "user_id"} {
+		if v := strings.TrimSpace(f.Get(n)); v != "" {
+			body[n] = v
+		}
+	}
+	var out struct {
+		ID  string `json:"id"`
+		Key string `json:"key"`
+	}
+	err := c.call(r, s.key, http.MethodPost, "/api-keys/"+escape(typ)+"/"+escape(sub), nil, body, &out)
+	if err != nil {
+		if c.apiFailed(w, r, s, err) {
+			return
+		}
+		c.showAPIKeys(w, r, s, statusFor(err), "The key was not created: "+err.Error())
+		return
+	}
+	c.render(w, r, http.StatusOK, "created", s, &pageData{Title: "API key created", Nav: "api-keys",
+		Data: &created{What: "API key", ID: out.ID, Key: out.Key, Back: c.base + "/api-keys",
+			Note: "Copy the key now: it is shown once and the gateway keeps only its digest."}})
+}
+
+// confirmation is the data of a page that asks before a change.
+type confirmation struct {
+	Question   string
+	Action     string // where the form posts
+	Button     string
+	Back       string
+	Transition bool // ask for a key transition period (rotate)
+	NewSecret  bool // ask for a new provider key (virtual key rotate)
+	Workspace  string
+}
+
+// confirmAPIKey asks before rotating or revoking a key.
+func (c *console) confirmAPIKey(w http.ResponseWriter, r *http.Request, s *session) {
+	id, action := r.PathValue("id"), r.PathValue("action")
+	cf := &confirmation{Action: c.base + "/api-keys/" + url.PathEscape(id) + "/" + action, Back: c.base + "/api-keys"}
+	switch action {
+	case "rotate":
+		cf.Question = "Rotate API key " + id + "? A new key is made and shown once."
+		cf.Button, cf.Transition = "Rotate key", true
+	case "revoke":
+		cf.Question = "Revoke API key " + id + "? It stops working at once; this cannot be undone."
+		cf.Button = "Revoke key"
+	default:
+		c.notFound(w, r)
+		return
+	}
+	c.render(w, r, http.StatusOK, "confirm", s, &pageData{Title: "Confirm", Nav: "api-keys", Data: cf})
+}
+
+// changeAPIKey rotates (POST /api-keys/{id}/rotate, the new key shown
+// once) or revokes (DELETE /api-keys/{id}) a key.
+func (c *console) changeAPIKey(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	switch r.PathValue("action") {
+	case "rotate":
+		body := map[string]any{}
+		if ms, err := strconv.ParseInt(r.PostFormValue("transition_ms"), 10, 64); err == nil && ms > 0 {
+			body["key_transition_period_ms"] = ms
+		}
+		var out struct {
+			ID  string `json:"id"`
+			Key string `json:"key"`
+		}
+		if err := c.call(r, s.key, http.MethodPost, "/api-keys/"+escape(id)+"/rotate", nil, body, &out); err != nil {
+			c.changeFailed(w, r, s, "api-keys", err)
+			return
+		}
+		c.render(w, r, http.StatusOK, "created", s, &pageData{Title: "API key rotated", Nav: "api-keys",
+			Data: &created{What: "API key", ID: id, Key: out.Key, Back: c.base + "/api-keys",
+				Note: "Copy the new key now: it is shown once."}})
+	case "revoke":
+		if err := c.call(r, s.key, http.MethodDelete, "/api-keys/"+escape(id), nil, nil, nil); err != nil {
+			c.changeFailed(w, r, s, "api-keys", err)
+			return
+		}
+		http.Redirect(w, r, c.base+"/api-keys?done=revoked", http.StatusSeeOther)
+	default:
+		c.notFound(w, r)
+	}
+}
+
+// changeFailed shows the API's refusal of a change on an error page.
+func (c *console) changeFailed(w http.ResponseWriter, r *http.Request, s *session, nav string, err error) {
+	if c.apiFailed(w, r, s, err) {
+		return
+	}
+	c.render(w, r, statusFor(err), "error", s, &pageData{Title: "Not done", Nav: nav, Error: err.Error()})
+}

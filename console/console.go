@@ -1,0 +1,199 @@
+// Package console is the gateway's web console: pages where a platform
+// team watches traffic, finds a request by its trace id and manages keys,
+// virtual keys and configs (DESIGN §12). A host mounts it beside the
+// gateway, the way net/http/pprof is mounted:
+//
+//	g := gateway.New(opts)
+//	mux := http.NewServeMux()
+//	mux.Handle("/console/", console.New(g, console.Options{}))
+//	mux.Handle("/", g)
+//
+// The console reads and writes nothing on its own: every figure and every
+// change goes through the gateway's own HTTP API, called in-process with
+// the signed-in key, so the API's scopes and workspace rules apply exactly
+// (a workspace key sees only its workspace; a key without a scope sees
+// the API's 403 on that page), and no number can differ from the API's
+// answer for the same filters.
+//
+// # Security
+//
+// A person signs in with a gateway API key that holds logs.read. The key
+// stays on the server, in a session held in memory; the browser gets only
+// a random 256-bit session id in a cookie that is HttpOnly, SameSite=Strict,
+// scoped to the console's path, Secure on TLS requests (or always, with
+// Options.SecureCookies), and lasts Options.SessionTTL (12 hours). Every
+// form carries a per-session CSRF token, compared in constant time. Every
+// answer carries Content-Security-Policy: default-src 'self' (no inline
+// script or style is used), X-Content-Type-Options: nosniff, Referrer-Policy:
+// no-referrer and, for pages, Cache-Control: no-store. Failed sign-ins are
+// limited per client address (the connection's peer: X-Forwarded-For is
+// not trusted) and in total, and refused with 429 beyond that. Sessions
+// live in one process: replicas behind a load balancer need sticky
+// sessions, and a restart signs everyone out.
+package console
+
+import (
+	"embed"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Options configure a console. The zero value is a console mounted at
+// /console in front of a gateway whose prefix is /v1.
+type Options struct {
+	// Path is where the host mounts the console, e.g. "/console"; every
+	// link the console writes starts with it. Empty means "/console".
+	Path string
+
+	// APIPrefix is the gateway's Options.Prefix, under which the console
+	// calls the API. Empty means "/v1"; "/" means the root.
+	APIPrefix string
+
+	// SecureCookies marks the session cookie Secure on every request,
+	// for a console behind a proxy that terminates TLS. False marks it
+	// Secure only on requests that arrived over TLS.
+	SecureCookies bool
+
+	// SessionTTL is how long a session lasts from sign-in. Zero means 12
+	// hours.
+	SessionTTL time.Duration
+
+	// MaxSessions bounds the sessions held at once; signing in beyond it
+	// ends the session closest to its end. Zero means 10000.
+	MaxSessions int
+
+	// SignInFailures is how many failed sign-ins one client address may
+	// make per minute before it is refused with 429 until the minute
+	// ends. Zero means 5.
+	SignInFailures int
+
+	// GlobalSignInFailures is how many failed sign-ins all clients
+	// together may make per minute. Zero means 100.
+	GlobalSignInFailures int
+
+	// Now returns the current time. Nil means time.Now; tests move the
+	// clock of sessions and sign-in limits.
+	Now func() time.Time
+}
+
+//go:embed templates/*.html static/*
+var files embed.FS
+
+// console is the handler New returns. It is safe for concurrent use.
+type console struct {
+	api      http.Handler
+	opts     Options
+	base     string // Options.Path resolved, without a trailing slash
+	prefix   string // Options.APIPrefix resolved, without a trailing slash
+	mux      *http.ServeMux
+	pages    map[string]*template.Template
+	static   http.Handler
+	sessions *sessions
+	limiter  *failureLimiter
+}
+
+// New returns the console as an http.Handler serving everything under
+// opts.Path, reading and writing through api, the gateway's handler (a
+// *gateway.Gateway), in-process. It panics if opts.Path or opts.APIPrefix
+// is not an absolute path.
+func New(api http.Handler, opts Options) http.Handler {
+	c := &console{api: api, opts: opts}
+	c.base = strings.TrimSuffix(opts.Path, "/")
+	if opts.Path == "" {
+		c.base = "/console"
+	}
+	c.prefix = strings.TrimSuffix(opts.APIPrefix, "/")
+	if opts.APIPrefix == "" {
+		c.prefix = "/v1"
+	}
+	for _, p := range []string{c.base, c.prefix} {
+		if p != "" && (!strings.HasPrefix(p, "/") || strings.ContainsAny(p, "{}?# ")) {
+			panic("console: Options.Path and Options.APIPrefix must be absolute paths")
+		}
+	}
+	if c.base == "" {
+		panic("console: Options.Path must not be the root")
+	}
+	if c.opts.SessionTTL <= 0 {
+		c.opts.SessionTTL = 12 * time.Hour
+	}
+	if c.opts.MaxSessions <= 0 {
+		c.opts.MaxSessions = 10000
+	}
+	if c.opts.SignInFailures <= 0 {
+		c.opts.SignInFailures = 5
+	}
+	if c.opts.GlobalSignInFailures <= 0 {
+		c.opts.GlobalSignInFailures = 100
+	}
+	if c.opts.Now == nil {
+		c.opts.Now = time.Now
+	}
+	c.sessions = newSessions(c.opts.MaxSessions, c.opts.SessionTTL, c.opts.Now)
+	c.limiter = newFailureLimiter(c.opts.SignInFailures, c.opts.GlobalSignInFailures, time.Minute, c.opts.Now)
+	c.pages = parsePages()
+	static, _ := fs.Sub(files, "static")
+	c.static = http.StripPrefix(c.base+"/static/", http.FileServerFS(static))
+	c.routes()
+	return c
+}
+
+// routes registers the console's pages under c.base.
+func (c *console) routes() {
+	b := c.base
+	m := http.NewServeMux()
+	m.HandleFunc("GET "+b+"/static/", c.serveStatic)
+	m.HandleFunc("GET "+b+"/signin", c.signInPage)
+	m.HandleFunc("POST "+b+"/signin", c.signIn)
+	m.HandleFunc("POST "+b+"/signout", c.signedIn(c.signOut))
+	m.HandleFunc("GET "+b+"/{$}", c.signedIn(c.overview))
+	m.HandleFunc("GET "+b+"/logs", c.signedIn(c.logs))
+	m.HandleFunc("GET "+b+"/logs/{id}", c.signedIn(c.logDetail))
+	m.HandleFunc("GET "+b+"/api-keys", c.signedIn(c.apiKeys))
+	m.HandleFunc("POST "+b+"/api-keys", c.signedIn(c.createAPIKey))
+	m.HandleFunc("GET "+b+"/api-keys/{id}/{action}", c.signedIn(c.confirmAPIKey))
+	m.HandleFunc("POST "+b+"/api-keys/{id}/{action}", c.signedIn(c.changeAPIKey))
+	m.HandleFunc("GET "+b+"/virtual-keys", c.signedIn(c.virtualKeys))
+	m.HandleFunc("POST "+b+"/virtual-keys", c.signedIn(c.createVirtualKey))
+	m.HandleFunc("GET "+b+"/virtual-keys/{slug}/{action}", c.signedIn(c.confirmVirtualKey))
+	m.HandleFunc("POST "+b+"/virtual-keys/{slug}/{action}", c.signedIn(c.changeVirtualKey))
+	m.HandleFunc("GET "+b+"/configs", c.signedIn(c.configs))
+	m.HandleFunc("POST "+b+"/configs", c.signedIn(c.createConfig))
+	m.HandleFunc("GET "+b+"/configs/{slug}", c.signedIn(c.configDetail))
+	m.HandleFunc("POST "+b+"/configs/{slug}", c.signedIn(c.updateConfig))
+	m.HandleFunc("GET "+b+"/configs/{slug}/delete", c.signedIn(c.confirmDeleteConfig))
+	m.HandleFunc("POST "+b+"/configs/{slug}/delete", c.signedIn(c.deleteConfig))
+	m.HandleFunc("GET "+b+"/policies", c.signedIn(c.policies))
+	m.HandleFunc("GET "+b+"/audit", c.signedIn(c.audit))
+	m.HandleFunc(b+"/", c.notFound)
+	m.HandleFunc("GET "+b, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, b+"/", http.StatusMovedPermanently)
+	})
+	c.mux = m
+}
+
+// ServeHTTP sets the security headers every answer carries and serves r.
+func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	c.mux.ServeHTTP(w, r)
+}
+
+// serveStatic serves the embedded style sheet and script, which hold no
+// data and may be cached for a day.
+func (c *console) serveStatic(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	c.static.ServeHTTP(w, r)
+}
+
+func (c *console) notFound(w http.ResponseWriter, r *http.Request) {
+	s, _ := c.session(r)
+	c.render(w, r, http.StatusNotFound, "error", s, &pageData{Title: "Not found",
+		Error: "There is no console page at " + r.URL.Path + "."})
+}

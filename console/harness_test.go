@@ -1,0 +1,227 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/gatewaytest"
+)
+
+// Keys of the test gateway: an organisation admin, an admin of each of
+// two workspaces, and a member (completions.write only) of ws-1.
+const (
+	orgKey    = "gw-console-org"
+	ws1Key    = "gw-console-ws1"
+	ws2Key    = "gw-console-ws2"
+	memberKey = "gw-console-member"
+)
+
+// clock is a settable time source for Options.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// env is a real gateway on a MemoryStore with the console mounted at
+// /console/, served over HTTP.
+type env struct {
+	t     *testing.T
+	store *gateway.MemoryStore
+	gw    *gateway.Gateway
+	srv   *httptest.Server
+	clock *clock
+	up    *gatewaytest.Server
+}
+
+func newEnv(t *testing.T, opts Options) *env {
+	t.Helper()
+	return newEnvServer(t, opts, httptest.NewServer)
+}
+
+func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest.Server) *env {
+	t.Helper()
+	up := gatewaytest.NewServer()
+	t.Cleanup(up.Close)
+	st := &gateway.MemoryStore{}
+	st.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(orgKey), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin, Name: "org admin"})
+	st.AddAPIKey(gateway.APIKey{ID: "key-ws1", Digest: gateway.HashAPIKey(ws1Key), WorkspaceID: "ws-1", Role: gateway.RoleAdmin, Name: "ws-1 admin"})
+	st.AddAPIKey(gateway.APIKey{ID: "key-ws2", Digest: gateway.HashAPIKey(ws2Key), WorkspaceID: "ws-2", Role: gateway.RoleAdmin, Name: "ws-2 admin"})
+	st.AddAPIKey(gateway.APIKey{ID: "key-member", Digest: gateway.HashAPIKey(memberKey), WorkspaceID: "ws-1", Role: gateway.RoleMember, Name: "ws-1 member"})
+	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-1", Provider: "openai", APIKey: "sk-upstream-secret-1", BaseURL: up.URL, WorkspaceID: "ws-1"})
+	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-2", Provider: "openai", APIKey: "sk-upstream-secret-2", BaseURL: up.URL, WorkspaceID: "ws-2"})
+	var o gateway.Options
+	o.Keys, o.VirtualKeys, o.Configs, o.Policies, o.Workspaces, o.Audit, o.Logs = st, st, st, st, st, st, st
+	u, _ := url.Parse(up.URL)
+	o.CustomHostAllow = []string{u.Host}
+	setOptionalStores(&o, st)
+	g := gateway.New(o)
+	t.Cleanup(func() { g.Close() })
+	ck := &clock{t: time.Now()}
+	if opts.Now == nil {
+		opts.Now = ck.now
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/console/", New(g, opts))
+	mux.Handle("/", g)
+	srv := start(mux)
+	t.Cleanup(srv.Close)
+	return &env{t: t, store: st, gw: g, srv: srv, clock: ck, up: up}
+}
+
+// traffic sends n chat completions as key through virtual key vk, with
+// trace ids trace-0 … and metadata team=t0 …, and waits for their logs.
+func (e *env) traffic(key, vk, tracePrefix string, n int) {
+	e.t.Helper()
+	before := e.logCount()
+	for i := range n {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/v1/chat/completions",
+			strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello `+fmt.Sprint(i)+`"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(gateway.HeaderAPIKey, key)
+		req.Header.Set(gateway.HeaderVirtualKey, vk)
+		req.Header.Set(gateway.HeaderTraceID, fmt.Sprintf("%s-%d", tracePrefix, i))
+		req.Header.Set(gateway.HeaderMetadata, fmt.Sprintf(`{"team":"t%d"}`, i%2))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			e.t.Fatalf("completion %d: %d", i, res.StatusCode)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.logCount() < before+n {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d logs stored, want %d", e.logCount(), before+n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (e *env) logCount() int {
+	recs, _ := e.store.Logs(context.Background(), &gateway.LogQuery{})
+	return len(recs)
+}
+
+// browser is a cookie-keeping client that does not follow redirects.
+type browser struct {
+	e   *env
+	c   *http.Client
+	jar *cookiejar.Jar
+}
+
+func (e *env) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	c := *e.srv.Client() // a copy: the server's client is shared
+	c.Jar = jar
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &browser{e: e, c: &c, jar: jar}
+}
+
+// page is an answer the browser got.
+type page struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (b *browser) do(method, path string, form url.Values) page {
+	b.e.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, b.e.srv.URL+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	res, err := b.c.Do(req)
+	if err != nil {
+		b.e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return page{res.StatusCode, res.Header, string(data)}
+}
+
+func (b *browser) get(path string) page { return b.do("GET", path, nil) }
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf returns the CSRF token of the forms of p.
+func csrf(p page) string {
+	m := csrfField.FindStringSubmatch(p.body)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// post sends form to path with the CSRF token of the page at from.
+func (b *browser) post(from, path string, form url.Values) page {
+	b.e.t.Helper()
+	p := b.get(from)
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("csrf", csrf(p))
+	return b.do("POST", path, form)
+}
+
+// signIn signs in with key and returns the answer to the form.
+func (b *browser) signIn(key string) page {
+	b.e.t.Helper()
+	return b.post("/console/signin", "/console/signin", url.Values{"key": {key}})
+}
+
+// signedIn returns a browser signed in with key.
+func (e *env) signedIn(key string) *browser {
+	e.t.Helper()
+	b := e.browser()
+	if p := b.signIn(key); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/" {
+		e.t.Fatalf("sign-in with %s: %d %s", key, p.status, p.body)
+	}
+	return b
+}
+
+// api calls the gateway's API with key and returns the status and body.
+func (e *env) api(key, method, path string, body string) (int, string) {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.srv.URL+"/v1"+path, strings.NewReader(body))
+	req.Header.Set(gateway.HeaderAPIKey, key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(data)
+}

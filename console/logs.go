@@ -1,0 +1,113 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// logRecord is a request log as GET /logs answers it (the fields the
+// console shows).
+type logRecord struct {
+	ID                 string            `json:"id"`
+	CreatedAt          time.Time         `json:"created_at"`
+	TraceID            string            `json:"trace_id"`
+	WorkspaceID        string            `json:"workspace_id"`
+	APIKeyID           string            `json:"api_key_id"`
+	VirtualKey         string            `json:"virtual_key"`
+	Config             string            `json:"config"`
+	AIOrg              string            `json:"ai_org"`
+	AIModel            string            `json:"ai_model"`
+	RequestMethod      string            `json:"request_method"`
+	RequestURL         string            `json:"request_url"`
+	ResponseStatusCode int               `json:"response_status_code"`
+	IsSuccess          bool              `json:"is_success"`
+	ResponseTime       int64             `json:"response_time"`
+	TimeToFirstByte    int64             `json:"time_to_first_byte"`
+	ReqUnits           int64             `json:"req_units"`
+	ResUnits           int64             `json:"res_units"`
+	TotalUnits         int64             `json:"total_units"`
+	CachedUnits        int64             `json:"cached_req_units"`
+	Cost               float64           `json:"cost"`
+	CostUnknown        bool              `json:"cost_unknown"`
+	CacheStatus        string            `json:"cache_status"`
+	Retries            int               `json:"retry_count"`
+	LastUsedOption     int               `json:"last_used_option_index"`
+	Rescued            bool              `json:"rescued"`
+	ErrorCode          string            `json:"error_code"`
+	Aborted            bool              `json:"aborted"`
+	BytesIn            int64             `json:"request_bytes"`
+	BytesOut           int64             `json:"response_bytes"`
+	Metadata           map[string]string `json:"metadata"`
+}
+
+// logsPage is the data of the logs page.
+type logsPage struct {
+	Filters filters
+	Ranges  any
+	Logs    []logRecord
+	Next    string // link to the next page; "" on the last
+	First   string // link to the first page; "" on it
+}
+
+// logs shows GET /logs as a table, with the analytics filters and
+// cursor paging (after).
+func (c *console) logs(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	f := readFilters(q, "")
+	p := &logsPage{Filters: f, Ranges: ranges}
+	d := &pageData{Title: "Logs", Nav: "logs", Data: p}
+	aq := f.api(c.opts.Now())
+	aq.Set("page_size", "50")
+	after := strings.TrimSpace(q.Get("after"))
+	if after != "" {
+		aq.Set("after", after)
+		p.First = link(c.base+"/logs", f.pairs()...)
+	}
+	var list struct {
+		Data    []logRecord `json:"data"`
+		HasMore bool        `json:"has_more"`
+		LastID  string      `json:"last_id"`
+	}
+	if err := c.call(r, s.key, http.MethodGet, "/logs", aq, nil, &list); err != nil {
+		if c.apiFailed(w, r, s, err) {
+			return
+		}
+		d.Error = err.Error()
+		c.render(w, r, statusFor(err), "logs", s, d)
+		return
+	}
+	p.Logs = list.Data
+	if list.HasMore && list.LastID != "" {
+		p.Next = link(c.base+"/logs", append(f.pairs(), "after", list.LastID)...)
+	}
+	c.render(w, r, http.StatusOK, "logs", s, d)
+}
+
+// logDetail shows one record of GET /logs/{id}.
+func (c *console) logDetail(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	var rec logRecord
+	d := &pageData{Title: "Log " + id, Nav: "logs"}
+	if err := c.call(r, s.key, http.MethodGet, "/logs/"+escape(id), url.Values{}, nil, &rec); err != nil {
+		if c.apiFailed(w, r, s, err) {
+			return
+		}
+		d.Error = err.Error()
+		c.render(w, r, statusFor(err), "log", s, d)
+		return
+	}
+	d.Data = &rec
+	c.render(w, r, http.StatusOK, "log", s, d)
+}
+
+// statusFor is the status of a page that shows a failed API call: the
+// API's own for a refusal (400, 403, 404), 502 for anything else.
+func statusFor(err error) int {
+	switch st := statusOf(err); st {
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound, http.StatusConflict:
+		return st
+	}
+	return http.StatusBadGateway
+}

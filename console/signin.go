@@ -1,0 +1,107 @@
+package console
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// preSessionTTL is how long the sign-in form's token stays valid.
+const preSessionTTL = time.Hour
+
+// signInPage shows the sign-in form, with a fresh CSRF token in a
+// short-lived cookie and in the form (the double-submit pattern: there
+// is no session yet to keep it in).
+func (c *console) signInPage(w http.ResponseWriter, r *http.Request) {
+	c.showSignIn(w, r, http.StatusOK, "")
+}
+
+func (c *console) showSignIn(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	w.Header().Set("Cache-Control", "no-store")
+	tok := randomToken()
+	c.setCookie(w, r, preSessionCookie, tok, preSessionTTL)
+	c.render(w, r, status, "signin", nil, &pageData{Title: "Sign in", CSRF: tok, Error: msg})
+}
+
+// signIn checks the key the form gives against the API (it must
+// authenticate and hold logs.read) and starts a session for it. Failed
+// attempts are counted per client address and in total; beyond the
+// limits the form is refused with 429 before the key is even tried.
+func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	form := r.PostFormValue("csrf")
+	ck, err := r.Cookie(preSessionCookie)
+	if err != nil || !sameToken(form, ck.Value) {
+		c.showSignIn(w, r, http.StatusForbidden, "The form's security token is missing or stale. Try again.")
+		return
+	}
+	client := clientAddr(r)
+	if ok, wait := c.limiter.allowed(client); !ok {
+		secs := int(wait/time.Second) + 1
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.showSignIn(w, r, http.StatusTooManyRequests, "Too many failed sign-ins. Try again in "+strconv.Itoa(secs)+" seconds.")
+		return
+	}
+	key := strings.TrimSpace(r.PostFormValue("key"))
+	if key == "" || len(key) > 512 {
+		c.showSignIn(w, r, http.StatusBadRequest, "Enter a gateway API key.")
+		return
+	}
+	// GET /logs checks the key first, then its logs.read scope, then
+	// whether logs are kept: a 404 means a valid key that may read logs.
+	err = c.call(r, key, http.MethodGet, "/logs", url.Values{"page_size": {"1"}}, nil, nil)
+	switch statusOf(err) {
+	case 0, http.StatusNotFound:
+	case http.StatusUnauthorized:
+		c.limiter.fail(client)
+		c.showSignIn(w, r, http.StatusUnauthorized, "That key is not a valid gateway API key.")
+		return
+	case http.StatusForbidden:
+		c.limiter.fail(client)
+		c.showSignIn(w, r, http.StatusForbidden, "That key may not read logs (it lacks the logs.read scope); the console needs a key with the read scopes.")
+		return
+	default:
+		c.showSignIn(w, r, http.StatusBadGateway, "The gateway could not check the key: "+err.Error())
+		return
+	}
+	id, _ := c.sessions.create(key)
+	c.setCookie(w, r, preSessionCookie, "", -1)
+	c.setCookie(w, r, sessionCookie, id, c.opts.SessionTTL)
+	http.Redirect(w, r, c.base+"/", http.StatusSeeOther)
+}
+
+// signOut ends the session and forgets its cookie.
+func (c *console) signOut(w http.ResponseWriter, r *http.Request, _ *session) {
+	if _, id := c.session(r); id != "" {
+		c.sessions.end(id)
+	}
+	c.setCookie(w, r, sessionCookie, "", -1)
+	http.Redirect(w, r, c.base+"/signin", http.StatusSeeOther)
+}
+
+// clientAddr is the address of the connection's peer, which the
+// sign-in limits count by. Forwarding headers are not trusted: anyone
+// could set them.
+func clientAddr(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// apiFailed answers a failed API call on a page: a key the API no longer
+// accepts ends the session.
+func (c *console) apiFailed(w http.ResponseWriter, r *http.Request, s *session, err error) bool {
+	if statusOf(err) == http.StatusUnauthorized {
+		if _, id := c.session(r); id != "" {
+			c.sessions.end(id)
+		}
+		c.setCookie(w, r, sessionCookie, "", -1)
+		http.Redirect(w, r, c.base+"/signin", http.StatusSeeOther)
+		return true
+	}
+	return false
+}
