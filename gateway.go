@@ -56,6 +56,13 @@ type Options struct {
 	// records be dropped and counted (DroppedLogs), never a request wait.
 	Logs LogStore
 
+	// LogExports keeps the log exports of /logs/exports and the records
+	// each produced (nil: those routes answer 404, as they do without
+	// Logs). A started export runs in a goroutine of the gateway's,
+	// paging through Logs; replicas sharing the store see each other's
+	// exports and serve each other's downloads. MemoryStore implements it.
+	LogExports LogExportStore
+
 	// Limiter keeps the buckets of rate-limits policies and of API keys'
 	// rate_limits (APIKey.RateLimits). Nil means a MemoryLimiter of this
 	// gateway's own; replicas that must share limits need a shared
@@ -184,6 +191,7 @@ type Gateway struct {
 	// storedLogs queues records for Options.Logs, apart from logs so
 	// that a slow database never holds up the LogSink, nor it the store.
 	storedLogs *logQueue
+	exports    exportRunner // the log exports started here
 	errLog     *slog.Logger
 
 	cache         *responseCache // nil: caching disabled
@@ -276,6 +284,7 @@ func New(opts Options) *Gateway {
 // transports the gateway made itself. Requests still being served after
 // Close are not logged. Close is safe to call more than once.
 func (g *Gateway) Close() error {
+	g.exports.close()
 	if g.storedLogs != nil {
 		g.storedLogs.close()
 	}
@@ -326,6 +335,7 @@ func (g *Gateway) routes() {
 	g.mux.Handle(p+"/audit-logs", g.control(http.HandlerFunc(g.serveAuditLogs)))
 	g.mux.Handle(p+"/logs", g.control(http.HandlerFunc(g.serveLogs)))
 	g.mux.Handle(p+"/logs/{id}", g.control(http.HandlerFunc(g.serveLogs)))
+	g.logExportRoutes(p)
 	none(p + "/logs/")
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {

@@ -181,6 +181,8 @@ type MemoryStore struct {
 
 	logMu sync.RWMutex  // guards logs, apart from the lookups of the request path
 	logs  []*RequestLog // oldest added first, at most memoryLogsMax (see memstore_logs.go)
+	// exports are the log exports, by id (see memstore_logexports.go); logMu guards them too.
+	exports map[string]*memoryExport
 
 	feedbackMu sync.RWMutex // guards feedback
 	feedback   []*Feedback  // oldest added first, at most memoryFeedbackMax (see memstore_feedback.go)
