@@ -107,6 +107,11 @@
 // answers 200 until the shutdown begins and 503 from then on, and 503 too
 // ("unavailable") while the database does not answer within 2 s.
 //
+// /console/ serves the web console (package
+// github.com/modelgateway/gateway/console): sign in with a gateway API key
+// that holds logs.read to see traffic, logs, keys, configs, policies and
+// the audit log, read and changed through the gateway's own API.
+//
 // On SIGINT or SIGTERM the server first drains for -drain (5 s by default):
 // /readyz answers 503 at once, so that load balancers take the server out
 // of rotation, while the listener stays open and every request, new ones
