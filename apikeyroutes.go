@@ -42,9 +42,11 @@ const (
 // rate_limits are checked like the type, unit and value of rate-limits
 // policies (a 400 names the field, e.g. rate_limits[0].unit), stored as
 // given and enforced on the key's data-plane requests (see
-// APIKey.RateLimits); usage_limits are stored and read back but not yet
-// enforced. A bad type or sub-type in the create path is a 400 naming
-// type or sub-type. Control-plane requests are never rate-limited.
+// APIKey.RateLimits); usage_limits are checked like a usage-limits
+// policy's fields (a 400 names the field, e.g. usage_limits.credit_limit)
+// and enforced as a budget of the key (see budget_keys.go). A bad type
+// or sub-type in the create path is a 400 naming type or sub-type.
+// Control-plane requests are never rate-limited.
 func (g *Gateway) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
 	id, ok := scopedIdentity(w, r, ScopeAPIKeysRead, ScopeAPIKeysWrite)
 	if !ok {
@@ -148,7 +150,7 @@ func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store API
 	if k.RateLimits, err = rateLimitsJSON(c.RateLimits); err != nil {
 		return err
 	}
-	if k.UsageLimits, err = limitsJSON("usage_limits", c.UsageLimits, '{'); err != nil {
+	if k.UsageLimits, err = UsageLimitsJSON(c.UsageLimits, false); err != nil {
 		return err
 	}
 	if c.Defaults != nil {
@@ -266,7 +268,7 @@ func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store API
 	if rl, err = rateLimitsJSON(u.RateLimits); err != nil {
 		return err
 	}
-	if ul, err = limitsJSON("usage_limits", u.UsageLimits, '{'); err != nil {
+	if ul, err = UsageLimitsJSON(u.UsageLimits, false); err != nil {
 		return err
 	}
 	if exp, err = expiresAt(u.ExpiresAt, now); err != nil {

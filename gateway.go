@@ -56,6 +56,18 @@ type Options struct {
 	// records be dropped and counted (DroppedLogs), never a request wait.
 	Logs LogStore
 
+	// UsageLimits holds the usage-limits policies (budgets) of
+	// /policies/usage-limits, enforced on every data-plane request of
+	// their workspace. Nil means none: those routes answer 404. The
+	// usage_limits of API keys and of workspaces (Workspaces) are
+	// enforced with or without it. MemoryStore implements it.
+	UsageLimits UsageLimitsStore
+
+	// UsageCounter keeps the usage of the budgets' entities. Nil means a
+	// MemoryUsageCounter of this gateway's own; replicas that must share
+	// budgets need a shared UsageCounter (sqlstore.Store, redis.Budget).
+	UsageCounter UsageCounter
+
 	// LogExports keeps the log exports of /logs/exports and the records
 	// each produced (nil: those routes answer 404, as they do without
 	// Logs). A started export runs in a goroutine of the gateway's,
@@ -205,6 +217,7 @@ type Gateway struct {
 	ids    uuidGen    // request log ids
 
 	limits     *limits       // the limits stage
+	budgets    *budgets      // the usage-limits stage
 	streamIdle time.Duration // Options.StreamIdleTimeout resolved; 0: no limit
 	handler    http.Handler  // the pipeline: see Gateway.pipeline
 }
@@ -267,6 +280,7 @@ func New(opts Options) *Gateway {
 	if g.prices = maps.Clone(opts.Prices); g.prices == nil {
 		g.prices = DefaultPrices()
 	}
+	g.budgets = newBudgets(g)
 	switch {
 	case opts.StreamIdleTimeout == 0:
 		g.streamIdle = defaultStreamIdleTimeout
@@ -315,6 +329,11 @@ func (g *Gateway) routes() {
 	cp(p+"/policies/rate-limits", g.servePolicies)
 	cp(p+"/policies/rate-limits/{id}", g.servePolicies)
 	none(p + "/policies/rate-limits/") // the control plane's namespace is never passed through
+	cp(p+"/policies/usage-limits", g.serveUsageLimits)
+	cp(p+"/policies/usage-limits/{id}", g.serveUsageLimits)
+	cp(p+"/policies/usage-limits/{id}/entities", g.serveUsageLimits)
+	cp(p+"/policies/usage-limits/{id}/entities/{entityId}/reset", g.serveUsageLimits)
+	none(p + "/policies/usage-limits/")
 	cp(p+"/api-keys", g.serveAPIKeys)
 	cp(p+"/api-keys/{id}", g.serveAPIKeys)
 	cp(p+"/api-keys/{id}/rotate", g.serveAPIKeys)

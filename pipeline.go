@@ -23,7 +23,7 @@ func Chain(mws ...func(http.Handler) http.Handler) func(http.Handler) http.Handl
 // pipeline composes the Gateway's stages once, in the order of DESIGN §2:
 //
 //	begin → trace → key → headers → path check → mux → endpoint
-//	      → limits → route → execute            (forward, on the data plane)
+//	      → budgets → limits → route → execute  (forward, on the data plane)
 //
 // Each stage is a middleware a host can also run by hand (Trace,
 // Authenticate, ParseHeaders, Limits); one that ran in front of the
@@ -309,14 +309,20 @@ func (b *countingBody) Close() error { return b.rc.Close() }
 // the caller.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	st := stateFrom(r.Context())
+	br, body, err := g.budgets.admit(w, r, st, body) // logs its own failures
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
 	lw, err := g.limits.admit(w, r, st) // logs its own failures
 	if err != nil {
+		br.release()
 		WriteError(w, r, err)
 		return
 	}
 	// Deferred: a response aborted mid-stream (http.ErrAbortHandler) is
 	// still charged for the tokens that went out.
-	defer func() { lw.settle(st.result) }()
+	defer func() { lw.settle(st.result); br.settle(st.result) }()
 	st.result = g.route(lw.writer(w), r, st, body)
 }
 

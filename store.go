@@ -175,6 +175,7 @@ type MemoryStore struct {
 	vkeys    map[string]map[string]*VirtualKey    // by slug, then workspace id (see memstore_vks.go)
 	configs  map[string]map[string]*configHistory // by id, then workspace id (see memstore_configs.go)
 	policies map[string]*RateLimitsPolicy
+	budgets  map[string]*UsageLimitsPolicy // usage-limits policies, by lower-case id (see memstore_usagelimits.go)
 
 	workspaces map[string]*Workspace // see memstore_workspaces.go
 	audit      []AuditRecord         // oldest first, at most memoryAuditMax (see memstore_audit.go)

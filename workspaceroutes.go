@@ -133,7 +133,7 @@ func (b *workspaceBody) apply(ws *Workspace) error {
 		ws.RateLimits = rl
 	}
 	if b.UsageLimits != nil {
-		ul, err := limitsJSON("usage_limits", b.UsageLimits, '[')
+		ul, err := UsageLimitsJSON(b.UsageLimits, true)
 		if err != nil {
 			return err
 		}

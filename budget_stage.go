@@ -1,0 +1,380 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// budgetHit is one budget applied to one request: a usage-limits policy's
+// entity, or an API key's or workspace's usage limit.
+type budgetHit struct {
+	policyID string // the counter's policy id
+	valueKey string
+	label    string // what a refusal and the logs name
+	typ      string // UsageCost or UsageTokens
+	limit    float64
+	alert    float64 // negative: no alert threshold
+	reset    string
+	days     int
+	anchor   string // the start of periods of days (RFC 3339)
+
+	workspace string
+	resType   string // the audit record's resource: usage_limits_policies, api_keys or workspaces
+	resID     string
+}
+
+// period returns the counter period of h at now.
+func (h *budgetHit) period(now time.Time) string {
+	start, _ := usagePeriod(h.reset, h.days, h.anchor, now)
+	return periodKey(h.reset, h.days, start)
+}
+
+// budgets is the usage-limits stage: it admits a data-plane request while
+// every budget that applies to it has room, reserving an estimate of its
+// usage, and settles the real usage once the answer is done.
+type budgets struct {
+	policies   UsageLimitsStore // nil: no stored policies
+	counter    UsageCounter
+	workspaces WorkspaceStore // nil: no workspace usage_limits
+	prices     PriceTable
+	audit      AuditStore
+	errLog     *slog.Logger
+	now        func() time.Time
+	maxBody    int64
+	keys       *lru.Cache[string, *budgetSet] // parsed API keys' usage_limits, by key id
+	wss        *lru.Cache[string, *budgetSet] // workspaces' usage_limits, by workspace id
+}
+
+// Bounds of the budgets stage's caches and estimates.
+const (
+	maxBudgetSets = 1 << 14
+	// workspaceBudgetTTL is how long a workspace's usage_limits are used
+	// before its record is read again.
+	workspaceBudgetTTL = time.Second
+	// defaultCompletionEstimate is the completion tokens reserved for a
+	// request that does not set max_tokens.
+	defaultCompletionEstimate = 256
+	// maxBudgetPeek is the largest streamed JSON body read, to estimate
+	// its usage from its size and max_tokens; a larger one is estimated
+	// from its Content-Length alone.
+	maxBudgetPeek = 1 << 20
+)
+
+func newBudgets(g *Gateway) *budgets {
+	b := &budgets{policies: g.opts.UsageLimits, counter: g.opts.UsageCounter, workspaces: g.opts.Workspaces,
+		prices: g.prices, audit: g.opts.Audit, errLog: g.errLog, now: g.clock, maxBody: g.opts.MaxBodyBytes}
+	if b.counter == nil {
+		b.counter = &MemoryUsageCounter{}
+	}
+	b.keys, _ = lru.New[string, *budgetSet](maxBudgetSets)
+	b.wss, _ = lru.New[string, *budgetSet](maxBudgetSets)
+	return b
+}
+
+// budgetRun is the budgets an admitted request reserved in, settled
+// when it is done.
+type budgetRun struct {
+	b        *budgets
+	ctx      context.Context
+	st       *requestState
+	method   string
+	path     string
+	hits     []budgetHit
+	res      []UsageReservation
+	prompt   float64 // estimated prompt tokens
+	complete float64 // estimated completion tokens
+	model    string
+	provider string
+}
+
+// admit applies every budget of the request: the usage_limits of its API
+// key and of its workspace, then the active usage-limits policies of its
+// workspace that match it. It returns the run to settle once the answer is
+// done (nil when no budget applies), and the request body when it read a
+// streamed one to estimate its usage (else body, unchanged); or the 412 of
+// a spent budget, or the 500 of a store or counter failure (logged).
+func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState, body []byte) (*budgetRun, []byte, error) {
+	ctx := r.Context()
+	ws := st.identity.WorkspaceID
+	var hits []budgetHit
+	if k := st.key; k != nil && len(k.UsageLimits) > 0 {
+		s, ok := b.keys.Get(k.ID)
+		if !ok || s.ws != k.WorkspaceID || !bytes.Equal(s.raw, k.UsageLimits) {
+			s = newBudgetSet("api_key", k.ID, k.WorkspaceID, k.UsageLimits, k.CreatedAt)
+			b.keys.Add(k.ID, s)
+		}
+		if s.err != nil {
+			b.errLog.ErrorContext(ctx, "gateway: API key usage_limits", "key", k.ID, "err", s.err)
+			return nil, body, s.err
+		}
+		hits = s.hits[:len(s.hits):len(s.hits)]
+	}
+	if b.workspaces != nil && ws != "" {
+		s, err := b.workspaceSet(ctx, ws)
+		if err != nil {
+			b.errLog.ErrorContext(ctx, "gateway: workspace usage_limits", "workspace", ws, "err", err)
+			return nil, body, err
+		}
+		hits = append(hits, s.hits...)
+	}
+	if b.policies != nil && ws != "" {
+		ps, err := b.policies.UsageLimitsPolicies(ctx, ws)
+		if err != nil {
+			b.errLog.ErrorContext(ctx, "gateway: usage-limits policy store", "err", err)
+			return nil, body, err
+		}
+		for i := range ps {
+			p := &ps[i]
+			if p.Status != PolicyActive || p.WorkspaceID != ws || !p.matches(st) {
+				continue
+			}
+			alert := -1.0
+			if p.AlertThreshold != nil {
+				alert = *p.AlertThreshold
+			}
+			hits = append(hits, budgetHit{policyID: p.ID, valueKey: p.valueKey(st), label: "usage-limits policy " + usageLabel(p),
+				typ: p.Type, limit: p.CreditLimit, alert: alert, reset: p.PeriodicReset, days: p.PeriodicResetDays,
+				anchor: p.CreatedAt, workspace: ws, resType: "usage_limits_policies", resID: p.ID})
+		}
+	}
+	if len(hits) == 0 {
+		return nil, body, nil
+	}
+	if body == nil && b.peek(r) {
+		var err error
+		if body, err = readBody(w, r, b.maxBody); err != nil {
+			return nil, nil, err
+		}
+	}
+	br := &budgetRun{b: b, ctx: ctx, st: st, method: r.Method, path: r.URL.Path, hits: hits,
+		res: make([]UsageReservation, len(hits)), provider: st.opts.Provider, model: st.log.Model}
+	br.estimate(r, body)
+	now := b.now()
+	for i := range hits {
+		h := &hits[i]
+		est := br.prompt + br.complete
+		if h.typ == UsageCost {
+			est, _ = b.prices.Cost(br.provider, br.model, int64(br.prompt), int64(br.complete), 0)
+		}
+		key := UsageEntityKey{PolicyID: h.policyID, ValueKey: h.valueKey, Period: h.period(now)}
+		res, err := b.counter.Reserve(ctx, key, h.limit, est)
+		if err == nil && !res.Allowed {
+			err = budgetExhausted(h, res.Usage)
+		} else if err != nil {
+			b.errLog.ErrorContext(ctx, "gateway: usage counter", "budget", h.label, "err", err)
+		}
+		if err != nil {
+			br.res = br.res[:i]
+			br.release()
+			return nil, body, err
+		}
+		br.res[i] = res
+	}
+	st.wantUsage = true
+	return br, body, nil
+}
+
+// peek reports whether r's body streams JSON of a known length small
+// enough to be read for its estimate.
+func (b *budgets) peek(r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody || r.ContentLength < 0 || r.ContentLength > maxBudgetPeek {
+		return false
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt == "application/json"
+}
+
+// workspaceSet returns the parsed usage_limits of workspace ws, reading
+// its record at most once per workspaceBudgetTTL. A workspace that is not
+// registered has none.
+func (b *budgets) workspaceSet(ctx context.Context, ws string) (*budgetSet, error) {
+	now := time.Now()
+	if s, ok := b.wss.Get(ws); ok && now.Sub(s.fetched) < workspaceBudgetTTL {
+		return s, s.err
+	}
+	rec, err := b.workspaces.Workspace(ctx, ws)
+	var s *budgetSet
+	switch {
+	case errors.Is(err, ErrNotFound):
+		s = &budgetSet{ws: ws}
+	case err != nil:
+		return nil, err
+	case len(rec.UsageLimits) == 0:
+		s = &budgetSet{ws: ws}
+	default:
+		s = newBudgetSet("workspace", ws, ws, rec.UsageLimits, rec.CreatedAt)
+		for i := range s.hits {
+			s.hits[i].resType, s.hits[i].resID = "workspaces", ws
+		}
+	}
+	s.fetched = now
+	b.wss.Add(ws, s)
+	return s, s.err
+}
+
+// estimate sets the request's estimated usage: a token per 4 bytes of its
+// body (its Content-Length when not read), and its max_tokens (or
+// max_completion_tokens, max_output_tokens), else 256.
+func (br *budgetRun) estimate(r *http.Request, body []byte) {
+	n := max(r.ContentLength, 0)
+	if body != nil {
+		n = int64(len(body))
+	}
+	br.prompt = math.Ceil(float64(n) / 4)
+	br.complete = defaultCompletionEstimate
+	if body == nil {
+		return
+	}
+	if br.model == "" {
+		br.model = requestModel(body)
+	}
+	if m, ok := maxTokens(body); ok {
+		br.complete = float64(m)
+	}
+}
+
+// maxTokens returns the completion-token cap a JSON request body sets at
+// its top level.
+func maxTokens(body []byte) (int64, bool) {
+	i := skipJSONSpace(body, 0)
+	if i >= len(body) || body[i] != '{' || !json.Valid(body) {
+		return 0, false
+	}
+	var out int64
+	var found bool
+	eachJSONMember(body[i:], func(name, v []byte) bool {
+		switch string(name) {
+		case "max_tokens", "max_completion_tokens", "max_output_tokens":
+			if n, ok := jsonInt(v, 64); ok && n >= 0 {
+				out, found = n, true
+				return false
+			}
+		}
+		return true
+	})
+	return out, found
+}
+
+// usageLabel names a policy in a refusal: its name, else its id.
+func usageLabel(p *UsageLimitsPolicy) string {
+	if p.Name != "" {
+		return quoteShort(p.Name)
+	}
+	return p.ID
+}
+
+// budgetExhausted is the 412 of a request refused by budget h, whose entity
+// has used usage.
+func budgetExhausted(h *budgetHit, usage float64) *Error {
+	unit := " tokens"
+	if h.typ == UsageCost {
+		unit = " USD"
+	}
+	per := ""
+	switch {
+	case h.reset != "":
+		per = " per " + map[string]string{ResetWeekly: "week", ResetMonthly: "month"}[h.reset]
+	case h.days > 0:
+		per = " per " + strconv.Itoa(h.days) + " days"
+	}
+	return &Error{Status: http.StatusPreconditionFailed, Type: TypeUsageLimit, Code: CodeBudgetExhausted,
+		Message: "usage limit exceeded: " + h.label + " allows " + strconv.FormatFloat(h.limit, 'f', -1, 64) + unit + per +
+			", and " + strconv.FormatFloat(usage, 'f', -1, 64) + unit + " are used"}
+}
+
+// release gives back the reservations of a request that did not go on.
+// release on a nil br does nothing.
+func (br *budgetRun) release() {
+	if br == nil {
+		return
+	}
+	br.charge(0, 0)
+}
+
+// settle records the usage the answer reported in every budget of the
+// request, in place of its reservations: its total tokens, or their cost
+// by the price table. An answer that reported none is charged the
+// estimate when it succeeded (2xx) after reaching a provider, else
+// nothing; a cache hit, or an answer shared from another caller's cache
+// fill, nothing. settle on a nil br does nothing.
+func (br *budgetRun) settle(res result) {
+	if br == nil {
+		return
+	}
+	st := br.st
+	var tokens, cost float64
+	if !res.cacheHit && !st.shared {
+		u := st.usageDone()
+		p, c, t, k, ok := u.counts()
+		model := st.log.Model
+		if model == "" {
+			model = u.answerModel()
+		}
+		if model == "" {
+			model = br.model
+		}
+		switch {
+		case ok:
+			tokens = float64(t)
+			cost, _ = br.b.prices.Cost(st.log.Provider, model, p, c, k)
+		case res.upstream && st.rw.status >= 200 && st.rw.status <= 299:
+			tokens = br.prompt + br.complete
+			cost, _ = br.b.prices.Cost(st.log.Provider, model, int64(br.prompt), int64(br.complete), 0)
+		}
+	}
+	br.charge(tokens, cost)
+}
+
+// charge settles every reservation with tokens or cost, by type.
+func (br *budgetRun) charge(tokens, cost float64) {
+	b := br.b
+	ctx := context.WithoutCancel(br.ctx)
+	now := b.now()
+	for i, r := range br.res {
+		h := &br.hits[i]
+		used := tokens
+		if h.typ == UsageCost {
+			used = cost
+		}
+		s, err := b.counter.Settle(ctx, r, h.period(now), used, UsageThresholds{Alert: h.alert, Limit: h.limit})
+		if err != nil {
+			b.errLog.WarnContext(ctx, "gateway: usage counter settle", "budget", h.label, "err", err)
+			continue
+		}
+		if s.AlertCrossed {
+			br.alert(ctx, h, s.Usage, now)
+		}
+		if s.LimitCrossed {
+			b.errLog.WarnContext(ctx, "gateway: usage limit exhausted", "budget", h.label, "value_key", h.valueKey,
+				"usage", s.Usage, "credit_limit", h.limit, "type", h.typ)
+		}
+	}
+}
+
+// alert writes the warning and the audit record of an entity of h whose
+// usage crossed its alert threshold.
+func (br *budgetRun) alert(ctx context.Context, h *budgetHit, usage float64, now time.Time) {
+	b := br.b
+	b.errLog.WarnContext(ctx, "gateway: usage limit alert threshold reached", "budget", h.label, "value_key", h.valueKey,
+		"usage", usage, "alert_threshold", h.alert, "credit_limit", h.limit, "type", h.typ)
+	if b.audit == nil {
+		return
+	}
+	st := br.st
+	rec := AuditRecord{Time: now.UTC(), RequestID: st.traceID, KeyID: st.identity.KeyID, WorkspaceID: h.workspace,
+		Method: br.method, URI: br.path, Action: h.resType + ".alert_threshold", ResourceType: h.resType,
+		ResourceID: h.resID, Status: st.rw.status}
+	if err := b.audit.AddAuditRecord(ctx, &rec); err != nil {
+		b.errLog.ErrorContext(ctx, "gateway: audit store", "err", err)
+	}
+}
