@@ -1,0 +1,82 @@
+package sqlstore_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/sqlstore"
+)
+
+// TestLogSchemaV4KeepsV3Logs: a database at schema version 3 holding
+// request logs (metadata in log_metadata too) is migrated with every
+// record kept, and the metadata filter finds them in the JSON object.
+func TestLogSchemaV4KeepsV3Logs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		db := rawDB(t, dsn)
+		dir := filepath.Join("migrations", "sqlite")
+		if isPostgres(dsn) {
+			dir = filepath.Join("migrations", "postgres")
+		}
+		if _, err := db.Exec(`CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		for v, name := range []string{"0001_init.sql", "0002_control_plane.sql", "0003_request_logs.sql"} {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(string(b)); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if _, err := db.Exec(rebind(dsn, `INSERT INTO schema_version (version, applied_at) VALUES ($1, 'then')`), v+1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		end := time.Now().UTC().Truncate(time.Second)
+		recs := genLogs(40, end, 9)
+		for _, r := range recs {
+			md := "{}"
+			if r.Metadata != nil {
+				md = `{"env":"` + r.Metadata["env"] + `","team":"` + r.Metadata["team"] + `"}`
+			}
+			if _, err := db.Exec(rebind(dsn, `INSERT INTO request_logs (id, time_us, trace_id, workspace_id, key_id, virtual_key,
+	config_id, provider, model, method, path, query, status, latency_us, ttfb_us, bytes_in, bytes_out, prompt_tokens,
+	completion_tokens, total_tokens, cached_prompt_tokens, cost, cost_unknown, cache_status, attempts, fallback_index,
+	rescued, error_code, aborted, metadata)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
+	$26, $27, $28, $29, $30)`), r.ID, r.Time.UnixMicro(), r.TraceID, r.WorkspaceID, r.KeyID, r.VirtualKey, r.ConfigID,
+				r.Provider, r.Model, r.Method, r.Path, r.Query, r.Status, r.Latency.Microseconds(), r.TTFB.Microseconds(),
+				r.BytesIn, r.BytesOut, r.PromptTokens, r.CompletionTokens, r.TotalTokens, r.CachedPromptTokens, r.Cost,
+				r.CostUnknown, string(r.CacheStatus), r.Attempts, r.FallbackIndex, r.Rescued, r.ErrorCode, r.Aborted, md); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range r.Metadata {
+				if _, err := db.Exec(rebind(dsn, `INSERT INTO log_metadata (log_id, key, value) VALUES ($1, $2, $3)`), r.ID, k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		ref := &gateway.MemoryStore{}
+		if err := ref.AddLogs(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		s := openStore(t, dsn, sqlstore.Options{})
+		for _, q := range []gateway.LogQuery{{}, {Metadata: map[string]string{"team": "t1"}}, {WorkspaceID: "ws-2", Limit: 5}} {
+			want, _ := ref.Logs(ctx, &q)
+			got, err := s.Logs(ctx, &q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("after the migration, query %+v (-want +got):\n%s", q, diff)
+			}
+		}
+	})
+}

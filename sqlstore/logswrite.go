@@ -1,0 +1,252 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	gateway "github.com/modelgateway/gateway"
+)
+
+// logColumns are the columns of a request log, in the order AddLogs
+// writes and scanLog reads them.
+const logColumns = `id, time_us, trace_id, workspace_id, key_id, virtual_key, config_id, provider, model, method, path, query,
+	status, latency_us, ttfb_us, bytes_in, bytes_out, prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens,
+	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata`
+
+// logColumnCount is the number of logColumns.
+const logColumnCount = 30
+
+// sqliteLogRows is how many records one INSERT of AddLogs carries on
+// SQLite: 960 parameters (SQLite allows 32,766). A batch's remainder goes
+// one row per statement; both statements are prepared once.
+const sqliteLogRows = 32
+
+// AddLogs implements gateway.LogStore: the records in one transaction, in
+// 32-row prepared INSERTs on SQLite and in one INSERT of arrays (unnest)
+// on Postgres. A record whose id is already stored is skipped, so that a
+// batch retried after a lost answer is not stored twice. Request logs do
+// not move the generation: they are not part of the snapshot.
+func (s *Store) AddLogs(ctx context.Context, recs []*gateway.RequestLog) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlstore: storing request logs: %w", err)
+	}
+	defer tx.Rollback()
+	if s.dialect == dialectSQLite {
+		err = s.addLogsSQLite(ctx, tx, recs)
+	} else {
+		err = s.addLogsPostgres(ctx, tx, recs)
+	}
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: storing request logs: %w", err)
+	}
+	return nil
+}
+
+// addLogsSQLite inserts recs in statements of sqliteLogRows rows, then
+// the rest one by one.
+func (s *Store) addLogsSQLite(ctx context.Context, tx *sql.Tx, recs []*gateway.RequestLog) error {
+	args := make([]any, 0, logColumnCount*min(len(recs), sqliteLogRows))
+	for len(recs) > 0 {
+		n, query := sqliteLogRows, logInsertSQLiteFull
+		if len(recs) < n {
+			n, query = 1, logInsertSQLiteOne
+		}
+		args = args[:0]
+		for _, r := range recs[:n] {
+			args = appendLogArgs(args, r)
+		}
+		if _, err := s.logStmt(ctx, tx, query, true).ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return nil
+}
+
+// The INSERTs of addLogsSQLite, of sqliteLogRows rows and of one.
+var (
+	logInsertSQLiteFull = logInsertSQLite(sqliteLogRows)
+	logInsertSQLiteOne  = logInsertSQLite(1)
+)
+
+// logInsertSQLite returns the INSERT of n rows.
+func logInsertSQLite(n int) string {
+	return `INSERT INTO request_logs (` + logColumns + `) VALUES ` + valueRows(n, logColumnCount) + ` ON CONFLICT DO NOTHING`
+}
+
+// appendLogArgs appends the values of r's logColumns to args.
+func appendLogArgs(args []any, r *gateway.RequestLog) []any {
+	return append(args, r.ID, r.Time.UnixMicro(), r.TraceID, r.WorkspaceID, r.KeyID, r.VirtualKey, r.ConfigID,
+		r.Provider, r.Model, r.Method, r.Path, r.Query, r.Status, r.Latency.Microseconds(), r.TTFB.Microseconds(),
+		r.BytesIn, r.BytesOut, r.PromptTokens, r.CompletionTokens, r.TotalTokens, r.CachedPromptTokens,
+		r.Cost, r.CostUnknown, string(r.CacheStatus), r.Attempts, r.FallbackIndex, r.Rescued, r.ErrorCode, r.Aborted,
+		metadataJSON(r.Metadata))
+}
+
+// metadataJSON returns m as a JSON object, "{}" when it is empty.
+func metadataJSON(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, err := json.Marshal(m)
+	if err != nil { // a map of strings always encodes
+		return "{}"
+	}
+	return string(b)
+}
+
+// logInsertPostgres inserts any number of records in one statement, a
+// column per array parameter: one plan, one round trip.
+const logInsertPostgres = `INSERT INTO request_logs (` + logColumns + `)
+SELECT id, time_us, trace_id, workspace_id, key_id, virtual_key, config_id, provider, model, method, path, query,
+	status, latency_us, ttfb_us, bytes_in, bytes_out, prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens,
+	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata::jsonb
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+	$10::text[], $11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[],
+	$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::float8[], $23::bool[], $24::text[], $25::bigint[],
+	$26::bigint[], $27::bool[], $28::text[], $29::bool[], $30::text[])
+	AS t(id, time_us, trace_id, workspace_id, key_id, virtual_key, config_id, provider, model, method, path, query,
+	status, latency_us, ttfb_us, bytes_in, bytes_out, prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens,
+	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata)
+ON CONFLICT DO NOTHING`
+
+// addLogsPostgres inserts recs with logInsertPostgres: one array per
+// column, in the order of logColumns.
+func (s *Store) addLogsPostgres(ctx context.Context, tx *sql.Tx, recs []*gateway.RequestLog) error {
+	n := len(recs)
+	text := func(f func(r *gateway.RequestLog) string) []string {
+		a := make([]string, n)
+		for i, r := range recs {
+			a[i] = f(r)
+		}
+		return a
+	}
+	integer := func(f func(r *gateway.RequestLog) int64) []int64 {
+		a := make([]int64, n)
+		for i, r := range recs {
+			a[i] = f(r)
+		}
+		return a
+	}
+	boolean := func(f func(r *gateway.RequestLog) bool) []bool {
+		a := make([]bool, n)
+		for i, r := range recs {
+			a[i] = f(r)
+		}
+		return a
+	}
+	cost := make([]float64, n)
+	for i, r := range recs {
+		cost[i] = r.Cost
+	}
+	_, err := s.logStmt(ctx, tx, logInsertPostgres, true).ExecContext(ctx,
+		text(func(r *gateway.RequestLog) string { return r.ID }),
+		integer(func(r *gateway.RequestLog) int64 { return r.Time.UnixMicro() }),
+		text(func(r *gateway.RequestLog) string { return r.TraceID }),
+		text(func(r *gateway.RequestLog) string { return r.WorkspaceID }),
+		text(func(r *gateway.RequestLog) string { return r.KeyID }),
+		text(func(r *gateway.RequestLog) string { return r.VirtualKey }),
+		text(func(r *gateway.RequestLog) string { return r.ConfigID }),
+		text(func(r *gateway.RequestLog) string { return r.Provider }),
+		text(func(r *gateway.RequestLog) string { return r.Model }),
+		text(func(r *gateway.RequestLog) string { return r.Method }),
+		text(func(r *gateway.RequestLog) string { return r.Path }),
+		text(func(r *gateway.RequestLog) string { return r.Query }),
+		integer(func(r *gateway.RequestLog) int64 { return int64(r.Status) }),
+		integer(func(r *gateway.RequestLog) int64 { return r.Latency.Microseconds() }),
+		integer(func(r *gateway.RequestLog) int64 { return r.TTFB.Microseconds() }),
+		integer(func(r *gateway.RequestLog) int64 { return r.BytesIn }),
+		integer(func(r *gateway.RequestLog) int64 { return r.BytesOut }),
+		integer(func(r *gateway.RequestLog) int64 { return r.PromptTokens }),
+		integer(func(r *gateway.RequestLog) int64 { return r.CompletionTokens }),
+		integer(func(r *gateway.RequestLog) int64 { return r.TotalTokens }),
+		integer(func(r *gateway.RequestLog) int64 { return r.CachedPromptTokens }),
+		cost,
+		boolean(func(r *gateway.RequestLog) bool { return r.CostUnknown }),
+		text(func(r *gateway.RequestLog) string { return string(r.CacheStatus) }),
+		integer(func(r *gateway.RequestLog) int64 { return int64(r.Attempts) }),
+		integer(func(r *gateway.RequestLog) int64 { return int64(r.FallbackIndex) }),
+		boolean(func(r *gateway.RequestLog) bool { return r.Rescued }),
+		text(func(r *gateway.RequestLog) string { return r.ErrorCode }),
+		boolean(func(r *gateway.RequestLog) bool { return r.Aborted }),
+		text(func(r *gateway.RequestLog) string { return metadataJSON(r.Metadata) }))
+	return err
+}
+
+// txStmt is a statement of a transaction, prepared for it or taken from
+// the store's prepared ones.
+type txStmt interface {
+	QueryContext(ctx context.Context, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
+}
+
+// logStmt returns query (written with $n placeholders) for tx: when keep
+// says it is one of the statements AddLogs makes again and again,
+// prepared once for the store (the SQL parser is a real cost on SQLite),
+// otherwise as a statement of its own.
+func (s *Store) logStmt(ctx context.Context, tx *sql.Tx, query string, keep bool) txStmt {
+	if keep {
+		s.stmtMu.Lock()
+		st, ok := s.stmts[query]
+		if !ok {
+			var err error
+			if st, err = s.db.PrepareContext(ctx, s.dialect.rebind(query)); err == nil {
+				if s.stmts == nil {
+					s.stmts = make(map[string]*sql.Stmt)
+				}
+				s.stmts[query] = st
+			}
+		}
+		s.stmtMu.Unlock()
+		if st != nil {
+			return tx.StmtContext(ctx, st)
+		}
+	}
+	return rawStmt{tx, s.dialect.rebind(query)}
+}
+
+// rawStmt is a query run on its transaction unprepared.
+type rawStmt struct {
+	tx    *sql.Tx
+	query string
+}
+
+func (r rawStmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	return r.tx.QueryContext(ctx, r.query, args...)
+}
+
+func (r rawStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	return r.tx.ExecContext(ctx, r.query, args...)
+}
+
+// valueRows returns the VALUES list of n rows of cols placeholders each,
+// numbered from $1.
+func valueRows(n, cols int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j := range cols {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(i*cols + j + 1))
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
