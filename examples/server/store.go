@@ -210,8 +210,9 @@ func (b *backend) Close() error {
 }
 
 // setStores sets every store of o that st implements. The optional
-// stores (Workspaces, Audit, Logs) are found by type assertion, so that a
-// store gains those routes as soon as it implements them.
+// stores (Workspaces, Audit, Logs, LogExports) are found by type
+// assertion, so that a store gains those routes as soon as it implements
+// them.
 func setStores(o *gateway.Options, st any) {
 	if s, ok := st.(gateway.KeyStore); ok {
 		o.Keys = s
@@ -233,5 +234,8 @@ func setStores(o *gateway.Options, st any) {
 	}
 	if s, ok := st.(gateway.LogStore); ok {
 		o.Logs = s
+	}
+	if s, ok := st.(gateway.LogExportStore); ok {
+		o.LogExports = s
 	}
 }
