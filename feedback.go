@@ -25,9 +25,10 @@ type Feedback struct {
 // it, and so does the sqlstore sub-module.
 //
 // AddFeedback stores fs, whose IDs the gateway sets. UpdateFeedback
-// replaces Value, Weight, Metadata and UpdatedAt of the feedback f.ID of
-// workspace f.WorkspaceID (of any workspace when it is empty) and returns
-// the stored feedback, or ErrNotFound. FeedbackOf returns the feedback of
+// replaces Value, Weight, UpdatedAt and, when f.Metadata is not nil,
+// Metadata of the feedback f.ID of workspace f.WorkspaceID (of any
+// workspace when it is empty) and returns the stored feedback, or
+// ErrNotFound. FeedbackOf returns the feedback of
 // workspace workspaceID (every workspace when it is empty) whose trace is
 // one of traceIDs (any trace when traceIDs is nil), oldest first.
 // Implementations must be safe for concurrent use and must not keep or

@@ -56,6 +56,12 @@ type Options struct {
 	// records be dropped and counted (DroppedLogs), never a request wait.
 	Logs LogStore
 
+	// Feedback keeps the feedback of POST /feedback and PUT /feedback/{id},
+	// which the analytics routes read with the request logs of its trace
+	// (nil: those routes answer 404, and analytics count no feedback).
+	// MemoryStore implements it.
+	Feedback FeedbackStore
+
 	// UsageLimits holds the usage-limits policies (budgets) of
 	// /policies/usage-limits, enforced on every data-plane request of
 	// their workspace. Nil means none: those routes answer 404. The
@@ -356,6 +362,15 @@ func (g *Gateway) routes() {
 	g.mux.Handle(p+"/logs/{id}", g.control(http.HandlerFunc(g.serveLogs)))
 	g.logExportRoutes(p)
 	none(p + "/logs/")
+	// Analytics read the logs; feedback is the callers' scoring of
+	// answers: neither is an audited write of configuration.
+	for path, route := range analyticsRoutes {
+		g.mux.Handle(p+path, g.control(g.analytics(route)))
+	}
+	none(p + "/analytics/")
+	g.mux.Handle(p+"/feedback", g.control(http.HandlerFunc(g.serveFeedback)))
+	g.mux.Handle(p+"/feedback/{id}", g.control(http.HandlerFunc(g.serveFeedback)))
+	none(p + "/feedback/")
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {
 		g.mux.HandleFunc("/", g.notFound)

@@ -183,12 +183,19 @@ func (g *Gateway) listLogs(w http.ResponseWriter, r *http.Request, store LogStor
 // workspace key's query is bound to its workspace ("\x00", which matches
 // nothing, for a workspace key of no workspace); naming another is 403.
 //
+// A range whose _min is above its _max is a 400 naming the _max.
+// weighted_feedback_min / _max are a 400: request logs carry no feedback,
+// and the analytics routes read them before they call logQuery.
 // Parameters of the reference the gateway has nothing for (span_id,
-// prompt_slug, weighted_feedback_min / _max, workspace_slug) are accepted
-// and ignored, except that span_id and prompt_slug select nothing when
-// given: no record has one.
+// prompt_slug, workspace_slug) are accepted and ignored, except that
+// span_id and prompt_slug select nothing when given: no record has one.
 func logQuery(v url.Values, id Identity) (*LogQuery, error) {
 	q := &LogQuery{}
+	for _, name := range []string{"weighted_feedback_min", "weighted_feedback_max"} {
+		if _, ok := v[name]; ok {
+			return nil, policyInvalid(name, name+" is a filter of the analytics routes only: request logs carry no feedback")
+		}
+	}
 	one := func(name string) (string, bool, error) {
 		vs, ok := v[name]
 		if !ok {
@@ -290,6 +297,9 @@ func logQuery(v url.Values, id Identity) (*LogQuery, error) {
 				f.dst.Max, f.dst.HasMax = n, true
 			}
 		}
+		if f.dst.HasMin && f.dst.HasMax && f.dst.Min > f.dst.Max {
+			return nil, policyInvalid(f.name+"_max", f.name+"_max must not be below "+f.name+"_min")
+		}
 	}
 	for _, side := range []string{"cost_min", "cost_max"} {
 		s, ok, err := one(side)
@@ -308,6 +318,9 @@ func logQuery(v url.Values, id Identity) (*LogQuery, error) {
 		} else {
 			q.Cost.Max, q.Cost.HasMax = cents/100, true
 		}
+	}
+	if q.Cost.HasMin && q.Cost.HasMax && q.Cost.Min > q.Cost.Max {
+		return nil, policyInvalid("cost_max", "cost_max must not be below cost_min")
 	}
 	for _, name := range []string{"span_id", "prompt_slug"} {
 		if _, ok, err := one(name); err != nil {

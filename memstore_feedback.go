@@ -35,7 +35,9 @@ func (s *MemoryStore) UpdateFeedback(_ context.Context, f *Feedback) (*Feedback,
 		if old.ID == f.ID && (f.WorkspaceID == "" || old.WorkspaceID == f.WorkspaceID) {
 			c := cloneFeedback(old)
 			c.Value, c.Weight, c.UpdatedAt = f.Value, f.Weight, f.UpdatedAt
-			c.Metadata = cloneFeedback(f).Metadata
+			if f.Metadata != nil {
+				c.Metadata = cloneFeedback(f).Metadata
+			}
 			s.feedback[i] = c
 			return cloneFeedback(c), nil
 		}
