@@ -210,7 +210,7 @@ func (b *backend) Close() error {
 }
 
 // setStores sets every store of o that st implements. The optional
-// stores (Workspaces, Audit, Logs, LogExports) are found by type
+// stores (Workspaces, Audit, Logs, LogExports, Feedback) are found by type
 // assertion, so that a store gains those routes as soon as it implements
 // them.
 func setStores(o *gateway.Options, st any) {
@@ -237,5 +237,8 @@ func setStores(o *gateway.Options, st any) {
 	}
 	if s, ok := st.(gateway.LogExportStore); ok {
 		o.LogExports = s
+	}
+	if s, ok := st.(gateway.FeedbackStore); ok {
+		o.Feedback = s
 	}
 }
