@@ -10,20 +10,25 @@ import (
 	"time"
 )
 
-// Pacing of export jobs.
+// Pacing and bounds of export jobs.
 const (
 	exportBatch       = 500              // records read from the LogStore at a time
 	exportHeartbeat   = 5 * time.Second  // a running job moves its UpdatedAt at least this often…
 	exportStaleAfter  = 2 * time.Minute  // …so that one unmoved for this long has lost its gateway
 	exportMaxBytes    = 256 << 20        // JSON Lines an export may write, before compression
 	exportWriteWithin = 30 * time.Second // bound of a job's last write to the store
-	exportSwapTries   = 8                // compare-and-swap attempts of a cancel racing the job's heartbeat
 	exportCountWithin = 2 * time.Minute  // bound of counting an export's records
-	exportNoWorkspace = "\x00"           // the workspace of a workspace key of none: matches nothing
-	exportMinGap      = time.Microsecond // UpdatedAt moves by at least this, the store's precision
-	exportTimeFormat  = time.RFC3339Nano // of times in descriptions
+	exportSwapTries   = 8                // compare-and-swap attempts of a cancel racing the job's heartbeat
+	exportMinGap      = time.Microsecond // UpdatedAt moves by at least this, the stores' precision
+)
+
+// Wording and markers of exports.
+const (
+	exportNoWorkspace = "\x00" // the workspace of a workspace key of none: matches nothing
+	exportTimeFormat  = time.RFC3339Nano
 	exportDescDraft   = "draft: start it to write the records out"
 	exportDescStopped = "stopped: cancelled before it finished"
+	exportDescGone    = "failed: the gateway running it stopped before it finished; create a new export"
 )
 
 // errExportTooLarge stops a job whose records pass exportMaxBytes.
@@ -234,7 +239,7 @@ func (g *Gateway) runExport(ctx context.Context, store LogExportStore, logs LogS
 	case errors.Is(err, errExportTooLarge):
 		finish(ExportFailed, fmt.Sprintf("failed: the records pass %d MiB; narrow the filters or lower filters.page_size", exportMaxBytes>>20), 0, nil)
 	case ctx.Err() != nil:
-		finish(ExportFailed, "failed: the gateway running it stopped before it finished; create a new export", 0, nil)
+		finish(ExportFailed, exportDescGone, 0, nil)
 	case err != nil:
 		g.errLog.Error("gateway: log export failed", "export", cur.ID, "err", err)
 		finish(ExportFailed, "failed: the log store could not be read; create a new export", 0, nil)

@@ -180,8 +180,7 @@ func (g *Gateway) settleLogExport(ctx context.Context, store LogExportStore, e *
 		return e, nil
 	}
 	next := cloneLogExport(e)
-	next.Status, next.Description, next.UpdatedAt = ExportFailed,
-		"failed: the gateway running it stopped before it finished; create a new export", g.exportNow(e.UpdatedAt)
+	next.Status, next.Description, next.UpdatedAt = ExportFailed, exportDescGone, g.exportNow(e.UpdatedAt)
 	switch err := store.UpdateLogExport(ctx, e, next, nil); {
 	case err == nil:
 		return next, nil
