@@ -66,6 +66,8 @@ type Store struct {
 
 	reloadMu sync.Mutex // serialises reloads, so that snapshots replace each other in database order
 
+	budgets budgetCache // usage-limits policies, read again when the generation moves (see usagelimits.go)
+
 	stop          context.CancelFunc // stops the refresh and retention goroutines
 	done          chan struct{}      // closed when the refresh goroutine returns
 	retentionDone chan struct{}      // closed when the retention goroutine returns; nil without one
