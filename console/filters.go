@@ -58,8 +58,11 @@ func readFilters(q url.Values, defaultRange string) filters {
 func (f filters) api(now time.Time) url.Values {
 	q := url.Values{}
 	if d, ok := rangeDuration(f.Range); ok {
-		q.Set("time_of_generation_min", now.Add(-d).UTC().Format(time.RFC3339))
-		q.Set("time_of_generation_max", now.UTC().Format(time.RFC3339))
+		// To the second, the window's end rounded up so that it holds
+		// the requests of the current second.
+		end := now.UTC().Truncate(time.Second).Add(time.Second)
+		q.Set("time_of_generation_min", end.Add(-d).Format(time.RFC3339))
+		q.Set("time_of_generation_max", end.Format(time.RFC3339))
 	}
 	for _, p := range [][2]string{{"status_code", f.Status}, {"ai_org_model", f.Model}, {"api_key_ids", f.APIKey},
 		{"virtual_keys", f.VirtualKey}, {"configs", f.Config}, {"trace_id", f.TraceID}, {"workspace_id", f.Workspace}} {

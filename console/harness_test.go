@@ -27,21 +27,22 @@ const (
 	memberKey = "gw-console-member"
 )
 
-// clock is a settable time source for Options.Now.
+// clock is a time source for Options.Now that tests move ahead of the
+// real time.
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu     sync.Mutex
+	offset time.Duration
 }
 
 func (c *clock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.t
+	return time.Now().Add(c.offset)
 }
 
 func (c *clock) add(d time.Duration) {
 	c.mu.Lock()
-	c.t = c.t.Add(d)
+	c.offset += d
 	c.mu.Unlock()
 }
 
@@ -79,7 +80,7 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	setOptionalStores(&o, st)
 	g := gateway.New(o)
 	t.Cleanup(func() { g.Close() })
-	ck := &clock{t: time.Now()}
+	ck := &clock{}
 	if opts.Now == nil {
 		opts.Now = ck.now
 	}

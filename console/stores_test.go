@@ -2,6 +2,9 @@ package console
 
 import "github.com/modelgateway/gateway"
 
-// setOptionalStores sets the stores of routes other sessions add
-// (feedback, usage limits) when the MemoryStore serves them.
-func setOptionalStores(o *gateway.Options, st *gateway.MemoryStore) {}
+// setOptionalStores sets the stores of the feedback and usage-limits
+// routes, which MemoryStore serves too.
+func setOptionalStores(o *gateway.Options, st *gateway.MemoryStore) {
+	o.Feedback = st
+	o.UsageLimits = st
+}
