@@ -210,9 +210,10 @@ func (b *backend) Close() error {
 }
 
 // setStores sets every store of o that st implements. The optional
-// stores (Workspaces, Audit, Logs, LogExports, Feedback) are found by type
-// assertion, so that a store gains those routes as soon as it implements
-// them.
+// stores (Workspaces, Audit, Logs, LogExports, Feedback, UsageLimits,
+// UsageCounter) are found by type assertion, so that a store gains those
+// routes as soon as it implements them. A UsageCounter already set (by
+// -redis) is kept.
 func setStores(o *gateway.Options, st any) {
 	if s, ok := st.(gateway.KeyStore); ok {
 		o.Keys = s
@@ -240,5 +241,11 @@ func setStores(o *gateway.Options, st any) {
 	}
 	if s, ok := st.(gateway.FeedbackStore); ok {
 		o.Feedback = s
+	}
+	if s, ok := st.(gateway.UsageLimitsStore); ok {
+		o.UsageLimits = s
+	}
+	if s, ok := st.(gateway.UsageCounter); ok && o.UsageCounter == nil {
+		o.UsageCounter = s // budget counters in the database, unless -redis keeps them
 	}
 }
