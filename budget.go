@@ -5,7 +5,8 @@ import "context"
 // UsageLimitsStore holds usage-limits policies (budgets). Implementations
 // must be safe for concurrent use. UsageLimitsPolicies returns the
 // policies of workspaceID, every status, ordered by CreatedAt then ID; it
-// is read on every data-plane request, so it should be served from memory.
+// is read on every data-plane request, so it should be served from memory,
+// and the slice it returns may be shared: callers must not modify it.
 // UsageLimitsPolicy finds a policy by id in any case, and returns
 // ErrNotFound for an unknown one. PutUsageLimitsPolicy creates or
 // replaces a copy of p. CompareAndSwapUsageLimitsPolicy replaces the

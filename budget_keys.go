@@ -151,9 +151,9 @@ type budgetSet struct {
 // periodic_reset_days) at created.
 func newBudgetSet(kind, id, ws string, raw []byte, created time.Time) *budgetSet {
 	s := &budgetSet{raw: bytes.Clone(raw), ws: ws}
-	parse, what := parseKeyUsageLimits, "API key "
+	parse, what, resType := parseKeyUsageLimits, "API key ", "api_keys"
 	if kind == "workspace" {
-		parse, what = parseWorkspaceUsageLimits, "workspace "
+		parse, what, resType = parseWorkspaceUsageLimits, "workspace ", "workspaces"
 	}
 	entries, e := parse(raw)
 	if e != nil {
@@ -175,7 +175,8 @@ func newBudgetSet(kind, id, ws string, raw []byte, created time.Time) *budgetSet
 			alert = *en.Alert
 		}
 		s.hits[i] = budgetHit{policyID: pid, valueKey: id, label: what + quoteShort(id), typ: en.Type,
-			limit: en.CreditLimit, alert: alert, reset: en.Reset, days: en.Days, anchor: anchor, workspace: ws}
+			limit: en.CreditLimit, alert: alert, reset: en.Reset, days: en.Days, anchor: anchor, workspace: ws,
+			resType: resType, resID: id}
 	}
 	return s
 }

@@ -213,9 +213,6 @@ func (b *budgets) workspaceSet(ctx context.Context, ws string) (*budgetSet, erro
 		s = &budgetSet{ws: ws}
 	default:
 		s = newBudgetSet("workspace", ws, ws, rec.UsageLimits, rec.CreatedAt)
-		for i := range s.hits {
-			s.hits[i].resType, s.hits[i].resID = "workspaces", ws
-		}
 	}
 	s.fetched = now
 	b.wss.Add(ws, s)

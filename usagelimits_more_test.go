@@ -173,7 +173,7 @@ func TestKeyUsageLimits(t *testing.T) {
 	e := newULEnv(t, nil, nil)
 	var k struct{ ID, Key string }
 	e.want(200, ulAdmin, "POST", "/v1/api-keys/workspace/service",
-		`{"name":"budgeted","scopes":["completions.write"],"usage_limits":{"type":"tokens","credit_limit":50,"periodic_reset":"monthly"}}`, &k)
+		`{"name":"budgeted","scopes":["completions.write"],"usage_limits":{"type":"tokens","credit_limit":50,"alert_threshold":30,"periodic_reset":"monthly"}}`, &k)
 	for _, want := range []int{200, 200, 412} {
 		code, b := e.complete(k.Key, 1)
 		if code != want {
@@ -185,6 +185,10 @@ func TestKeyUsageLimits(t *testing.T) {
 	}
 	if code, _ := e.complete(ulMember, 1); code != 200 {
 		t.Fatalf("another key: %d", code)
+	}
+	recs, _, _ := e.store.AuditRecords(context.Background(), AuditQuery{Action: "api_keys.alert_threshold"})
+	if len(recs) != 1 || recs[0].ResourceType != "api_keys" || recs[0].ResourceID != k.ID {
+		t.Fatalf("alert audit records of the key: %+v", recs)
 	}
 	// Raised through PUT /api-keys/{id}: in force at once.
 	e.want(200, ulAdmin, "PUT", "/v1/api-keys/"+k.ID, `{"usage_limits":{"type":"tokens","credit_limit":500}}`, nil)
