@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -33,10 +34,35 @@ type budgetHit struct {
 	resID     string
 }
 
-// period returns the counter period of h at now.
-func (h *budgetHit) period(now time.Time) string {
-	start, _ := usagePeriod(h.reset, h.days, h.anchor, now)
-	return periodKey(h.reset, h.days, start)
+// period returns the counter period of h at now. The periods of the
+// calendar resets are kept until they end, so that most requests format
+// none.
+func (b *budgets) period(h *budgetHit, now time.Time) string {
+	var cur *atomic.Pointer[calendarPeriod]
+	switch {
+	case h.reset == ResetWeekly:
+		cur = &b.weekly
+	case h.reset == ResetMonthly:
+		cur = &b.monthly
+	case h.days == 0:
+		return ""
+	default:
+		start, _ := usagePeriod(h.reset, h.days, h.anchor, now)
+		return periodKey(h.reset, h.days, start)
+	}
+	if p := cur.Load(); p != nil && !now.Before(p.start) && now.Before(p.next) {
+		return p.key
+	}
+	start, next := usagePeriod(h.reset, 0, "", now)
+	p := &calendarPeriod{start: start, next: next, key: periodKey(h.reset, 0, start)}
+	cur.Store(p)
+	return p.key
+}
+
+// calendarPeriod is a weekly or monthly period and its counter name.
+type calendarPeriod struct {
+	start, next time.Time
+	key         string
 }
 
 // budgets is the usage-limits stage: it admits a data-plane request while
@@ -53,6 +79,8 @@ type budgets struct {
 	maxBody    int64
 	keys       *lru.Cache[string, *budgetSet] // parsed API keys' usage_limits, by key id
 	wss        *lru.Cache[string, *budgetSet] // workspaces' usage_limits, by workspace id
+
+	weekly, monthly atomic.Pointer[calendarPeriod] // the latest of each (see period)
 }
 
 // Bounds of the budgets stage's caches and estimates.
@@ -166,7 +194,7 @@ func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState
 		if h.typ == UsageCost {
 			est, _ = b.prices.Cost(br.provider, br.model, int64(br.prompt), int64(br.complete), 0)
 		}
-		key := UsageEntityKey{PolicyID: h.policyID, ValueKey: h.valueKey, Period: h.period(now)}
+		key := UsageEntityKey{PolicyID: h.policyID, ValueKey: h.valueKey, Period: b.period(h, now)}
 		res, err := b.counter.Reserve(ctx, key, h.limit, est)
 		if err == nil && !res.Allowed {
 			err = budgetExhausted(h, res.Usage)
@@ -343,7 +371,7 @@ func (br *budgetRun) charge(tokens, cost float64) {
 		if h.typ == UsageCost {
 			used = cost
 		}
-		s, err := b.counter.Settle(ctx, r, h.period(now), used, UsageThresholds{Alert: h.alert, Limit: h.limit})
+		s, err := b.counter.Settle(ctx, r, b.period(h, now), used, UsageThresholds{Alert: h.alert, Limit: h.limit})
 		if err != nil {
 			b.errLog.WarnContext(ctx, "gateway: usage counter settle", "budget", h.label, "err", err)
 			continue

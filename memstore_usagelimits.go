@@ -9,14 +9,16 @@ import (
 
 var _ UsageLimitsStore = (*MemoryStore)(nil)
 
-// UsageLimitsPolicies implements UsageLimitsStore: copies of the policies
-// of workspaceID, oldest first.
+// UsageLimitsPolicies implements UsageLimitsStore: the policies of
+// workspaceID, oldest first, in a new slice. Their Conditions, GroupBy and
+// AlertThreshold are shared with the store, which never changes them
+// (every write stores a copy).
 func (s *MemoryStore) UsageLimitsPolicies(_ context.Context, workspaceID string) ([]UsageLimitsPolicy, error) {
 	s.mu.RLock()
 	var out []UsageLimitsPolicy
 	for _, p := range s.budgets {
 		if p.WorkspaceID == workspaceID {
-			out = append(out, *cloneUsageLimits(p))
+			out = append(out, *p)
 		}
 	}
 	s.mu.RUnlock()
