@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -500,4 +502,61 @@ func TestLogExportNotKept(t *testing.T) {
 		t.Fatalf("without Options.LogExports: %d, want 404", res.StatusCode)
 	}
 	decodeError(t, res)
+}
+
+// TestLogExportOfTraffic exports every field of the records real
+// requests left: the export equals GET /logs, and holds no credential
+// the requests carried or the virtual key stores.
+func TestLogExportOfTraffic(t *testing.T) {
+	up := newCoreUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"gpt-4o","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4,"total_tokens":13}}`)
+	})
+	e := newCoreEnv(t, up, func(o *Options) {
+		ms := o.Keys.(*MemoryStore)
+		o.Logs, o.LogExports = ms, ms
+	})
+	chat := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
+	for i := range 4 {
+		res := e.do("POST", "/v1/chat/completions", strings.NewReader(chat), HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": vk-up",
+			HeaderTraceID+": trace-"+fmt.Sprint(i), HeaderMetadata+`: {"team":"search"}`)
+		if res.StatusCode != 200 {
+			t.Fatalf("request %d: %d", i, res.StatusCode)
+		}
+	}
+	res := e.do("POST", "/v1/chat/completions", strings.NewReader(chat), HeaderAPIKey+": "+coreKey, HeaderProvider+": openai",
+		HeaderCustomHost+": "+up.URL+"/v1", "Authorization: Bearer sk-caller-secret-1234")
+	if res.StatusCode != 200 {
+		t.Fatalf("custom-host request: %d", res.StatusCode)
+	}
+	waitLogs(t, e.store, 5)
+
+	var every []string
+	wt := reflect.TypeFor[logWire]()
+	for i := range wt.NumField() {
+		if name, _, _ := strings.Cut(wt.Field(i).Tag.Get("json"), ","); name != "object" {
+			every = append(every, name)
+		}
+	}
+	id, total := e.createExport(coreAdminKey, map[string]any{"filters": map[string]any{}, "requested_data": every})
+	if total != 5 {
+		t.Fatalf("total %d, want 5", total)
+	}
+	e.sendJSON(coreAdminKey, "POST", "/v1/logs/exports/"+id+"/start", nil, nil)
+	if it := e.waitExport(coreAdminKey, id); it.Status != "success" {
+		t.Fatalf("export %s: %s", it.Status, it.Description)
+	}
+	got := e.downloadExport(coreAdminKey, id)
+	if want := e.listedLogs(coreAdminKey, "", every); !cmp.Equal(got, want) {
+		t.Errorf("export differs from GET /logs:\n%s", cmp.Diff(want, got))
+	}
+	b, _ := json.Marshal(got)
+	for _, secret := range []string{"sk-stored-secret", "sk-caller-secret", coreKey, coreAdminKey} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("the export holds %q", secret)
+		}
+	}
+	if got[0]["req_units"] != float64(9) || got[0]["metadata"] == nil {
+		t.Errorf("newest record %v: want the answer's usage and the metadata", got[0])
+	}
 }
