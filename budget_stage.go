@@ -186,7 +186,9 @@ func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState
 	}
 	br := &budgetRun{b: b, ctx: ctx, st: st, method: r.Method, path: r.URL.Path, hits: hits,
 		res: make([]UsageReservation, len(hits)), provider: st.opts.Provider, model: st.log.Model}
-	br.estimate(r, body)
+	if r.Method == http.MethodPost && !uploadBody(r.Header.Get("Content-Type")) {
+		br.estimate(r, body) // other requests ask for no tokens: nothing is reserved, nor charged unless reported
+	}
 	now := b.now()
 	for i := range hits {
 		h := &hits[i]
@@ -247,9 +249,10 @@ func (b *budgets) workspaceSet(ctx context.Context, ws string) (*budgetSet, erro
 	return s, s.err
 }
 
-// estimate sets the request's estimated usage: a token per 4 bytes of its
-// body (its Content-Length when not read), and its max_tokens (or
-// max_completion_tokens, max_output_tokens), else 256.
+// estimate sets the estimated usage of a request for tokens (a POST that
+// is not an upload): a token per 4 bytes of its body (its Content-Length
+// when not read), and its max_tokens (or max_completion_tokens,
+// max_output_tokens), else 256.
 func (br *budgetRun) estimate(r *http.Request, body []byte) {
 	n := max(r.ContentLength, 0)
 	if body != nil {

@@ -57,6 +57,10 @@ func newULEnv(t *testing.T, counter UsageCounter, mod func(*Options)) *ulEnv {
 		}
 		n := e.usage.Load()
 		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet {
+			io.WriteString(w, `{"object":"list","data":[]}`) // no usage
+			return
+		}
 		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"gpt-4o","choices":[],"usage":{"prompt_tokens":`+
 			strconv.FormatInt(n/2, 10)+`,"completion_tokens":`+strconv.FormatInt(n-n/2, 10)+`,"total_tokens":`+strconv.FormatInt(n, 10)+`}}`)
 	}))
@@ -110,8 +114,9 @@ func (e *ulEnv) errors() string {
 // setTime sets the gateway's clock.
 func (e *ulEnv) setTime(t time.Time) { e.clock.Store(t.UnixNano()) }
 
-// call sends a request with key and returns the status and body.
-func (e *ulEnv) call(key, method, path, body string) (int, []byte) {
+// call sends a request with key and headers ("Name: value") and returns
+// the status and body.
+func (e *ulEnv) call(key, method, path, body string, headers ...string) (int, []byte) {
 	e.t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -124,6 +129,10 @@ func (e *ulEnv) call(key, method, path, body string) (int, []byte) {
 	req.Header.Set(HeaderAPIKey, key)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(k, strings.TrimSpace(v))
 	}
 	res, err := e.srv.Client().Do(req)
 	if err != nil {

@@ -102,6 +102,12 @@ func TestUsageLimitsLifecycle(t *testing.T) {
 func TestUsageLimitsExhausted(t *testing.T) {
 	e := newULEnv(t, nil, nil)
 	pid := e.create(perKeyTokens)
+	// A GET asks for no tokens: it reserves and costs nothing.
+	for range 3 {
+		if code, b := e.call(ulMember, "GET", "/v1/models", "", HeaderVirtualKey+": vk-up"); code != 200 {
+			t.Fatalf("GET /models: %d %s", code, b)
+		}
+	}
 	for i := range 3 { // 40, 80, 120: each admitted while below 100
 		if code, b := e.complete(ulMember, 10); code != 200 {
 			t.Fatalf("request %d: %d %s", i+1, code, b)
@@ -121,8 +127,8 @@ func TestUsageLimitsExhausted(t *testing.T) {
 		*eb.Error.Code != "budget_exhausted" || !strings.Contains(eb.Error.Message, "tokens per key") || !strings.Contains(string(b), `"param":null`) {
 		t.Fatalf("412 body %s", b)
 	}
-	if n := e.arrived.Load(); n != 3 {
-		t.Fatalf("provider got %d requests, want 3", n)
+	if n := e.arrived.Load(); n != 6 {
+		t.Fatalf("provider got %d requests, want 6", n)
 	}
 	if u, st := e.usageOf(pid, "key-ul-member"); u != 120 || st != "exhausted" {
 		t.Fatalf("entity: %v %s, want 120 exhausted", u, st)
