@@ -240,3 +240,26 @@ func TestUsageLimitsConcurrentReplicas(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkUsageCounter measures one reserve and its settlement on one
+// entity in the database: the two transactions a usage-limits check adds
+// per request when the store keeps the counters.
+func BenchmarkUsageCounter(b *testing.B) {
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			s := openStore(b, be.dsn(b), sqlstore.Options{})
+			ctx := context.Background()
+			key := gateway.UsageEntityKey{PolicyID: "p", ValueKey: "k", Period: "monthly@2026-11-01T00:00:00Z"}
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := s.Reserve(ctx, key, 1e15, 300)
+				if err != nil || !r.Allowed {
+					b.Fatal(err)
+				}
+				if _, err := s.Settle(ctx, r, key.Period, 250, gateway.UsageThresholds{Alert: -1, Limit: 1e15}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
