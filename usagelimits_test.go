@@ -82,6 +82,7 @@ func TestUsageLimitsLifecycle(t *testing.T) {
 	e.want(200, ulAdmin, "DELETE", "/v1/policies/usage-limits/"+pid, "", nil)
 	e.want(404, ulAdmin, "GET", "/v1/policies/usage-limits/"+pid, "", nil)
 	e.want(404, ulAdmin, "DELETE", "/v1/policies/usage-limits/"+pid, "", nil)
+	e.want(404, ulAdmin, "PUT", "/v1/policies/usage-limits/"+pid, `{"credit_limit":1}`, nil)
 	e.want(200, ulAdmin, "GET", "/v1/policies/usage-limits/"+pid+"?status=archived", "", &got)
 	if got["status"] != "archived" {
 		t.Fatalf("archived policy reads %v", got)

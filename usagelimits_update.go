@@ -84,6 +84,9 @@ func (g *Gateway) updateUsageLimits(w http.ResponseWriter, r *http.Request, stor
 	}
 	ctx := r.Context()
 	err = swapUsageLimits(ctx, store, id, pid, func(p *UsageLimitsPolicy) error {
+		if p.Status == PolicyArchived {
+			return usageNotFound(pid) // deleted, as far as changes go
+		}
 		if name != nil {
 			p.Name = *name
 		}
