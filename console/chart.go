@@ -50,7 +50,10 @@ func newChart(id, title, unit string, times []time.Time, ss []series, format fun
 		Top: chartTop, Bottom: chartBottom, Series: ss}
 	top := 0.0
 	for _, s := range ss {
-		for _, v := range s.Values {
+		for i, v := range s.Values {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				s.Values[i], v = 0, 0 // never drawn off the chart
+			}
 			top = math.Max(top, v)
 		}
 	}

@@ -2,12 +2,15 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/modelgateway/gateway"
 )
 
 // pagePaths returns a path of every page a signed-in browser can see:
@@ -30,6 +33,13 @@ func pagePaths(t *testing.T, b *browser) []string {
 func TestPagesRender(t *testing.T) {
 	e := newEnv(t, Options{})
 	e.traffic(ws1Key, "vk-1", "trace", 3)
+	// Full pages: 60 admin keys (every scope), 60 virtual keys.
+	for i := range 60 {
+		e.store.AddAPIKey(gateway.APIKey{ID: fmt.Sprintf("key-full-%02d-with-a-long-identifier", i), Name: "a key with a long name for the list",
+			Digest: gateway.HashAPIKey(fmt.Sprint("gw-full-", i)), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
+		e.store.AddVirtualKey(gateway.VirtualKey{Slug: fmt.Sprintf("vk-full-%02d", i), Provider: "openai", APIKey: "sk-full-provider-key",
+			BaseURL: e.up.URL, WorkspaceID: "ws-1"})
+	}
 	b := e.signedIn(ws1Key)
 	css, _ := fs.ReadFile(files, "static/console.css")
 	for _, path := range pagePaths(t, b) {
@@ -37,6 +47,7 @@ func TestPagesRender(t *testing.T) {
 		if p.status != http.StatusOK {
 			t.Errorf("GET %s: %d", path, p.status)
 		}
+		t.Logf("GET %s: %d bytes of HTML, %d of CSS", path, len(p.body), len(css))
 		if size := len(p.body) + len(css); size > 100<<10 {
 			t.Errorf("GET %s: %d bytes of HTML and CSS, want under 100 KB", path, size)
 		}

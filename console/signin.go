@@ -67,6 +67,9 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.showSignIn(w, r, http.StatusBadGateway, "The gateway could not check the key: "+err.Error())
 		return
 	}
+	if _, old := c.session(r); old != "" {
+		c.sessions.end(old) // a new sign-in replaces the browser's session
+	}
 	id, _ := c.sessions.create(key)
 	c.setCookie(w, r, preSessionCookie, "", -1)
 	c.setCookie(w, r, sessionCookie, id, c.opts.SessionTTL)

@@ -2,7 +2,11 @@ module github.com/modelgateway/gateway/console/browsertest
 
 go 1.25.0
 
-require github.com/chromedp/chromedp v0.23.0
+require (
+	github.com/chromedp/chromedp v0.23.0
+	github.com/modelgateway/gateway v0.1.0
+	github.com/modelgateway/gateway/sqlstore v0.1.0
+)
 
 require (
 	github.com/chromedp/cdproto v0.159.0 // indirect
