@@ -259,6 +259,15 @@ func TestUsageLimitsBadInput(t *testing.T) {
 			t.Errorf("%s %s %s: %d param %q, want 400 naming %q: %s", c.method, c.path, c.body, code, param, c.param, b)
 		}
 	}
+	for _, c := range []struct{ method, path string }{
+		{"UT", "/" + pid}, {"PATCH", "/" + pid}, {"POST", "/" + pid + "/entities"}, {"GET", "/" + pid + "/entities/x/reset"}, {"DELETE", ""},
+	} {
+		if code, b := e.call(ulAdmin, c.method, "/v1/policies/usage-limits"+c.path, ""); code != 405 {
+			t.Errorf("%s %s: %d %s, want 405", c.method, c.path, code, b)
+		}
+	}
+	var p map[string]any
+	e.want(200, ulAdmin, "GET", "/v1/policies/usage-limits/"+pid, "", &p) // still active
 	// usage_limits of keys and workspaces.
 	for _, c := range []struct{ body, param string }{
 		{`{"usage_limits":{"type":"tokens","credit_limit":-1}}`, "usage_limits.credit_limit"},

@@ -67,14 +67,14 @@ func (g *Gateway) serveUsageLimits(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	default:
-		allow := "GET, PUT, DELETE"
+		allow, ok := "GET, PUT, DELETE", r.Method == http.MethodGet || r.Method == http.MethodPut || r.Method == http.MethodDelete
 		switch {
 		case entities:
-			allow = "GET"
+			allow, ok = "GET", r.Method == http.MethodGet
 		case reset:
-			allow = "PUT"
+			allow, ok = "PUT", r.Method == http.MethodPut
 		}
-		if !strings.Contains(allow, r.Method) || r.Method == "" {
+		if !ok {
 			methodNotAllowed(w, r, allow)
 			return
 		}
