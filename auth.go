@@ -105,8 +105,11 @@ type APIKey struct {
 	RateLimits json.RawMessage `json:"rate_limits,omitempty"`
 
 	// UsageLimits is the JSON object given at creation or update, in the
-	// reference's shape, stored and read back as it is. It is not
-	// enforced yet.
+	// reference's shape (type, credit_limit, alert_threshold,
+	// periodic_reset or periodic_reset_days), stored and read back as it
+	// is, and enforced as a budget of the key alone (see budget_keys.go):
+	// once the key's usage reaches credit_limit its data-plane requests
+	// get 412 budget_exhausted.
 	UsageLimits json.RawMessage `json:"usage_limits,omitempty"`
 
 	// PreviousDigest is the digest the key had before its last rotation;

@@ -11,8 +11,10 @@ import (
 // (the reference's id and slug) is what keys, virtual keys, configs and
 // policies name as their workspace_id.
 //
-// Metadata (defaults.metadata), RateLimits and UsageLimits are stored and
-// read back as given; the gateway does not yet apply them to requests.
+// Metadata (defaults.metadata) and RateLimits are stored and read back as
+// given; the gateway does not yet apply them to requests. UsageLimits (a
+// JSON array of usage limits) are enforced as budgets of the whole
+// workspace when Options.Workspaces holds it (see budget_keys.go).
 type Workspace struct {
 	ID          string
 	Name        string
