@@ -122,7 +122,7 @@ func TestPoliciesUsage(t *testing.T) {
 	if p.status != http.StatusOK || !strings.Contains(p.body, "Team budget") || !strings.Contains(p.body, "Per key") {
 		t.Fatalf("policies page: %d\n%s", p.status, p.body)
 	}
-	m := regexp.MustCompile(`(?s)<li class="exhausted">\s*<span class="mono" id="[^"]+">([^<]+)</span>\s*<meter min="0" max="15" value="([0-9.]+)"`).FindStringSubmatch(p.body)
+	m := regexp.MustCompile(`(?s)<li class="exhausted">\s*<span class="mono" id="[^"]+">([^<]+)</span>\s*<meter min="0" max="15" value="([0-9.]+)" low="12" high="14.985" optimum="0"`).FindStringSubmatch(p.body)
 	if m == nil || !strings.Contains(m[1], "key-ws1") {
 		t.Fatalf("no exhausted entity for key-ws1 with a usage bar:\n%s", p.body)
 	}

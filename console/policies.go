@@ -61,6 +61,8 @@ type entity struct {
 	Limit     float64
 	Percent   float64
 	Exhausted bool
+	Warn      float64 // the usage from which the bar turns amber (80%)
+	Full      float64 // and red (99.9%)
 }
 
 // policiesPage is the data of the policies page.
@@ -126,7 +128,8 @@ func (c *console) policies(w http.ResponseWriter, r *http.Request, s *session) {
 func entities(u *usageLimitsPolicy) []entity {
 	out := make([]entity, 0, len(u.Usage))
 	for k, v := range u.Usage {
-		e := entity{ValueKey: k, Usage: v.CurrentUsage, Limit: u.CreditLimit, Exhausted: v.Status == "exhausted"}
+		e := entity{ValueKey: k, Usage: v.CurrentUsage, Limit: u.CreditLimit, Exhausted: v.Status == "exhausted",
+			Warn: u.CreditLimit * 0.8, Full: u.CreditLimit * 0.999}
 		if u.CreditLimit > 0 {
 			e.Percent = min(100, v.CurrentUsage/u.CreditLimit*100)
 		}
