@@ -170,6 +170,25 @@ type Options struct {
 	// new ones are dropped (and counted by DroppedLogs). Zero means 4096.
 	LogQueueSize int
 
+	// LogBodies keeps each data-plane request's body and its answer's in
+	// its request log (RequestLog.RequestBody, ResponseBody), for GET
+	// /logs/{id}. Off by default: bodies carry what callers send models.
+	// Kept are the first LogBodyMax bytes of each (the record says when
+	// more was sent), decoded from gzip or deflate; credentials are
+	// redacted: headers are never kept, the values of credential-like
+	// names in JSON and form bodies (api_key, apiKey, x-api-key, password,
+	// secret, token, authorization, …) are replaced by "[REDACTED]", as is
+	// any copy in a body of a credential the request's headers carried;
+	// base64 data: URLs are elided; bodies of other types (audio, images,
+	// multipart uploads) are a note of their size. Streamed answers are
+	// kept as the event stream's bytes. With it off, the request path does
+	// no work and no allocation for it.
+	LogBodies bool
+
+	// LogBodyMax caps each body LogBodies keeps, in bytes. Zero means
+	// 16 KiB.
+	LogBodyMax int
+
 	// Prices prices each request's tokens for its log record (Cost) in
 	// USD, by provider kind and model (see PriceTable.Lookup). Nil means
 	// DefaultPrices(); an empty, non-nil table prices nothing, so that

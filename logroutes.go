@@ -48,6 +48,9 @@ type logWire struct {
 	BytesIn            int64             `json:"request_bytes"`          // body bytes received
 	BytesOut           int64             `json:"response_bytes"`         // body bytes sent
 	Metadata           map[string]string `json:"metadata"`               // x-gateway-metadata
+	// The kept bodies (Options.LogBodies), in GET /logs/{id} only.
+	Request  *logBodyWire `json:"request,omitempty"`
+	Response *logBodyWire `json:"response,omitempty"`
 }
 
 // wireLog is rec in its wire form.
@@ -118,7 +121,9 @@ func (g *Gateway) serveLogs(w http.ResponseWriter, r *http.Request) {
 			g.controlPlaneError(w, r, "log store", notFoundAs(err, "log "+quoteShort(logID)+" not found"))
 			return
 		}
-		writeJSON(w, http.StatusOK, wireLog(rec))
+		wl := wireLog(rec)
+		wl.Request, wl.Response = wireBodies(rec)
+		writeJSON(w, http.StatusOK, wl)
 	default:
 		g.listLogs(w, r, store, id)
 	}

@@ -65,6 +65,18 @@ type RequestLog struct {
 	Rescued       bool   `json:"rescued,omitempty"`
 	ErrorCode     string `json:"error_code,omitempty"`
 	Aborted       bool   `json:"aborted,omitempty"` // the response was cut mid-stream
+
+	// RequestBody and ResponseBody are the bodies of the request and of
+	// its answer, kept only when the operator opts in (Options.LogBodies):
+	// the first Options.LogBodyMax bytes of each, decoded from gzip or
+	// deflate, credentials redacted; a note in brackets for a body of
+	// another type (audio, images, multipart uploads). The Truncated flags
+	// say more was sent than was kept. GET /logs/{id} shows them;
+	// LogStore.Logs may leave them out.
+	RequestBody           string `json:"request_body,omitempty"`
+	RequestBodyTruncated  bool   `json:"request_body_truncated,omitempty"`
+	ResponseBody          string `json:"response_body,omitempty"`
+	ResponseBodyTruncated bool   `json:"response_body_truncated,omitempty"`
 }
 
 // LogSink receives request logs. The gateway calls Log from a single

@@ -21,10 +21,11 @@ import (
 // AddLogs must not keep or modify recs after it returns.
 //
 // Logs returns the records q selects, newest first (by Time, then ID),
-// at most q.Limit of them, starting after the record q.After names. Log
-// returns the record id of workspace workspaceID (of any workspace when
-// it is empty), or ErrNotFound. Implementations must be safe for
-// concurrent use.
+// at most q.Limit of them, starting after the record q.After names,
+// and may leave out their bodies (RequestLog.RequestBody, ResponseBody).
+// Log returns the record id of workspace workspaceID (of any workspace
+// when it is empty), bodies included, or ErrNotFound. Implementations
+// must be safe for concurrent use.
 type LogStore interface {
 	AddLogs(ctx context.Context, recs []*RequestLog) error
 	Log(ctx context.Context, workspaceID, id string) (*RequestLog, error)

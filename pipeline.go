@@ -62,6 +62,9 @@ func (g *Gateway) begin(next http.Handler) http.Handler {
 			st.body = countingBody{rc: r.Body}
 			r.Body = &st.body
 		}
+		if st.logged && g.opts.LogBodies {
+			g.captureBodies(r, st)
+		}
 		defer g.finish(r.Context(), st)
 		next.ServeHTTP(&st.rw, r)
 	})
@@ -169,6 +172,9 @@ func (g *Gateway) finish(ctx context.Context, st *requestState) {
 			rec.BytesIn += u.in.Load()
 			rec.BytesOut += u.out.Load()
 		}
+		if st.bodies != nil && !st.control {
+			st.bodies.fill(&rec, st.rw.ResponseWriter.Header())
+		}
 		if hook != nil {
 			hook(&rec)
 		}
@@ -196,6 +202,7 @@ type requestState struct {
 	log      RequestLog
 	rw       responseRecorder
 	body     countingBody
+	bodies   *bodyCapture // the bodies kept for the log (Options.LogBodies); nil when not kept
 
 	// upstream is set once a request of this one was handed to a
 	// provider's transport (by any attempt, or by a cache fill serving it).
@@ -264,6 +271,9 @@ func (w *responseRecorder) Write(p []byte) (int, error) {
 	if w.st.tap != tapOff {
 		w.st.usageWrite(p[:n])
 	}
+	if w.st.bodies != nil {
+		w.st.captureResponse(p[:n])
+	}
 	return n, err
 }
 
@@ -289,6 +299,7 @@ type countingBody struct {
 	}
 	n   int64
 	eof bool
+	st  *requestState // its request's, when its bytes are kept for the log (Options.LogBodies)
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
@@ -297,6 +308,9 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.n += int64(n)
+	if b.st != nil {
+		b.st.captureRequest(p[:n])
+	}
 	b.eof = err == io.EOF
 	return n, err
 }

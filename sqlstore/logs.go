@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -15,19 +16,30 @@ import (
 
 var _ gateway.LogStore = (*Store)(nil)
 
-// Log implements gateway.LogStore.
+// Log implements gateway.LogStore: the record and its bodies, if it kept
+// any.
 func (s *Store) Log(ctx context.Context, workspaceID, id string) (*gateway.RequestLog, error) {
-	q := `SELECT ` + logColumns + ` FROM request_logs WHERE id = $1`
+	q := `SELECT ` + logColumns + `, b.request, b.request_truncated, b.response, b.response_truncated
+FROM request_logs LEFT JOIN request_log_bodies b ON b.log_id = request_logs.id WHERE request_logs.id = $1`
 	args := []any{id}
 	if workspaceID != "" {
 		q += ` AND workspace_id = $2`
 		args = append(args, workspaceID)
 	}
-	rec, err := scanLog(s.db.QueryRowContext(ctx, s.dialect.rebind(q), args...))
+	var (
+		req, resp       []byte
+		reqCut, respCut sql.NullBool
+	)
+	rec, err := scanLog(s.db.QueryRowContext(ctx, s.dialect.rebind(q), args...), &req, &reqCut, &resp, &respCut)
 	if notFound(err) {
 		return nil, gateway.ErrNotFound
 	}
-	return rec, err
+	if err != nil {
+		return nil, err
+	}
+	rec.RequestBody, rec.RequestBodyTruncated = string(req), reqCut.Bool
+	rec.ResponseBody, rec.ResponseBodyTruncated = string(resp), respCut.Bool
+	return rec, nil
 }
 
 // Logs implements gateway.LogStore with one query: the filters become
@@ -147,18 +159,18 @@ func logWhere(d dialect, q *gateway.LogQuery) ([]string, []any) {
 	return where, args
 }
 
-// scanLog reads one row of logColumns; a missing row is sql.ErrNoRows,
-// unwrapped.
-func scanLog(row scanner) (*gateway.RequestLog, error) {
+// scanLog reads one row of logColumns, then of more; a missing row is
+// sql.ErrNoRows, unwrapped.
+func scanLog(row scanner, more ...any) (*gateway.RequestLog, error) {
 	var (
 		r                         gateway.RequestLog
 		timeUS, latencyUS, ttfbUS int64
 		cacheStatus, meta         string
 	)
-	if err := row.Scan(&r.ID, &timeUS, &r.TraceID, &r.WorkspaceID, &r.KeyID, &r.VirtualKey, &r.ConfigID, &r.Provider,
+	if err := row.Scan(append([]any{&r.ID, &timeUS, &r.TraceID, &r.WorkspaceID, &r.KeyID, &r.VirtualKey, &r.ConfigID, &r.Provider,
 		&r.Model, &r.Method, &r.Path, &r.Query, &r.Status, &latencyUS, &ttfbUS, &r.BytesIn, &r.BytesOut,
 		&r.PromptTokens, &r.CompletionTokens, &r.TotalTokens, &r.CachedPromptTokens, &r.Cost, &r.CostUnknown,
-		&cacheStatus, &r.Attempts, &r.FallbackIndex, &r.Rescued, &r.ErrorCode, &r.Aborted, &meta); err != nil {
+		&cacheStatus, &r.Attempts, &r.FallbackIndex, &r.Rescued, &r.ErrorCode, &r.Aborted, &meta}, more...)...); err != nil {
 		if notFound(err) {
 			return nil, err
 		}

@@ -27,7 +27,8 @@ const sqliteLogRows = 32
 
 // AddLogs implements gateway.LogStore: the records in one transaction, in
 // 32-row prepared INSERTs on SQLite and in one INSERT of arrays (unnest)
-// on Postgres. A record whose id is already stored is skipped, so that a
+// on Postgres; the bodies of those that kept some (gateway
+// Options.LogBodies) in request_log_bodies. A record whose id is already stored is skipped, so that a
 // batch retried after a lost answer is not stored twice. Request logs do
 // not move the generation: they are not part of the snapshot.
 func (s *Store) AddLogs(ctx context.Context, recs []*gateway.RequestLog) error {
@@ -43,6 +44,9 @@ func (s *Store) AddLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 		err = s.addLogsSQLite(ctx, tx, recs)
 	} else {
 		err = s.addLogsPostgres(ctx, tx, recs)
+	}
+	if err == nil {
+		err = s.addLogBodies(ctx, tx, recs)
 	}
 	if err == nil {
 		err = tx.Commit()
@@ -182,6 +186,30 @@ func (s *Store) addLogsPostgres(ctx context.Context, tx *sql.Tx, recs []*gateway
 		boolean(func(r *gateway.RequestLog) bool { return r.Aborted }),
 		text(func(r *gateway.RequestLog) string { return metadataJSON(r.Metadata) }))
 	return err
+}
+
+// logBodiesInsert stores one record's bodies.
+const logBodiesInsert = `INSERT INTO request_log_bodies (log_id, request, request_truncated, response, response_truncated)
+VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
+
+// addLogBodies stores the bodies of the records of recs that kept some,
+// a prepared statement per record: bodies are kept on request, and are
+// large next to the rest of a record.
+func (s *Store) addLogBodies(ctx context.Context, tx *sql.Tx, recs []*gateway.RequestLog) error {
+	var st txStmt
+	for _, r := range recs {
+		if r.RequestBody == "" && r.ResponseBody == "" && !r.RequestBodyTruncated && !r.ResponseBodyTruncated {
+			continue
+		}
+		if st == nil {
+			st = s.logStmt(ctx, tx, logBodiesInsert, true)
+		}
+		if _, err := st.ExecContext(ctx, r.ID, []byte(r.RequestBody), r.RequestBodyTruncated, []byte(r.ResponseBody),
+			r.ResponseBodyTruncated); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // txStmt is a statement of a transaction, prepared for it or taken from

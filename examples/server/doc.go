@@ -2,7 +2,7 @@
 //
 //	go run ./examples/server [-addr 127.0.0.1:8080] [-db DSN] [-config FILE] [-redis URL] [-demo]
 //		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-store-logs=true]
-//		[-log-retention 720h] [-prices FILE]
+//		[-log-retention 720h] [-log-bodies] [-log-body-max 16384] [-prices FILE]
 //		[-admin-addr ADDR] [-otel-endpoint URL]
 //
 // -db names where the gateway keeps its state (API keys, virtual keys,
@@ -86,6 +86,12 @@
 // Standard output carries one JSON line per request (trace id, key id,
 // provider, status, latency, bytes; never a credential), unless
 // -request-log off turns it off; a line costs about 3 µs of CPU.
+// -log-bodies also keeps, in each stored record, the request's body and
+// its answer's (GET /logs/{id} shows them): the first -log-body-max
+// bytes of each (default 16384), credentials redacted (headers are never
+// kept; the values of names such as api_key, password, secret, token and
+// authorization in JSON and form bodies are "[REDACTED]"). It is off by
+// default: bodies carry what callers send their models.
 // -admin-addr serves /metrics (Prometheus: requests, durations, tokens,
 // cost, refusals, dropped logs, the Go runtime) and /debug/pprof/ on a
 // listener of its own; it asks for no key, so keep it on a private

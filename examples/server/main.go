@@ -82,6 +82,8 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		"Default: gateway.db in the working directory, except when -config or -demo is given without -db: then :memory:, "+
 		"so that the config file alone says which keys, virtual keys, configs and policies exist, and no run meets the state an earlier one left")
 	storeLogs := fs.Bool("store-logs", true, "keep every data-plane request's record in the store, for GET /logs (false: the -request-log line only)")
+	logBodies := fs.Bool("log-bodies", false, "keep each data-plane request's body and its answer's in its stored record, for GET /logs/{id}: capped (-log-body-max), credentials redacted")
+	logBodyMax := fs.Int("log-body-max", 16<<10, "the most `bytes` of each body -log-bodies keeps")
 	logRetention := fs.Duration("log-retention", 720*time.Hour, "how long a database keeps request logs; older ones are deleted in batches (0: kept until deleted by hand)")
 	otelEndpoint := fs.String("otel-endpoint", "", "`URL` of an OpenTelemetry collector's OTLP/HTTP endpoint, such as http://localhost:4318, to which a span per request is exported (empty: no tracing)")
 	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets and the response cache, shared by every replica using it (empty: in memory, per process)")
@@ -163,6 +165,10 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	if !*storeLogs {
 		opts.Logs = nil
 	}
+	if *logBodyMax <= 0 {
+		return errors.New("gateway: -log-body-max must be above 0")
+	}
+	opts.LogBodies, opts.LogBodyMax = *logBodies, *logBodyMax
 	if *pricesPath != "" {
 		if opts.Prices, err = readPrices(*pricesPath); err != nil {
 			return err

@@ -1,0 +1,299 @@
+package gateway
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// bodyCanaries are secrets a request and its answer carry where
+// credentials go; none may be kept.
+var bodyCanaries = []string{"CANARY-API-KEY-1", "CANARY-API-KEY-2", "CANARY-X-API-KEY", "CANARY-PASSWORD",
+	"CANARY-CLIENT-SECRET", "CANARY-ANSWER-TOKEN", "gw-canary-key-7f3a9c1e", "sk-stored-secret"}
+
+// canaryChat is a chat request with credentials in its body: under
+// credential-like names, and the caller's own gateway key in a message.
+const canaryChat = `{"model":"gpt-4o","api_key":"CANARY-API-KEY-1","apiKey":"CANARY-API-KEY-2",
+	"X-Api-Key":"CANARY-X-API-KEY","login":{"user":"u","password":"CANARY-PASSWORD"},"metadata":{"client_secret":"CANARY-CLIENT-SECRET"},
+	"max_tokens":12,"messages":[{"role":"user","content":"my key is gw-canary-key-7f3a9c1e"}]}`
+
+// newBodiesEnv is the logs harness keeping bodies (when keep), with a key
+// whose value is a canary, and an upstream answering with a credential
+// in its body.
+func newBodiesEnv(t *testing.T, keep bool, max int, h http.HandlerFunc) *coreEnv {
+	t.Helper()
+	if h == nil {
+		h = func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","access_token":"CANARY-ANSWER-TOKEN",`+
+				`"choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],`+
+				`"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+		}
+	}
+	e := newCoreEnv(t, newCoreUpstream(t, h), func(o *Options) {
+		o.Logs = o.Keys.(*MemoryStore)
+		o.LogBodies, o.LogBodyMax = keep, max
+	})
+	e.store.AddAPIKey(APIKey{ID: "key-canary", Digest: HashAPIKey("gw-canary-key-7f3a9c1e"), WorkspaceID: "ws-1", Role: RoleMember})
+	return e
+}
+
+// chatLog sends body as a chat completion with the canary key and returns
+// its stored record and GET /logs/{id}'s answer.
+func (e *coreEnv) chatLog(body string, headers ...string) (*RequestLog, string) {
+	e.t.Helper()
+	before, _ := e.store.Logs(context.Background(), &LogQuery{})
+	res := e.do("POST", "/v1/chat/completions", strings.NewReader(body),
+		append([]string{HeaderAPIKey + ": gw-canary-key-7f3a9c1e", HeaderVirtualKey + ": vk-up", "Content-Type: application/json"}, headers...)...)
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	waitLogs(e.t, e.store, len(before)+1)
+	recs, _ := e.store.Logs(context.Background(), &LogQuery{Limit: 1})
+	rec, err := e.store.Log(context.Background(), "", recs[0].ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	st, got := e.getJSON(coreAdminKey, "/v1/logs/"+rec.ID, nil)
+	if st != 200 {
+		e.t.Fatalf("GET /logs/%s: %d %s", rec.ID, st, got)
+	}
+	return rec, got
+}
+
+// TestLogBodiesKeptAndRedacted: with LogBodies, GET /logs/{id} shows the
+// request's and the answer's bodies as JSON, with every credential
+// redacted; the list pages leave them out.
+func TestLogBodiesKeptAndRedacted(t *testing.T) {
+	e := newBodiesEnv(t, true, 0, nil)
+	rec, got := e.chatLog(canaryChat, "Authorization: Bearer CANARY-API-KEY-1")
+	for _, c := range bodyCanaries {
+		if strings.Contains(got, c) || strings.Contains(rec.RequestBody+rec.ResponseBody, c) {
+			t.Errorf("canary %s kept: %s", c, got)
+		}
+	}
+	var detail struct {
+		Request, Response struct {
+			Body          map[string]any `json:"body"`
+			BodyTruncated bool           `json:"body_truncated"`
+		}
+	}
+	if err := json.Unmarshal([]byte(got), &detail); err != nil {
+		t.Fatal(err)
+	}
+	req, resp := detail.Request.Body, detail.Response.Body
+	if req["model"] != "gpt-4o" || req["api_key"] != redacted || req["apiKey"] != redacted || req["X-Api-Key"] != redacted ||
+		req["login"].(map[string]any)["password"] != redacted || req["max_tokens"] != 12.0 || detail.Request.BodyTruncated {
+		t.Errorf("request body = %v", req)
+	}
+	if msg := req["messages"].([]any)[0].(map[string]any)["content"]; msg != "my key is "+redacted {
+		t.Errorf("message = %q, want the caller's key redacted", msg)
+	}
+	if resp["id"] != "chatcmpl-1" || resp["access_token"] != redacted {
+		t.Errorf("response body = %v", resp)
+	}
+	_, list := e.getJSON(coreAdminKey, "/v1/logs", nil)
+	if strings.Contains(list, `"request"`) || strings.Contains(list, "chatcmpl-1") {
+		t.Errorf("GET /logs shows bodies: %s", list)
+	}
+}
+
+// TestLogBodiesOff: without LogBodies no body is kept, and GET
+// /logs/{id} has none.
+func TestLogBodiesOff(t *testing.T) {
+	e := newBodiesEnv(t, false, 0, nil)
+	rec, got := e.chatLog(canaryChat)
+	if rec.RequestBody != "" || rec.ResponseBody != "" || strings.Contains(got, `"request"`) || strings.Contains(got, "gpt-4o\",\"api_key") {
+		t.Errorf("bodies kept with LogBodies off: %+v\n%s", rec, got)
+	}
+}
+
+// TestLogBodiesCapped: bodies past LogBodyMax are cut and say so; a cut
+// JSON body is shown as a string.
+func TestLogBodiesCapped(t *testing.T) {
+	e := newBodiesEnv(t, true, 64, nil)
+	long := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("x", 500) + `"}],"api_key":"CANARY-API-KEY-1"}`
+	rec, got := e.chatLog(long)
+	if !rec.RequestBodyTruncated || len(rec.RequestBody) > 64 || !strings.HasPrefix(rec.RequestBody, `{"model":"gpt-4o"`) {
+		t.Errorf("request body = %q (truncated %v), want its first 64 bytes", rec.RequestBody, rec.RequestBodyTruncated)
+	}
+	if !rec.ResponseBodyTruncated || len(rec.ResponseBody) > 64+len(redacted) {
+		t.Errorf("response body = %q (truncated %v)", rec.ResponseBody, rec.ResponseBodyTruncated)
+	}
+	var detail struct {
+		Request struct {
+			Body          string `json:"body"`
+			BodyTruncated bool   `json:"body_truncated"`
+		}
+	}
+	if err := json.Unmarshal([]byte(got), &detail); err != nil || !detail.Request.BodyTruncated || detail.Request.Body != rec.RequestBody {
+		t.Errorf("GET /logs/{id} = %s (%v)", got, err)
+	}
+}
+
+// TestLogBodiesStream: a streamed answer is kept as the event stream's
+// bytes, credentials in its data lines redacted.
+func TestLogBodiesStream(t *testing.T) {
+	e := newBodiesEnv(t, true, 0, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range []string{
+			`{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"he"}}]}`,
+			`{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"llo"}}],"secret":"CANARY-ANSWER-TOKEN"}`,
+			`[DONE]`,
+		} {
+			fmt.Fprintf(w, "data: %s\n\n", ev)
+			w.(http.Flusher).Flush()
+		}
+	})
+	rec, got := e.chatLog(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	want := "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"he\"}}]}\n\n"
+	if !strings.HasPrefix(rec.ResponseBody, want) || !strings.HasSuffix(rec.ResponseBody, "data: [DONE]\n\n") ||
+		!strings.Contains(rec.ResponseBody, `"secret":"[REDACTED]"`) || strings.Contains(got, "CANARY") {
+		t.Errorf("streamed answer kept as %q", rec.ResponseBody)
+	}
+}
+
+// TestRenderBody: coded, binary and form bodies.
+func TestRenderBody(t *testing.T) {
+	c := &bodyCapture{max: 1 << 10, secrets: []string{"gw-secret-value-123"}}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	io.WriteString(zw, `{"token":"CANARY-ANSWER-TOKEN","ok":true}`)
+	zw.Close()
+	for _, tc := range []struct {
+		raw, ctype, coding, want string
+		cut                      bool
+	}{
+		{z.String(), "application/json", "gzip", `{"token":"[REDACTED]","ok":true}`, false},
+		{"abc", "application/json", "br", "[3 bytes, content-encoding br, not kept]", false},
+		{"RIFF....", "audio/wav", "", "[8 bytes of audio/wav, not kept]", false},
+		{"model=m&password=p%40ss&x=1", "application/x-www-form-urlencoded", "", "model=m&password=[REDACTED]&x=1", false},
+		{"plain gw-secret-value-123 text", "text/plain", "", "plain [REDACTED] text", false},
+		{`{"a":"gw-secret-val`, "", "", `{"a":"[REDACTED]`, true},
+		{`{"image_url":{"url":"data:image/png;base64,` + strings.Repeat("QUFB", 100) + `"}}`, "application/json", "",
+			`{"image_url":{"url":"data:image/png;base64,[elided 400 bytes]"}}`, false},
+		{`{"headers":{"authorization":"Bearer abc"},"note":"bearer xyz"}`, "application/json", "",
+			`{"headers":{"authorization":"[REDACTED]"},"note":"bearer [REDACTED]"}`, false},
+	} {
+		total := int64(len(tc.raw))
+		if tc.cut {
+			total += 100
+		}
+		got, cut := c.render([]byte(tc.raw), tc.ctype, tc.coding, total)
+		if got != tc.want || cut != tc.cut {
+			t.Errorf("render(%q, %s, %s) = %q, %v; want %q, %v", tc.raw, tc.ctype, tc.coding, got, cut, tc.want, tc.cut)
+		}
+	}
+}
+
+func TestCredentialName(t *testing.T) {
+	for _, name := range []string{"api_key", "apiKey", "X-API-Key", "x_api_key", "openai_api_key", "client_secret", "password",
+		"Password", "access_token", "refreshToken", "Authorization", "token", "secret", "private_key", "credentials", "aws_secret_access_key"} {
+		if !credentialName(name) {
+			t.Errorf("credentialName(%q) = false", name)
+		}
+	}
+	for _, name := range []string{"model", "max_tokens", "prompt_tokens", "budget_tokens", "messages", "tokenizer", "keyword",
+		"content", "cache_key", "input"} {
+		if credentialName(name) {
+			t.Errorf("credentialName(%q) = true", name)
+		}
+	}
+}
+
+// FuzzRedactJSON: redactJSON never fails; valid JSON stays valid with
+// every credential-like member's value "[REDACTED]"; and a credential of
+// a valid document never survives in the redaction of a cut of it.
+func FuzzRedactJSON(f *testing.F) {
+	for _, s := range []string{canaryChat, `{"a":{"token":[1,{"b":"c"}]},"d":"data:x;base64,` + strings.Repeat("A", 300) + `"}`,
+		`[{"api_key":"s1"},{"API-KEY":null},"\"apikey\""]`, `{"pass\u0077ord":"s2","x":"bearer t"}`, `{"a":"\`, `"x`, `}]{[`} {
+		f.Add([]byte(s), uint(len(s)/2))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, cut uint) {
+		out := redactJSON(nil, b)
+		cutAt := int(cut % uint(len(b)+1))
+		outCut := redactJSON(nil, b[:cutAt])
+		if !json.Valid(b) {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("redactJSON(%q) = %q: not JSON", b, out)
+		}
+		var v any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatal(err)
+		}
+		checkRedacted(t, v, out)
+		var orig any
+		json.Unmarshal(b, &orig)
+		for _, secret := range credentialValues(orig, nil) {
+			if len(secret) >= 6 && bytes.Count(b, []byte(secret)) == 1 && bytes.Contains(outCut, []byte(secret)) {
+				t.Fatalf("credential %q survives in the redaction of %q: %q", secret, b[:cutAt], outCut)
+			}
+		}
+	})
+}
+
+// checkRedacted fails t when v holds a credential-like member whose
+// value is not "[REDACTED]".
+func checkRedacted(t *testing.T, v any, out []byte) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if credentialName(k) && x != redacted {
+				t.Fatalf("member %q = %v in %q", k, x, out)
+			}
+			checkRedacted(t, x, out)
+		}
+	case []any:
+		for _, x := range v {
+			checkRedacted(t, x, out)
+		}
+	}
+}
+
+// credentialValues appends the strings under credential-like members of
+// v to dst.
+func credentialValues(v any, dst []string) []string {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if credentialName(k) {
+				if s, ok := x.(string); ok {
+					dst = append(dst, s)
+				}
+			}
+			dst = credentialValues(x, dst)
+		}
+	case []any:
+		for _, x := range v {
+			dst = credentialValues(x, dst)
+		}
+	}
+	return dst
+}
+
+// BenchmarkLogBodies is BenchmarkPassThrough's gateway with its request
+// logs stored, bodies kept (on) or not (off): what keeping them costs.
+func BenchmarkLogBodies(b *testing.B) {
+	up := benchUpstream(b)
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
+			st := &MemoryStore{}
+			st.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey("gw-bench"), WorkspaceID: "ws"})
+			st.AddVirtualKey(VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk-up", BaseURL: up.URL + "/v1"})
+			g := New(Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, LogSink: discardSink{}, LogBodies: on})
+			defer g.Close()
+			benchServe(b, g, http.Header{
+				"Content-Type":          {"application/json"},
+				"X-Gateway-Api-Key":     {"gw-bench"},
+				"X-Gateway-Virtual-Key": {"vk"},
+			})
+		})
+	}
+}
