@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -66,7 +67,7 @@ func (c *console) call(r *http.Request, key, method, path string, query url.Valu
 }
 
 func (c *console) callCtx(ctx context.Context, remote, key, method, path string, query url.Values, body, out any) error {
-	var rd *bytes.Reader
+	var rd io.Reader = http.NoBody
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
@@ -75,12 +76,11 @@ func (c *console) callCtx(ctx context.Context, remote, key, method, path string,
 		rd = bytes.NewReader(b)
 	}
 	u := &url.URL{Path: c.prefix + path, RawQuery: query.Encode()}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return err
 	}
-	if rd != nil {
-		req, _ = http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.RemoteAddr = remote // the audit log records the browser's address

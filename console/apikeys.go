@@ -32,57 +32,6 @@ var scopes = []gateway.Scope{gateway.ScopeCompletionsWrite,
 	gateway.ScopeConfigsRead, gateway.ScopeConfigsWrite, gateway.ScopePoliciesRead, gateway.ScopePoliciesWrite,
 	gateway.ScopeAuditLogsRead, gateway.ScopeWorkspacesRead, gateway.ScopeWorkspacesWrite}
 
-// listPage is the data of a paged control-plane list.
-type listPage[T any] struct {
-	Items     []T
-	Total     int
-	Page      int
-	Prev      string
-	Next      string
-	Workspace string
-	Scopes    []gateway.Scope
-	Extra     any
-}
-
-// pageOf reads current_page of the console's query (from 0).
-func pageNumber(q url.Values) int {
-	n, err := strconv.Atoi(q.Get("page"))
-	if err != nil || n < 0 || n > 1<<20 {
-		return 0
-	}
-	return n
-}
-
-// pager fills a list's links to the pages around page, of pageSize, for
-// path with the query pairs.
-func pager[T any](p *listPage[T], path string, pageSize int, pairs ...string) {
-	if p.Page > 0 {
-		p.Prev = link(path, append(pairs, "page", strconv.Itoa(p.Page-1))...)
-	}
-	if (p.Page+1)*pageSize < p.Total {
-		p.Next = link(path, append(pairs, "page", strconv.Itoa(p.Page+1))...)
-	}
-}
-
-// flashes are the success messages a redirect may name in done=.
-var flashes = map[string]string{
-	"revoked": "The key was revoked: it no longer works.",
-	"deleted": "Deleted.",
-	"rotated": "The provider key was replaced.",
-	"updated": "Saved as a new version.",
-	"created": "Created.",
-}
-
-// listQuery is the API query of page n of pageSize, for workspace ws
-// ("" for none).
-func listQuery(n, pageSize int, ws string) url.Values {
-	q := url.Values{"page_size": {strconv.Itoa(pageSize)}, "current_page": {strconv.Itoa(n)}}
-	if ws != "" {
-		q.Set("workspace_id", ws)
-	}
-	return q
-}
-
 // apiKeys lists the keys the signed-in key may see, with the form that
 // creates one.
 func (c *console) apiKeys(w http.ResponseWriter, r *http.Request, s *session) {

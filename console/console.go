@@ -188,6 +188,10 @@ func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveStatic serves the embedded style sheet and script, which hold no
 // data and may be cached for a day.
 func (c *console) serveStatic(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/") {
+		c.notFound(w, r) // no directory listing
+		return
+	}
 	w.Header().Set("Cache-Control", "public, max-age=86400")
 	c.static.ServeHTTP(w, r)
 }
