@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -558,5 +559,45 @@ func TestLogExportOfTraffic(t *testing.T) {
 	}
 	if got[0]["req_units"] != float64(9) || got[0]["metadata"] == nil {
 		t.Errorf("newest record %v: want the answer's usage and the metadata", got[0])
+	}
+}
+
+// beatCounter is a LogExportStore that counts heartbeats: updates that
+// keep an export in progress.
+type beatCounter struct {
+	LogExportStore
+	beats atomic.Int64
+}
+
+func (c *beatCounter) UpdateLogExport(ctx context.Context, old, e *LogExport, content []byte) error {
+	err := c.LogExportStore.UpdateLogExport(ctx, old, e, content)
+	if err == nil && old.Status == ExportInProgress && e.Status == ExportInProgress {
+		c.beats.Add(1)
+	}
+	return err
+}
+
+// TestLogExportHeartbeat: a job moves its export's last_updated_at after
+// each full batch once the heartbeat interval has passed (on a clock that
+// jumps past it at every reading), and still ends in success.
+func TestLogExportHeartbeat(t *testing.T) {
+	counter := &beatCounter{}
+	e := newCoreEnv(t, nil, func(o *Options) {
+		ms := o.Keys.(*MemoryStore)
+		counter.LogExportStore = ms
+		o.Logs, o.LogExports = ms, counter
+	})
+	var ticks atomic.Int64
+	base := time.Now()
+	e.gw.now = func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * (exportHeartbeat + time.Second)) }
+	addTestLogs(t, e.store, exportBatch*2)
+	id, _ := e.createExport(coreAdminKey, map[string]any{"filters": map[string]any{}, "requested_data": []string{"id"}})
+	e.sendJSON(coreAdminKey, "POST", "/v1/logs/exports/"+id+"/start", nil, nil)
+	it := e.waitExport(coreAdminKey, id)
+	if it.Status != "success" || it.Total != exportBatch*2 {
+		t.Fatalf("export %s (%s), total %d", it.Status, it.Description, it.Total)
+	}
+	if n := counter.beats.Load(); n != 2 {
+		t.Errorf("%d heartbeats, want 2: one after each full batch", n)
 	}
 }
