@@ -290,3 +290,28 @@ func TestVirtualKeysAndConfigs(t *testing.T) {
 		t.Errorf("deleted config: %d", st)
 	}
 }
+
+func TestScopesAreTheAPIs(t *testing.T) {
+	e := newEnv(t, Options{})
+	// A key that may read logs and nothing else: the other pages show
+	// the API's 403 naming the scope it lacks.
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-logs", Digest: gateway.HashAPIKey("gw-logs-only"), WorkspaceID: "ws-1",
+		Scopes: []gateway.Scope{gateway.ScopeLogsRead}})
+	b := e.signedIn("gw-logs-only")
+	if p := b.get("/console/logs"); p.status != http.StatusOK {
+		t.Errorf("logs: %d", p.status)
+	}
+	for path, scope := range map[string]string{"/console/": "analytics.read", "/console/api-keys": "api_keys.read",
+		"/console/virtual-keys": "virtual_keys.read", "/console/configs": "configs.read", "/console/audit": "audit_logs.read"} {
+		if p := b.get(path); p.status != http.StatusForbidden || !strings.Contains(p.body, scope) {
+			t.Errorf("GET %s: %d, want 403 naming %s", path, p.status, scope)
+		}
+	}
+	if p := b.get("/console/policies"); !strings.Contains(p.body, "policies.read") {
+		t.Error("policies page: want the API's 403 naming policies.read")
+	}
+	p := b.post("/console/api-keys", "/console/api-keys", url.Values{"name": {"x"}, "type": {"workspace"}, "sub_type": {"service"}})
+	if p.status != http.StatusForbidden || !strings.Contains(p.body, "api_keys.write") {
+		t.Errorf("create without api_keys.write: %d", p.status)
+	}
+}

@@ -176,12 +176,23 @@ func signIn(t *testing.T, ctx context.Context, base, key string) {
 }
 
 func TestConsole(t *testing.T) {
+	for _, backend := range []string{"memory", "sqlite"} {
+		t.Run(backend, func(t *testing.T) { testConsole(t, backend) })
+	}
+}
+
+// testConsole drives the console of examples/server on backend; the
+// SQLite run saves the screenshots.
+func testConsole(t *testing.T, backend string) {
 	ctx := newTab(t)
-	s := startServer(t)
+	s := startServer(t, backend)
 	const requests = 12
 	s.traffic(requests)
-	dir := screenshotDir(t)
-	t.Logf("screenshots in %s", dir)
+	dir := t.TempDir()
+	if backend == "sqlite" {
+		dir = screenshotDir(t)
+		t.Logf("screenshots in %s", dir)
+	}
 	base := s.url
 
 	// Signed out: the sign-in page.

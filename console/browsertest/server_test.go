@@ -6,43 +6,72 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelgateway/gateway/gatewaytest"
 )
 
-// adminKey is the key the server runs with (GATEWAY_API_KEY): with -demo,
-// an admin key of the server's default workspace.
+// adminKey is the key the server runs with: an admin key of its default
+// workspace (GATEWAY_API_KEY with -demo, the config file's otherwise).
 const adminKey = "gw-browsertest-admin-key-0123456789"
 
 // server is examples/server, built from this repository and run with
-// -demo (a fake OpenAI-compatible provider behind the virtual key demo,
-// state in memory).
+// generated traffic on one of its backends.
 type server struct {
 	t   *testing.T
 	url string
 }
 
-// startServer builds and starts examples/server; it is stopped at the
-// end of the test.
-func startServer(t *testing.T) *server {
+// startServer builds and starts examples/server, stopped at the end of
+// the test. Backend "memory" runs it with -demo (state in memory, its
+// own fake provider behind the virtual key demo); "sqlite" with a SQLite
+// database and a -config file naming the admin key and a virtual key
+// demo for a fake provider of the test's.
+func startServer(t *testing.T, backend string) *server {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "server")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "server")
 	build := exec.Command("go", "build", "-o", bin, "./examples/server")
 	build.Dir = root
 	build.Env = append(os.Environ(), "GOWORK="+filepath.Join(root, "go.work"))
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building examples/server: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-demo", "-addr", "127.0.0.1:0", "-request-log", "off", "-drain", "0", "-grace", "1s")
-	cmd.Env = append(os.Environ(), "GATEWAY_API_KEY="+adminKey)
+	args := []string{"-addr", "127.0.0.1:0", "-request-log", "off", "-drain", "0", "-grace", "1s"}
+	env := append(os.Environ(), "GATEWAY_API_KEY="+adminKey)
+	switch backend {
+	case "memory":
+		args = append(args, "-demo")
+	case "sqlite":
+		up := gatewaytest.NewServer()
+		t.Cleanup(up.Close)
+		u, _ := url.Parse(up.URL)
+		cfg, _ := json.Marshal(map[string]any{
+			"api_keys":     []any{map[string]any{"id": "key-admin", "key": adminKey, "workspace_id": "default", "role": "admin"}},
+			"virtual_keys": []any{map[string]any{"slug": "demo", "provider": "openai", "api_key": "sk-browsertest", "base_url": up.URL}},
+			"custom_hosts": map[string]any{"allow": []string{u.Host}},
+		})
+		path := filepath.Join(dir, "config.json")
+		if err := os.WriteFile(path, cfg, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-db", filepath.Join(dir, "gateway.db"), "-config", path)
+		env = append(env, "GATEWAY_MASTER_KEY="+strings.Repeat("7f", 32))
+	default:
+		t.Fatalf("unknown backend %q", backend)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
