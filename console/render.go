@@ -69,7 +69,7 @@ var funcs = template.FuncMap{
 	"link":  link,
 	"add":   func(a, b int) int { return a + b },
 	"sub":   func(a, b int) int { return a - b },
-	"json":  prettyJSON,
+	"count": count,
 	"limit": func(s string, n int) string {
 		if r := []rune(s); len(r) > n {
 			return string(r[:n-1]) + "…"
@@ -149,4 +149,12 @@ func link(path string, pairs ...string) string {
 		return path
 	}
 	return path + "?" + q.Encode()
+}
+
+// count says how many of a thing there are: "1 config", "3 configs".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return num(n) + " " + thing + "s"
 }
