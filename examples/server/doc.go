@@ -77,11 +77,13 @@
 // lower-case hex SHA-256 of the key) instead of key. An unknown field is an
 // error at start-up.
 //
-// -redis redis://HOST:PORT/DB keeps the rate-limit buckets and the
-// response cache in Redis (package redis), so that replicas using the
-// same Redis enforce one limit and share cached answers; without it each
-// process keeps its own, in memory. A Redis that does not answer at
-// start-up stops the server.
+// -redis redis://HOST:PORT/DB keeps the rate-limit buckets, the budget
+// counters of usage-limits policies and the response cache in Redis
+// (package redis), so that replicas using the same Redis enforce one limit
+// and one budget and share cached answers; without it each process keeps
+// its own buckets and cache, in memory, and a database (-db) keeps the
+// budget counters.
+// A Redis that does not answer at start-up stops the server.
 //
 // Standard output carries one JSON line per request (trace id, key id,
 // provider, status, latency, bytes; never a credential), unless

@@ -86,7 +86,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	logBodyMax := fs.Int("log-body-max", 16<<10, "the most `bytes` of each body -log-bodies keeps")
 	logRetention := fs.Duration("log-retention", 720*time.Hour, "how long a database keeps request logs; older ones are deleted in batches (0: kept until deleted by hand)")
 	otelEndpoint := fs.String("otel-endpoint", "", "`URL` of an OpenTelemetry collector's OTLP/HTTP endpoint, such as http://localhost:4318, to which a span per request is exported (empty: no tracing)")
-	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets and the response cache, shared by every replica using it (empty: in memory, per process)")
+	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets, the budget counters and the response cache, shared by every replica using it (empty: in memory, per process)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
