@@ -313,6 +313,14 @@ func TestLogExportUpdateDraft(t *testing.T) {
 			t.Errorf("record %v: want only id and response_status_code 500", rec)
 		}
 	}
+	// Behind a TLS-terminating proxy, the URL says https.
+	res := e.do("GET", "/v1/logs/exports/"+id+"/download", nil, HeaderAPIKey+": "+coreAdminKey, "X-Forwarded-Proto: https")
+	var dl struct {
+		SignedURL string `json:"signed_url"`
+	}
+	if json.NewDecoder(res.Body).Decode(&dl); !strings.HasPrefix(dl.SignedURL, "https://") || !strings.HasSuffix(dl.SignedURL, "/v1/logs/exports/"+id+"/content") {
+		t.Errorf("signed_url behind a TLS proxy = %q", dl.SignedURL)
+	}
 }
 
 // gatedLogs is a LogStore whose Logs, once armed, says it was called and

@@ -407,8 +407,11 @@ func (g *Gateway) downloadLogExport(w http.ResponseWriter, r *http.Request, e *L
 	if e.Status != ExportSuccess {
 		return exportStateConflict(e, "its records can be downloaded once it has succeeded")
 	}
+	// The URL goes back to the caller alone, so the caller's own Host
+	// and X-Forwarded-Proto (set by a TLS-terminating proxy) are trusted
+	// to say where it reached the gateway.
 	u := url.URL{Scheme: "http", Host: r.Host, Path: g.prefix + "/logs/exports/" + e.ID + "/content"}
-	if r.TLS != nil {
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
 		u.Scheme = "https"
 	}
 	writeJSON(w, http.StatusOK, struct {
