@@ -14,8 +14,14 @@ type memoryExport struct {
 
 var _ LogExportStore = (*MemoryStore)(nil)
 
+// memoryExportsMax is how many log exports a MemoryStore keeps: past it,
+// the oldest created that is not in progress goes.
+const memoryExportsMax = 1000
+
 // CreateLogExport implements LogExportStore: it keeps a copy of e, or
-// returns ErrConflict if e.ID is taken.
+// returns ErrConflict if e.ID is taken. Once the store holds 1,000
+// exports, each new one drops the oldest created that is not in
+// progress, with its records.
 func (s *MemoryStore) CreateLogExport(_ context.Context, e *LogExport) error {
 	c := cloneLogExport(e)
 	s.logMu.Lock()
@@ -25,6 +31,17 @@ func (s *MemoryStore) CreateLogExport(_ context.Context, e *LogExport) error {
 	}
 	if s.exports == nil {
 		s.exports = make(map[string]*memoryExport)
+	}
+	if len(s.exports) >= memoryExportsMax {
+		var oldest *LogExport
+		for _, m := range s.exports {
+			if m.export.Status != ExportInProgress && (oldest == nil || compareExports(*m.export, *oldest) > 0) {
+				oldest = m.export
+			}
+		}
+		if oldest != nil {
+			delete(s.exports, oldest.ID)
+		}
 	}
 	s.exports[c.ID] = &memoryExport{export: c}
 	return nil
