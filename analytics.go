@@ -47,7 +47,7 @@ const (
 )
 
 // Measure selects figures of an Aggregate beyond Requests, which is
-// always counted; an implementation may fill in more than was asked.
+// always counted; the figures not asked for are zero.
 type Measure uint
 
 // Measures of an Aggregation.
@@ -92,8 +92,8 @@ type Aggregation struct {
 }
 
 // Aggregate is the figures of one group of request logs. Only the keys of
-// the Aggregation's GroupBy are set; the measures not asked for may be
-// zero. Latencies are in microseconds, cost in USD.
+// the Aggregation's GroupBy are set, and only the measures it asks for.
+// Latencies are in microseconds, cost in USD.
 type Aggregate struct {
 	Time            time.Time // DimTime: the bucket's start, UTC
 	Provider, Model string    // DimModel

@@ -187,10 +187,49 @@ func (ag *recordAggregator) result() []Aggregate {
 			g.LatencyP99 = Percentile(g.latencies, 0.99)
 		}
 		g.Users = int64(len(g.users))
-		out = append(out, g.Aggregate)
+		out = append(out, ag.masked(g.Aggregate))
 	}
 	SortAggregates(out)
 	return out
+}
+
+// masked returns a with the measures its aggregation did not ask for set
+// to zero, so that every implementation gives the same Aggregate.
+func (ag *recordAggregator) masked(a Aggregate) Aggregate {
+	m := ag.a.Measures
+	if ag.byValue {
+		return Aggregate{Time: a.Time, Provider: a.Provider, Model: a.Model, MetadataValue: a.MetadataValue, Status: a.Status,
+			Attempts: a.Attempts, FeedbackValue: a.FeedbackValue, Requests: a.Requests, Feedbacks: a.Feedbacks,
+			FeedbackWeight: a.FeedbackWeight}
+	}
+	if m&MeasureErrors == 0 {
+		a.Errors = 0
+	}
+	if m&MeasureRescued == 0 {
+		a.RescuedRetry, a.RescuedFallback = 0, 0
+	}
+	if m&MeasureCache == 0 {
+		a.CacheHits, a.CacheMisses, a.CacheHitLatency, a.CacheMissLatency = 0, 0, 0, 0
+	}
+	if m&MeasureTokens == 0 {
+		a.PromptTokens, a.CompletionTokens, a.TotalTokens = 0, 0, 0
+	}
+	if m&MeasureCost == 0 {
+		a.Cost = 0
+	}
+	if m&MeasureLatency == 0 {
+		a.Latency = 0
+	}
+	if m&MeasureUsers == 0 {
+		a.Users, a.UserRequests = 0, 0
+	}
+	if m&MeasureLastSeen == 0 {
+		a.LastSeen = time.Time{}
+	}
+	if m&MeasureFeedback == 0 {
+		a.Feedbacks, a.FeedbackWeight, a.RequestsWithFeedback = 0, 0, 0
+	}
+	return a
 }
 
 // meanWeighted is the mean of value × weight over fb (not empty).

@@ -1,0 +1,162 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/sqlstore"
+)
+
+// benchLogsEnd is the end of the benchmark's records: they span the 30
+// days before it.
+var benchLogsEnd = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+// millionLogs returns a SQLite database holding 1,000,000 request logs of
+// workspace ws-1 over the 30 days before benchLogsEnd (9 teams, 1,000
+// users, 5 models, a status in 8 an error, two records per trace) and
+// 20,000 feedback, on 20,000 traces. The file is made once per schema
+// version under os.TempDir, by INSERT … SELECT from a recursive counter
+// (the rollup triggers run for each row), and copied for each run.
+func millionLogs(b *testing.B) string {
+	b.Helper()
+	dir := filepath.Join(os.TempDir(), "gateway-analytics-bench")
+	cached := filepath.Join(dir, "v"+strconv.Itoa(sqlstore.SchemaVersion)+".db")
+	if _, err := os.Stat(cached); err != nil {
+		os.MkdirAll(dir, 0o700)
+		tmp := cached + ".tmp"
+		os.Remove(tmp)
+		s, err := sqlstore.Open(context.Background(), tmp, sqlstore.Options{MasterKey: testKey})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+		db := rawDB(b, tmp)
+		start := time.Now()
+		step := int64(30 * 24 * time.Hour / time.Microsecond / 1000000) // 2.592 s between records
+		for _, q := range []string{
+			`PRAGMA journal_mode=OFF`, `PRAGMA synchronous=OFF`,
+			fmt.Sprintf(`WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 999999)
+INSERT INTO request_logs (id, time_us, trace_id, workspace_id, key_id, provider, model, method, path, status, latency_us,
+	prompt_tokens, completion_tokens, total_tokens, cost, cache_status, attempts, fallback_index, rescued, metadata)
+SELECT printf('%%012d-bench', i), %d - (i * 7919 %% 1000000) * %d - i %% 7, 'trace-' || (i / 2), 'ws-1', 'key-' || (i %% 4), 'openai',
+	'model-' || (i %% 5), 'POST', '/v1/chat/completions', CASE WHEN i %% 8 = 0 THEN 500 ELSE 200 END, (i * 104729) %% 5000000,
+	i %% 2000, i %% 700, i %% 2000 + i %% 700, (i %% 2700) * 0.00001, CASE i %% 3 WHEN 0 THEN 'HIT' WHEN 1 THEN 'MISS' ELSE '' END,
+	i %% 3, i %% 2, i %% 11 = 0, '{"team":"t' || (i %% 9) || '","_user":"u' || (i %% 1000) || '","env":"prod"}'
+FROM c`, benchLogsEnd.UnixMicro(), step),
+			`WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 19999)
+INSERT INTO feedback (id, workspace_id, trace_id, score, weight, created_us, updated_us)
+SELECT 'fb-' || i, 'ws-1', 'trace-' || (i * 25), i % 21 - 10, (i % 5) * 0.25, 0, 0 FROM c`,
+			`ANALYZE`,
+		} {
+			if _, err := db.Exec(q); err != nil {
+				b.Fatalf("%.60s…: %v", q, err)
+			}
+		}
+		db.Close()
+		if err := os.Rename(tmp, cached); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("made %s in %v", cached, time.Since(start))
+	}
+	path := filepath.Join(b.TempDir(), "gateway.db")
+	data, err := os.ReadFile(cached)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkAnalyticsMillionLogs times GET /analytics/graphs/requests and
+// GET /analytics/groups/metadata/team through a gateway over a SQLite
+// store of 1,000,000 request logs, over the 30 days that hold them all
+// (daily buckets), and over the last day.
+func BenchmarkAnalyticsMillionLogs(b *testing.B) {
+	s := openStore(b, millionLogs(b), sqlstore.Options{})
+	ctx := context.Background()
+	now := time.Now().UTC()
+	if err := s.CreateAPIKey(ctx, &gateway.APIKey{ID: "key-admin", Digest: gateway.HashAPIKey(cpAdminKey), WorkspaceID: "ws-1",
+		Role: gateway.RoleAdmin, CreatedAt: now, UpdatedAt: now}); err != nil {
+		b.Fatal(err)
+	}
+	g := gateway.New(gateway.Options{Keys: s, Logs: s, Feedback: s})
+	srv := httptest.NewServer(g)
+	b.Cleanup(func() { srv.Close(); g.Close() })
+	window := func(d time.Duration) string {
+		return "time_of_generation_min=" + url.QueryEscape(benchLogsEnd.Add(-d).Format(time.RFC3339)) +
+			"&time_of_generation_max=" + url.QueryEscape(benchLogsEnd.Format(time.RFC3339))
+	}
+	for _, c := range []struct{ name, path string }{
+		{"requests/30d", "/v1/analytics/graphs/requests?" + window(30*24*time.Hour)},
+		{"requests/1d", "/v1/analytics/graphs/requests?" + window(24*time.Hour)},
+		{"requests/30d-status500", "/v1/analytics/graphs/requests?status_code=500&" + window(30*24*time.Hour)},
+		{"metadata-team/30d", "/v1/analytics/groups/metadata/team?" + window(30*24*time.Hour)},
+		{"metadata-team/1d", "/v1/analytics/groups/metadata/team?" + window(24*time.Hour)},
+		{"metadata-user/30d", "/v1/analytics/groups/metadata/_user?" + window(30*24*time.Hour)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequest("GET", srv.URL+c.path, nil)
+				req.Header.Set(gateway.HeaderAPIKey, cpAdminKey)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					b.Fatalf("%d %s", res.StatusCode, body)
+				}
+			}
+		})
+	}
+}
+
+// TestExplainAnalyticsMillionLogs logs SQLite's query plans of the
+// benchmark's queries (go test -run ExplainAnalytics -v), on the
+// benchmark's database when it is cached, else on an empty one.
+func TestExplainAnalyticsMillionLogs(t *testing.T) {
+	dsn := filepath.Join(os.TempDir(), "gateway-analytics-bench", "v"+strconv.Itoa(sqlstore.SchemaVersion)+".db")
+	if _, err := os.Stat(dsn); err != nil {
+		dsn = sqliteDSN(t)
+	}
+	s := openStore(t, dsn, sqlstore.Options{})
+	q := gateway.LogQuery{WorkspaceID: "ws-1", Start: benchLogsEnd.Add(-30 * 24 * time.Hour), End: benchLogsEnd}
+	meta := &gateway.Aggregation{Query: q, GroupBy: []gateway.Dimension{gateway.DimMetadata}, MetadataKey: "team",
+		Measures: gateway.MeasureCost | gateway.MeasureTokens | gateway.MeasureFeedback | gateway.MeasureLastSeen}
+	for _, a := range []*gateway.Aggregation{
+		{Query: q},
+		{Query: q, GroupBy: []gateway.Dimension{gateway.DimTime}, Bucket: 24 * time.Hour},
+		meta,
+	} {
+		ctx := context.Background()
+		rollup, err := s.ExplainRollup(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records, err := s.ExplainAggregate(ctx, a, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("group by %v: whole hours, from the rollups:\n%sthe records (the ends of the window, and without rollups):\n%s",
+			a.GroupBy, rollup, records)
+	}
+	plan, err := s.ExplainAggregate(context.Background(), meta, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the feedback of metadata groups, from the records with feedback:\n%s", plan)
+}

@@ -1,0 +1,50 @@
+package sqlstore
+
+import (
+	"context"
+	"strings"
+
+	gateway "github.com/modelgateway/gateway"
+)
+
+// ExplainAggregate returns SQLite's EXPLAIN QUERY PLAN of the query
+// AggregateLogs runs on the records for a (withFeedback: on those with
+// feedback), one step a line.
+func (s *Store) ExplainAggregate(ctx context.Context, a *gateway.Aggregation, withFeedback bool) (string, error) {
+	q, args, _ := s.aggregateQuery(a, withFeedback)
+	return s.explain(ctx, q, args)
+}
+
+// ExplainRollup returns SQLite's EXPLAIN QUERY PLAN of the rollup query
+// AggregateLogs runs for the whole hours of a.
+func (s *Store) ExplainRollup(ctx context.Context, a *gateway.Aggregation) (string, error) {
+	from, to, ok := s.rollupHours(a)
+	if !ok {
+		return "(no rollup)\n", nil
+	}
+	q, args := rollupQuery(a, from, to)
+	return s.explain(ctx, s.dialect.rebind(q), args)
+}
+
+func (s *Store) explain(ctx context.Context, q string, args []any) (string, error) {
+	conn, err := s.percentileConn(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	rows, err := conn.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			return "", err
+		}
+		b.WriteString(detail + "\n")
+	}
+	return b.String(), rows.Err()
+}
