@@ -159,13 +159,17 @@ func TestLogRetention(t *testing.T) {
 }
 
 // BenchmarkAddLogs measures ingestion into SQLite and Postgres in
-// batches of 100 records, as the gateway's log queue hands them over
-// under load, into a table already holding LOGBENCH_PREFILL records
-// (default 0). Records look like the gateway's: times and ids rising,
+// batches of LOGBENCH_BATCH records (default 100), as the gateway's log
+// queue hands them over under load, into a table already holding
+// LOGBENCH_PREFILL records (default 0). Records look like the gateway's: times and ids rising,
 // random trace ids. Reported as records/s, and as the CPU time of this
 // process per record: all of SQLite's, only the client's of Postgres.
 func BenchmarkAddLogs(b *testing.B) {
 	prefill, _ := strconv.Atoi(os.Getenv("LOGBENCH_PREFILL"))
+	batch, _ := strconv.Atoi(os.Getenv("LOGBENCH_BATCH"))
+	if batch <= 0 {
+		batch = 100
+	}
 	for _, backend := range backends {
 		b.Run(backend.name, func(b *testing.B) {
 			ctx := context.Background()
@@ -179,10 +183,10 @@ func BenchmarkAddLogs(b *testing.B) {
 			b.ReportAllocs()
 			start, cpu0, n := time.Now(), cpuTime(b), 0
 			for b.Loop() {
-				if err := s.AddLogs(ctx, gen(100)); err != nil {
+				if err := s.AddLogs(ctx, gen(batch)); err != nil {
 					b.Fatal(err)
 				}
-				n += 100
+				n += batch
 			}
 			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
 			b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(n), "cpu-µs/record")
