@@ -105,6 +105,12 @@ func BenchmarkAnalyticsMillionLogs(b *testing.B) {
 		{"metadata-team/30d", "/v1/analytics/groups/metadata/team?" + window(30*24*time.Hour)},
 		{"metadata-team/1d", "/v1/analytics/groups/metadata/team?" + window(24*time.Hour)},
 		{"metadata-user/30d", "/v1/analytics/groups/metadata/_user?" + window(30*24*time.Hour)},
+		// Beyond the rollups: percentiles, distinct users, status codes.
+		{"latency/30d", "/v1/analytics/graphs/latency?" + window(30*24*time.Hour)},
+		{"latency/1d", "/v1/analytics/graphs/latency?" + window(24*time.Hour)},
+		{"users/30d", "/v1/analytics/graphs/users?" + window(30*24*time.Hour)},
+		{"errors-status-codes/30d", "/v1/analytics/graphs/errors/status-codes?" + window(30*24*time.Hour)},
+		{"cache-hit-rate/30d", "/v1/analytics/graphs/cache/hit-rate?" + window(30*24*time.Hour)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()

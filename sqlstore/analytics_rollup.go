@@ -5,19 +5,22 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
 )
 
-// SQLite keeps hourly rollups of the request logs (log_hours and
-// log_metadata_hours, see the migration that adds them), kept by
-// triggers. An aggregation that filters by workspace and time alone, asks
-// only for sums (no percentile, no distinct user), and groups by nothing,
-// by buckets of whole hours, or by a metadata value, reads the rollups
-// for the whole hours of its window and the records for the parts of an
-// hour at either end. The feedback of metadata groups is joined from the
-// records with feedback only, found by trace.
+// SQLite keeps hourly rollups of the request logs (log_hours, by status,
+// provider and model, and log_metadata_hours, by metadata pair; see the
+// migration that adds them), kept by triggers. An aggregation that asks
+// only for sums (no percentile, no distinct user) and filters by
+// workspace, time, status and model alone, grouped by buckets of whole
+// hours, status or model (or not at all), or that filters by workspace
+// and time alone, grouped by a metadata value, reads the rollups for the
+// whole hours of its window and the records for the parts of an hour at
+// either end. The feedback of metadata groups is joined from the records
+// with feedback only, found by trace.
 
 // rollupWidth is the width of a rollup row, in microseconds.
 const rollupWidth = int64(time.Hour / time.Microsecond)
@@ -34,18 +37,21 @@ const (
 // rollups may answer for, and whether they may.
 func (s *Store) rollupHours(a *gateway.Aggregation) (from, to int64, ok bool) {
 	q := &a.Query
-	if s.dialect != dialectSQLite || q.Start.IsZero() || q.End.IsZero() || len(q.StatusCodes) > 0 || len(q.Models) > 0 ||
-		len(q.APIKeyIDs) > 0 || len(q.VirtualKeys) > 0 || len(q.Configs) > 0 || len(q.TraceIDs) > 0 || len(q.Metadata) > 0 ||
+	if s.dialect != dialectSQLite || q.Start.IsZero() || q.End.IsZero() || len(q.APIKeyIDs) > 0 || len(q.VirtualKeys) > 0 ||
+		len(q.Configs) > 0 || len(q.TraceIDs) > 0 || len(q.Metadata) > 0 ||
 		q.PromptTokens != (gateway.Range[int64]{}) || q.CompletionTokens != (gateway.Range[int64]{}) ||
 		q.TotalTokens != (gateway.Range[int64]{}) || q.Cost != (gateway.Range[float64]{}) ||
 		a.WeightedFeedback != (gateway.Range[float64]{}) {
 		return 0, 0, false
 	}
-	switch {
-	case len(a.GroupBy) == 0 || len(a.GroupBy) == 1 && a.GroupBy[0] == gateway.DimTime && a.Bucket.Microseconds()%rollupWidth == 0:
+	if slices.Contains(a.GroupBy, gateway.DimMetadata) {
+		ok = len(a.GroupBy) == 1 && len(q.StatusCodes) == 0 && len(q.Models) == 0 && a.Measures&^rollupMetadataMeasures == 0
+	} else {
 		ok = a.Measures&^rollupMeasures == 0
-	case len(a.GroupBy) == 1 && a.GroupBy[0] == gateway.DimMetadata:
-		ok = a.Measures&^rollupMetadataMeasures == 0
+		for _, d := range a.GroupBy {
+			ok = ok && (d == gateway.DimStatus || d == gateway.DimModel ||
+				d == gateway.DimTime && a.Bucket.Microseconds()%rollupWidth == 0)
+		}
 	}
 	start, end := q.Start.UnixMicro(), q.End.UnixMicro()
 	from = (start + rollupWidth - 1) / rollupWidth * rollupWidth
@@ -59,10 +65,11 @@ func (s *Store) aggregateRollup(ctx context.Context, a *gateway.Aggregation, fro
 	groups := make(map[rollupKey]*gateway.Aggregate)
 	add := func(aggs []gateway.Aggregate, feedbackOnly bool) {
 		for _, x := range aggs {
-			k := rollupKey{x.Time.UnixMicro(), x.MetadataValue}
+			k := rollupKey{x.Time.UnixMicro(), x.MetadataValue, x.Status, x.Provider, x.Model}
 			g := groups[k]
 			if g == nil {
-				g = &gateway.Aggregate{Time: x.Time, MetadataValue: x.MetadataValue}
+				g = &gateway.Aggregate{Time: x.Time, MetadataValue: x.MetadataValue, Status: x.Status, Provider: x.Provider,
+					Model: x.Model}
 				groups[k] = g
 			}
 			g.Feedbacks += x.Feedbacks
@@ -126,65 +133,102 @@ func (s *Store) aggregateRollup(ctx context.Context, a *gateway.Aggregation, fro
 }
 
 type rollupKey struct {
-	time  int64
-	value string
+	time            int64
+	value           string
+	status          int
+	provider, model string
 }
 
 // rollupQuery returns the query of the rollup rows of the hours
-// [from, to) that a reads, and its arguments: by metadata value for a
-// grouping by metadata, by hour otherwise.
+// [from, to) that a reads, and its arguments: log_metadata_hours summed
+// by value for a grouping by metadata, log_hours summed by a's buckets,
+// status and model otherwise.
 func rollupQuery(a *gateway.Aggregation, from, to int64) (string, []any) {
 	args := []any{from, to}
-	ws := ""
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := ``
 	if a.Query.WorkspaceID != "" {
-		args = append(args, a.Query.WorkspaceID)
-		ws = ` AND workspace_id = $3`
+		where += ` AND workspace_id = ` + arg(a.Query.WorkspaceID)
 	}
 	if slices.Contains(a.GroupBy, gateway.DimMetadata) {
-		args = append(args, a.MetadataKey)
-		return `SELECT value, SUM(requests), 0, 0, 0, 0, 0, 0, 0, SUM(prompt_tokens), SUM(completion_tokens), SUM(total_tokens),
-	SUM(cost), MAX(last_us) FROM log_metadata_hours WHERE hour_us >= $1 AND hour_us < $2` + ws + ` AND key = $` +
-			strconv.Itoa(len(args)) + ` GROUP BY value`, args
+		where += ` AND key = ` + arg(a.MetadataKey)
+		return `SELECT value, SUM(requests), SUM(prompt_tokens), SUM(completion_tokens), SUM(total_tokens), SUM(cost), MAX(last_us)
+FROM log_metadata_hours WHERE hour_us >= $1 AND hour_us < $2` + where + ` GROUP BY value`, args
 	}
-	return `SELECT hour_us, requests, errors, rescued_retry, rescued_fallback, cache_hits, cache_misses, cache_hit_latency_us,
-	cache_miss_latency_us, prompt_tokens, completion_tokens, total_tokens, cost, last_us
-FROM log_hours WHERE hour_us >= $1 AND hour_us < $2` + ws, args
+	if len(a.Query.StatusCodes) > 0 {
+		marks := make([]string, len(a.Query.StatusCodes))
+		for i, c := range a.Query.StatusCodes {
+			marks[i] = arg(c)
+		}
+		where += ` AND status IN (` + strings.Join(marks, ", ") + `)`
+	}
+	if len(a.Query.Models) > 0 {
+		ors := make([]string, len(a.Query.Models))
+		for i, m := range a.Query.Models {
+			ors[i] = `(provider = ` + arg(m.Provider) + ` AND model = ` + arg(m.Model) + `)`
+		}
+		where += ` AND (` + strings.Join(ors, ` OR `) + `)`
+	}
+	keys := []string{`0`, `0`, `''`, `''`}
+	for _, d := range a.GroupBy {
+		switch d {
+		case gateway.DimTime:
+			w := strconv.FormatInt(a.Bucket.Microseconds(), 10)
+			keys[0] = `hour_us / ` + w + ` * ` + w
+		case gateway.DimStatus:
+			keys[1] = `status`
+		case gateway.DimModel:
+			keys[2], keys[3] = `provider`, `model`
+		}
+	}
+	return `SELECT ` + strings.Join(keys, ", ") + `, SUM(requests), SUM(errors), SUM(rescued_retry), SUM(rescued_fallback),
+	SUM(cache_hits), SUM(cache_misses), SUM(cache_hit_latency_us), SUM(cache_miss_latency_us), SUM(prompt_tokens),
+	SUM(completion_tokens), SUM(total_tokens), SUM(cost), MAX(last_us)
+FROM log_hours WHERE hour_us >= $1 AND hour_us < $2` + where + ` GROUP BY 1, 2, 3, 4`, args
 }
 
-// readRollups sums the rollup rows of the hours [from, to) by a's
-// grouping: into a's buckets, by metadata value, or all together.
+// readRollups reads the sums of the rollup rows of the hours [from, to)
+// that a asks for, by a's keys: its bucket, status, model or metadata
+// value.
 func (s *Store) readRollups(ctx context.Context, a *gateway.Aggregation, from, to int64) ([]gateway.Aggregate, error) {
 	q, args := rollupQuery(a, from, to)
-	byMeta := slices.Contains(a.GroupBy, gateway.DimMetadata)
 	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(q), args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", err)
 	}
 	defer rows.Close()
-	byTime := slices.Contains(a.GroupBy, gateway.DimTime)
-	width := a.Bucket.Microseconds()
+	byMeta := slices.Contains(a.GroupBy, gateway.DimMetadata)
 	m := a.Measures
 	var out []gateway.Aggregate
 	for rows.Next() {
 		var (
-			x      gateway.Aggregate
-			key    any
-			hour   int64
-			value  string
-			lastUS int64
+			x               gateway.Aggregate
+			hour, lastUS    int64
+			status          int
+			provider, model string
 		)
 		if byMeta {
-			key = &value
+			err = rows.Scan(&x.MetadataValue, &x.Requests, &x.PromptTokens, &x.CompletionTokens, &x.TotalTokens, &x.Cost, &lastUS)
 		} else {
-			key = &hour
+			err = rows.Scan(&hour, &status, &provider, &model, &x.Requests, &x.Errors, &x.RescuedRetry, &x.RescuedFallback,
+				&x.CacheHits, &x.CacheMisses, &x.CacheHitLatency, &x.CacheMissLatency, &x.PromptTokens, &x.CompletionTokens,
+				&x.TotalTokens, &x.Cost, &lastUS)
 		}
-		if err := rows.Scan(key, &x.Requests, &x.Errors, &x.RescuedRetry, &x.RescuedFallback, &x.CacheHits, &x.CacheMisses,
-			&x.CacheHitLatency, &x.CacheMissLatency, &x.PromptTokens, &x.CompletionTokens, &x.TotalTokens, &x.Cost, &lastUS); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", err)
 		}
-		x.MetadataValue = value
-		if byTime {
-			x.Time = time.UnixMicro(hour / width * width).UTC()
+		for _, d := range a.GroupBy {
+			switch d {
+			case gateway.DimTime:
+				x.Time = time.UnixMicro(hour).UTC()
+			case gateway.DimStatus:
+				x.Status = status
+			case gateway.DimModel:
+				x.Provider, x.Model = provider, model
+			}
 		}
 		if m&gateway.MeasureLastSeen != 0 {
 			x.LastSeen = time.UnixMicro(lastUS).UTC()

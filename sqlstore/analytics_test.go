@@ -59,6 +59,8 @@ func aggregations(end time.Time) []*gateway.Aggregation {
 		{WorkspaceID: "\x00"},
 		{Start: end.Add(-50 * time.Hour), End: end.Add(-time.Minute)},
 		{WorkspaceID: "ws-2", Start: end.Add(-71*time.Hour - 30*time.Minute), End: end.Add(-2 * time.Hour)},
+		{WorkspaceID: "ws-1", Start: end.Add(-60 * time.Hour), End: end, StatusCodes: []int{200, 500},
+			Models: []gateway.ProviderModel{{Provider: "openai", Model: "gpt-4o"}, {Provider: "anthropic", Model: "claude-3-5-sonnet"}}},
 	}
 	sums := gateway.MeasureErrors | gateway.MeasureRescued | gateway.MeasureCache | gateway.MeasureTokens | gateway.MeasureCost |
 		gateway.MeasureLastSeen
@@ -85,6 +87,9 @@ func aggregations(end time.Time) []*gateway.Aggregation {
 			{[]gateway.Dimension{gateway.DimTime}, "", sums},
 			{[]gateway.Dimension{gateway.DimMetadata}, "team", metaSums},
 			{[]gateway.Dimension{gateway.DimMetadata}, "_user", gateway.MeasureCost},
+			{[]gateway.Dimension{gateway.DimStatus}, "", sums},
+			{[]gateway.Dimension{gateway.DimModel}, "", sums},
+			{[]gateway.Dimension{gateway.DimTime, gateway.DimModel, gateway.DimStatus}, "", sums},
 			{[]gateway.Dimension{gateway.DimTime, gateway.DimFeedbackValue}, "", gateway.MeasureFeedback},
 		} {
 			for _, wf := range []gateway.Range[float64]{{}, {Min: -1.5, HasMin: true}, {Min: -10, Max: 2, HasMin: true, HasMax: true}} {

@@ -18,17 +18,22 @@ CREATE TABLE feedback (
 CREATE INDEX feedback_trace ON feedback (workspace_id, trace_id);
 
 -- log_hours and log_metadata_hours sum the request logs of each
--- workspace and hour (and metadata pair), kept by triggers as records
+-- workspace and hour, by status, provider and model (log_hours) or by
+-- metadata pair (log_metadata_hours), kept by triggers as records
 -- are added and deleted: a graph of a month over a million records reads
 -- 720 rows instead of a million (SQLite scans a million index entries in
 -- about half a second, and parses a million metadata objects in about
--- five). AggregateLogs reads them for whole hours of queries that filter
--- by workspace and time alone, and the records themselves for the rest.
+-- five). AggregateLogs reads them for the whole hours of queries that
+-- filter by workspace and time (and status and model, for log_hours)
+-- alone, and the records themselves for the rest.
 -- last_us is the newest record's time; a row whose records are all
 -- deleted is deleted.
 CREATE TABLE log_hours (
 	workspace_id          TEXT NOT NULL,
 	hour_us               BIGINT NOT NULL,
+	status                INTEGER NOT NULL,
+	provider              TEXT NOT NULL,
+	model                 TEXT NOT NULL,
 	requests              BIGINT NOT NULL,
 	errors                BIGINT NOT NULL,
 	rescued_retry         BIGINT NOT NULL,
@@ -43,7 +48,7 @@ CREATE TABLE log_hours (
 	cost                  DOUBLE PRECISION NOT NULL,
 	latency_us            BIGINT NOT NULL,
 	last_us               BIGINT NOT NULL,
-	PRIMARY KEY (workspace_id, hour_us)
+	PRIMARY KEY (workspace_id, hour_us, status, provider, model)
 ) WITHOUT ROWID;
 
 CREATE TABLE log_metadata_hours (
@@ -61,12 +66,12 @@ CREATE TABLE log_metadata_hours (
 ) WITHOUT ROWID;
 
 INSERT INTO log_hours
-SELECT workspace_id, time_us / 3600000000 * 3600000000, COUNT(*), SUM(status >= 400), SUM(rescued AND fallback_index <= 0),
+SELECT workspace_id, time_us / 3600000000 * 3600000000, status, provider, model, COUNT(*), SUM(status >= 400), SUM(rescued AND fallback_index <= 0),
 	SUM(rescued AND fallback_index > 0), SUM(cache_status = 'HIT'), SUM(cache_status IN ('MISS', 'REFRESH')),
 	SUM(CASE WHEN cache_status = 'HIT' THEN latency_us ELSE 0 END),
 	SUM(CASE WHEN cache_status IN ('MISS', 'REFRESH') THEN latency_us ELSE 0 END),
 	SUM(prompt_tokens), SUM(completion_tokens), SUM(total_tokens), SUM(cost), SUM(latency_us), MAX(time_us)
-FROM request_logs GROUP BY 1, 2;
+FROM request_logs GROUP BY 1, 2, 3, 4, 5;
 
 INSERT INTO log_metadata_hours
 SELECT l.workspace_id, j.key, l.time_us / 3600000000 * 3600000000, j.value, COUNT(*), SUM(l.prompt_tokens),
@@ -74,12 +79,13 @@ SELECT l.workspace_id, j.key, l.time_us / 3600000000 * 3600000000, j.value, COUN
 FROM request_logs l, json_each(l.metadata) j WHERE j.type = 'text' GROUP BY 1, 2, 3, 4;
 
 CREATE TRIGGER request_logs_hours_insert AFTER INSERT ON request_logs BEGIN
-	INSERT INTO log_hours VALUES (NEW.workspace_id, NEW.time_us / 3600000000 * 3600000000, 1, NEW.status >= 400,
+	INSERT INTO log_hours VALUES (NEW.workspace_id, NEW.time_us / 3600000000 * 3600000000, NEW.status, NEW.provider,
+		NEW.model, 1, NEW.status >= 400,
 		NEW.rescued AND NEW.fallback_index <= 0, NEW.rescued AND NEW.fallback_index > 0, NEW.cache_status = 'HIT',
 		NEW.cache_status IN ('MISS', 'REFRESH'), CASE WHEN NEW.cache_status = 'HIT' THEN NEW.latency_us ELSE 0 END,
 		CASE WHEN NEW.cache_status IN ('MISS', 'REFRESH') THEN NEW.latency_us ELSE 0 END,
 		NEW.prompt_tokens, NEW.completion_tokens, NEW.total_tokens, NEW.cost, NEW.latency_us, NEW.time_us)
-	ON CONFLICT (workspace_id, hour_us) DO UPDATE SET requests = requests + 1, errors = errors + excluded.errors,
+	ON CONFLICT (workspace_id, hour_us, status, provider, model) DO UPDATE SET requests = requests + 1, errors = errors + excluded.errors,
 		rescued_retry = rescued_retry + excluded.rescued_retry, rescued_fallback = rescued_fallback + excluded.rescued_fallback,
 		cache_hits = cache_hits + excluded.cache_hits, cache_misses = cache_misses + excluded.cache_misses,
 		cache_hit_latency_us = cache_hit_latency_us + excluded.cache_hit_latency_us,
@@ -105,8 +111,10 @@ CREATE TRIGGER request_logs_hours_delete AFTER DELETE ON request_logs BEGIN
 		cache_miss_latency_us = cache_miss_latency_us - CASE WHEN OLD.cache_status IN ('MISS', 'REFRESH') THEN OLD.latency_us ELSE 0 END,
 		prompt_tokens = prompt_tokens - OLD.prompt_tokens, completion_tokens = completion_tokens - OLD.completion_tokens,
 		total_tokens = total_tokens - OLD.total_tokens, cost = cost - OLD.cost, latency_us = latency_us - OLD.latency_us
-	WHERE workspace_id = OLD.workspace_id AND hour_us = OLD.time_us / 3600000000 * 3600000000;
-	DELETE FROM log_hours WHERE workspace_id = OLD.workspace_id AND hour_us = OLD.time_us / 3600000000 * 3600000000 AND requests <= 0;
+	WHERE workspace_id = OLD.workspace_id AND hour_us = OLD.time_us / 3600000000 * 3600000000 AND status = OLD.status
+		AND provider = OLD.provider AND model = OLD.model;
+	DELETE FROM log_hours WHERE workspace_id = OLD.workspace_id AND hour_us = OLD.time_us / 3600000000 * 3600000000
+		AND status = OLD.status AND provider = OLD.provider AND model = OLD.model AND requests <= 0;
 	UPDATE log_metadata_hours SET requests = requests - 1, prompt_tokens = prompt_tokens - OLD.prompt_tokens,
 		completion_tokens = completion_tokens - OLD.completion_tokens, total_tokens = total_tokens - OLD.total_tokens,
 		cost = cost - OLD.cost
