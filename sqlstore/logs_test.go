@@ -161,8 +161,10 @@ func TestLogRetention(t *testing.T) {
 // BenchmarkAddLogs measures ingestion into SQLite and Postgres in
 // batches of LOGBENCH_BATCH records (default 100), as the gateway's log
 // queue hands them over under load, into a table already holding
-// LOGBENCH_PREFILL records (default 0). Records look like the gateway's: times and ids rising,
-// random trace ids. Reported as records/s, and as the CPU time of this
+// LOGBENCH_PREFILL records (default 0). Records look like the gateway's:
+// times and ids rising, random trace ids (time-ordered ones, as UUIDv7,
+// with LOGBENCH_TRACE=ordered: the trace index then grows at its end
+// rather than everywhere). Reported as records/s, and as the CPU time of this
 // process per record: all of SQLite's, only the client's of Postgres.
 func BenchmarkAddLogs(b *testing.B) {
 	prefill, _ := strconv.Atoi(os.Getenv("LOGBENCH_PREFILL"))
@@ -174,7 +176,7 @@ func BenchmarkAddLogs(b *testing.B) {
 		b.Run(backend.name, func(b *testing.B) {
 			ctx := context.Background()
 			s := openStore(b, backend.dsn(b), sqlstore.Options{})
-			gen := trafficLogs(time.Now().Add(-time.Hour), 5)
+			gen := trafficLogs(time.Now().Add(-time.Hour), 5, os.Getenv("LOGBENCH_TRACE") == "ordered")
 			for i := 0; i < prefill; i += 1000 {
 				if err := s.AddLogs(ctx, gen(1000)); err != nil {
 					b.Fatal(err)
@@ -196,8 +198,9 @@ func BenchmarkAddLogs(b *testing.B) {
 
 // trafficLogs returns a generator of records as a gateway makes them:
 // each call returns n more, 100 µs apart from start on, with ids in time
-// order, random trace ids, three workspaces and metadata on half.
-func trafficLogs(start time.Time, seed uint64) func(n int) []*gateway.RequestLog {
+// order, random trace ids (time-ordered ones when ordered), three
+// workspaces and metadata on half.
+func trafficLogs(start time.Time, seed uint64, ordered bool) func(n int) []*gateway.RequestLog {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	seq := 0
 	return func(n int) []*gateway.RequestLog {
@@ -215,6 +218,9 @@ func trafficLogs(start time.Time, seed uint64) func(n int) []*gateway.RequestLog
 				Status: 200, Latency: time.Duration(rng.IntN(500)) * time.Millisecond, TTFB: 20 * time.Millisecond,
 				BytesIn: 180, BytesOut: 600, PromptTokens: 20, CompletionTokens: 90, TotalTokens: 110, Cost: 0.000057,
 				CacheStatus: gateway.CacheMiss,
+			}
+			if ordered {
+				r.TraceID = fmt.Sprintf("%012x-7000-9000-%012x", t.UnixMicro(), rng.Uint64()>>16)
 			}
 			if rng.IntN(2) == 0 {
 				r.Metadata = map[string]string{"team": fmt.Sprintf("t%d", rng.IntN(3)), "env": "prod"}
