@@ -267,3 +267,44 @@ func FuzzFeedbackBody(f *testing.F) {
 		}
 	})
 }
+
+// logsOnly hides every method of its store but LogStore's: a store
+// without LogAggregator, whose analytics the gateway computes by reading
+// the records.
+type logsOnly struct{ LogStore }
+
+// TestAnalyticsWithoutAggregator holds the routes over a LogStore without
+// LogAggregator, with feedback kept by another store, to their answers
+// over the MemoryStore's own aggregation.
+func TestAnalyticsWithoutAggregator(t *testing.T) {
+	e, clock := newAnalyticsEnv(t)
+	analyticsTraffic(t, e)
+	now := time.Now()
+	clock.Store(&now)
+	fbStore := &MemoryStore{}
+	fbs, _ := e.store.FeedbackOf(t.Context(), "", nil)
+	for i := range fbs {
+		fbStore.AddFeedback(t.Context(), []*Feedback{&fbs[i]})
+	}
+	other := newCoreEnv(t, nil, func(o *Options) {
+		o.Keys = e.store
+		o.Logs = logsOnly{e.store}
+		o.Feedback = fbStore
+	})
+	other.gw.now = func() time.Time { return now }
+	for _, q := range []string{"", "time_of_generation_min=" + url.QueryEscape(now.Add(-3*24*time.Hour).Format(time.RFC3339)) +
+		"&weighted_feedback_min=-2&status_code=200,500,429"} {
+		for path := range analyticsRoutes {
+			path = "/v1" + strings.Replace(path, "{metadataKey}", "team", 1) + "?" + q
+			var want, got any
+			st, _ := e.getJSON(coreAdminKey, path, &want)
+			gotSt, _ := other.getJSON(coreAdminKey, path, &got)
+			if st != 200 || gotSt != st {
+				t.Fatalf("GET %s: %d, and %d without LogAggregator", path, st, gotSt)
+			}
+			for _, d := range approxEqual(path, want, got, 0.011) {
+				t.Errorf("without LogAggregator: %s", d)
+			}
+		}
+	}
+}
