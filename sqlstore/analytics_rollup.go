@@ -16,8 +16,10 @@ import (
 // migration that adds them), kept by triggers. An aggregation that asks
 // only for sums (no percentile, no distinct user) and filters by
 // workspace, time, status and model alone, grouped by buckets of whole
-// hours, status or model (or not at all), or that filters by workspace
-// and time alone, grouped by a metadata value, reads the rollups for the
+// hours, status or model (or not at all) — distinct users too, when it
+// filters by workspace and time alone and groups by time at most — or
+// that filters by workspace and time alone, grouped by a metadata value,
+// reads the rollups for the
 // whole hours of its window and the records for the parts of an hour at
 // either end. The feedback of metadata groups is joined from the records
 // with feedback only, found by trace.
@@ -47,7 +49,12 @@ func (s *Store) rollupHours(a *gateway.Aggregation) (from, to int64, ok bool) {
 	if slices.Contains(a.GroupBy, gateway.DimMetadata) {
 		ok = len(a.GroupBy) == 1 && len(q.StatusCodes) == 0 && len(q.Models) == 0 && a.Measures&^rollupMetadataMeasures == 0
 	} else {
-		ok = a.Measures&^rollupMeasures == 0
+		m := a.Measures
+		if len(q.StatusCodes) == 0 && len(q.Models) == 0 && !slices.Contains(a.GroupBy, gateway.DimStatus) &&
+			!slices.Contains(a.GroupBy, gateway.DimModel) {
+			m &^= gateway.MeasureUsers // distinct users from log_metadata_hours's _user rows
+		}
+		ok = m&^rollupMeasures == 0
 		for _, d := range a.GroupBy {
 			ok = ok && (d == gateway.DimStatus || d == gateway.DimModel ||
 				d == gateway.DimTime && a.Bucket.Microseconds()%rollupWidth == 0)
@@ -95,24 +102,29 @@ func (s *Store) aggregateRollup(ctx context.Context, a *gateway.Aggregation, fro
 			}
 		}
 	}
-	// The parts of an hour at either end, from the records.
-	for _, part := range [][2]int64{{a.Query.Start.UnixMicro(), from - 1}, {to, a.Query.End.UnixMicro()}} {
-		if part[0] > part[1] {
-			continue
-		}
-		edge := *a
-		edge.Query.Start, edge.Query.End = time.UnixMicro(part[0]), time.UnixMicro(part[1])
+	// The parts of an hour at either end, from the records; distinct
+	// users are counted apart (rollupUsers), as they do not add up.
+	base := *a
+	base.Measures &^= gateway.MeasureUsers
+	for _, part := range rollupEdges(a, from, to) {
+		edge := base
+		edge.Query.Start, edge.Query.End = part[0], part[1]
 		aggs, err := s.aggregateRecords(ctx, &edge, false)
 		if err != nil {
 			return nil, err
 		}
 		add(aggs, false)
 	}
-	aggs, err := s.readRollups(ctx, a, from, to)
+	aggs, err := s.readRollups(ctx, &base, from, to)
 	if err != nil {
 		return nil, err
 	}
 	add(aggs, false)
+	if a.Measures&gateway.MeasureUsers != 0 {
+		if err := s.rollupUsers(ctx, a, from, to, groups); err != nil {
+			return nil, err
+		}
+	}
 	if a.Measures&gateway.MeasureFeedback != 0 {
 		whole := *a
 		whole.Query.Start, whole.Query.End = time.UnixMicro(from), time.UnixMicro(to-1)
@@ -130,6 +142,92 @@ func (s *Store) aggregateRollup(ctx context.Context, a *gateway.Aggregation, fro
 		}
 	}
 	return out, nil
+}
+
+// rollupEdges returns the parts of a's window before from and from to
+// on, those of an hour the rollups do not answer for.
+func rollupEdges(a *gateway.Aggregation, from, to int64) [][2]time.Time {
+	var out [][2]time.Time
+	for _, part := range [][2]int64{{a.Query.Start.UnixMicro(), from - 1}, {to, a.Query.End.UnixMicro()}} {
+		if part[0] <= part[1] {
+			out = append(out, [2]time.Time{time.UnixMicro(part[0]), time.UnixMicro(part[1])})
+		}
+	}
+	return out
+}
+
+// rollupUsers sets Users and UserRequests of groups (keyed by time alone)
+// from the distinct non-empty _user values of a's window: the rows of
+// log_metadata_hours for the hours [from, to), the records for the rest.
+func (s *Store) rollupUsers(ctx context.Context, a *gateway.Aggregation, from, to int64, groups map[rollupKey]*gateway.Aggregate) error {
+	byTime := slices.Contains(a.GroupBy, gateway.DimTime)
+	sets := make(map[int64]map[string]bool)
+	reqs := make(map[int64]int64)
+	addUser := func(t time.Time, user string, n int64) {
+		if user == "" {
+			return
+		}
+		k := t.UnixMicro()
+		if sets[k] == nil {
+			sets[k] = make(map[string]bool)
+		}
+		sets[k][user] = true
+		reqs[k] += n
+	}
+	for _, part := range rollupEdges(a, from, to) {
+		edge := *a
+		edge.Query.Start, edge.Query.End = part[0], part[1]
+		edge.GroupBy = []gateway.Dimension{gateway.DimMetadata}
+		if byTime {
+			edge.GroupBy = []gateway.Dimension{gateway.DimTime, gateway.DimMetadata}
+		}
+		edge.MetadataKey, edge.Measures = gateway.UserMetadataKey, 0
+		aggs, err := s.aggregateRecords(ctx, &edge, false)
+		if err != nil {
+			return err
+		}
+		for _, x := range aggs {
+			addUser(x.Time, x.MetadataValue, x.Requests)
+		}
+	}
+	bucket, args := `0`, []any{from, to, gateway.UserMetadataKey}
+	if byTime {
+		w := strconv.FormatInt(a.Bucket.Microseconds(), 10)
+		bucket = `hour_us / ` + w + ` * ` + w
+	}
+	ws := ``
+	if a.Query.WorkspaceID != "" {
+		args = append(args, a.Query.WorkspaceID)
+		ws = ` AND workspace_id = $4`
+	}
+	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(`SELECT `+bucket+`, value, SUM(requests) FROM log_metadata_hours
+WHERE hour_us >= $1 AND hour_us < $2 AND key = $3 AND value <> ''`+ws+` GROUP BY 1, 2`), args...)
+	if err != nil {
+		return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			t     int64
+			value string
+			n     int64
+		)
+		if err := rows.Scan(&t, &value, &n); err != nil {
+			return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+		}
+		when := time.Time{}
+		if byTime {
+			when = time.UnixMicro(t).UTC()
+		}
+		addUser(when, value, n)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+	}
+	for k, g := range groups {
+		g.Users, g.UserRequests = int64(len(sets[k.time])), reqs[k.time]
+	}
+	return nil
 }
 
 type rollupKey struct {

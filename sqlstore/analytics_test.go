@@ -87,6 +87,8 @@ func aggregations(end time.Time) []*gateway.Aggregation {
 			{[]gateway.Dimension{gateway.DimTime}, "", sums},
 			{[]gateway.Dimension{gateway.DimMetadata}, "team", metaSums},
 			{[]gateway.Dimension{gateway.DimMetadata}, "_user", gateway.MeasureCost},
+			{nil, "", sums | gateway.MeasureUsers},
+			{[]gateway.Dimension{gateway.DimTime}, "", gateway.MeasureUsers},
 			{[]gateway.Dimension{gateway.DimStatus}, "", sums},
 			{[]gateway.Dimension{gateway.DimModel}, "", sums},
 			{[]gateway.Dimension{gateway.DimTime, gateway.DimModel, gateway.DimStatus}, "", sums},
