@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -190,24 +191,22 @@ func compareAggregates(a, b *Aggregate) int {
 	if c := a.Time.Compare(b.Time); c != 0 {
 		return c
 	}
-	for _, c := range []int{cmpString(a.Provider, b.Provider), cmpString(a.Model, b.Model),
-		cmpString(a.MetadataValue, b.MetadataValue), a.Status - b.Status, a.Attempts - b.Attempts,
-		a.FeedbackValue - b.FeedbackValue} {
-		if c != 0 {
-			return c
-		}
+	if c := cmp.Compare(a.Provider, b.Provider); c != 0 {
+		return c
 	}
-	return 0
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+	if c := cmp.Compare(a.Model, b.Model); c != 0 {
+		return c
 	}
-	return 0
+	if c := cmp.Compare(a.MetadataValue, b.MetadataValue); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Status, b.Status); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Attempts, b.Attempts); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.FeedbackValue, b.FeedbackValue)
 }
 
 // SortAggregates sorts aggs by their keys: time, provider, model,

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"slices"
@@ -288,7 +289,7 @@ func graphFeedbackModels(g *Gateway, ctx context.Context, ar *analyticsRequest, 
 		return nil, err
 	}
 	per = slices.DeleteFunc(per, func(a Aggregate) bool { return a.Feedbacks == 0 })
-	slices.SortStableFunc(per, func(a, b Aggregate) int { return int(b.Feedbacks - a.Feedbacks) })
+	slices.SortStableFunc(per, func(a, b Aggregate) int { return cmp.Compare(b.Feedbacks, a.Feedbacks) })
 	points := make([]obj, len(per))
 	for i, a := range per {
 		points[i] = obj{"ai_model": a.Model, "ai_org": a.Provider, "total": a.Feedbacks,
