@@ -58,8 +58,8 @@ type Options struct {
 
 	// Feedback keeps the feedback of POST /feedback and PUT /feedback/{id},
 	// which the analytics routes read with the request logs of its trace
-	// (nil: those routes answer 404, and analytics count no feedback).
-	// MemoryStore implements it.
+	// (nil: those routes answer 404, and analytics count only what a Logs
+	// store that aggregates itself keeps). MemoryStore implements it.
 	Feedback FeedbackStore
 
 	// UsageLimits holds the usage-limits policies (budgets) of
