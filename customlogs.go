@@ -106,7 +106,7 @@ func customRecord(cl *customLog, many bool, i int, id Identity, now time.Time, l
 	if err != nil || len(*cl.Request.URL) > 2048 {
 		return nil, policyInvalid(field("request.url"), field("request.url")+" must be a URL")
 	}
-	rec := &RequestLog{ID: logID, Time: now, TraceID: newUUID(), KeyID: id.KeyID, WorkspaceID: id.WorkspaceID,
+	rec := &RequestLog{ID: logID, Time: now, TraceID: newTraceID(), KeyID: id.KeyID, WorkspaceID: id.WorkspaceID,
 		Provider: "custom", Method: cl.Request.Method, Path: u.Path, Status: cl.Response.Status}
 	if rec.Method == "" {
 		rec.Method = http.MethodPost

@@ -313,3 +313,21 @@ func TestAuthorizationNotBearer(t *testing.T) {
 		t.Errorf("provider received %d requests, want 1", n)
 	}
 }
+
+// TestNewTraceIDTimeOrdered: a generated trace id is a version 7 UUID
+// whose text sorts by the millisecond it was made in, so that stores
+// indexing trace ids append rather than insert at random.
+func TestNewTraceIDTimeOrdered(t *testing.T) {
+	prev := newTraceID()
+	for range 50 {
+		time.Sleep(2 * time.Millisecond)
+		id := newTraceID()
+		if len(id) != 36 || id[14] != '7' || !strings.ContainsRune("89ab", rune(id[19])) {
+			t.Fatalf("trace id %s: want a version 7, variant 10 UUID", id)
+		}
+		if id[:13] <= prev[:13] {
+			t.Fatalf("trace id %s made after %s sorts before it", id, prev)
+		}
+		prev = id
+	}
+}
