@@ -34,7 +34,15 @@
 // ConfigAdmin), /admin/workspaces (Options.Workspaces), /audit-logs
 // (Options.Audit, which records every control-plane write) and /logs
 // (Options.Logs, which keeps every data-plane request's record, to be
-// filtered by trace id, metadata, status, model, keys and time); each area
+// filtered by trace id, metadata, status, model, keys and time, exported
+// as JSON Lines through /logs/exports with Options.LogExports). The
+// analytics routes (/analytics/graphs/*, /analytics/summary/cache,
+// /analytics/groups/*) count the same records, aggregated in place by a
+// LogStore that is a LogAggregator; /feedback scores a trace
+// (Options.Feedback). /policies/usage-limits holds budgets
+// (Options.UsageLimits, counted by Options.UsageCounter): once an entity
+// has used its credit_limit of tokens or USD its requests get 412
+// budget_exhausted until the period or an operator resets it. Each area
 // needs its <area>.read or <area>.write scope, a workspace key sees only
 // its own workspace (another's records are 404), and secrets are masked
 // on every read. Every other path, with methods
