@@ -74,7 +74,23 @@ func (s *Store) addLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 	}
 	defer tx.Rollback()
 	if s.dialect == dialectSQLite {
-		err = s.addLogsSQLite(ctx, tx, recs)
+		var stored int
+		if stored, err = s.addLogsSQLite(ctx, tx, recs); err == nil && stored < len(recs) {
+			// Some were stored before: a batch retried after a lost
+			// answer. Only the others go in, and in the rollups.
+			tx.Rollback()
+			if recs, err = s.unstoredLogs(ctx, conn, recs); err != nil {
+				return err
+			}
+			if tx, err = conn.BeginTx(ctx, nil); err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			_, err = s.addLogsSQLite(ctx, tx, recs)
+		}
+		if err == nil {
+			err = s.rollUpLogs(ctx, tx, recs)
+		}
 	} else {
 		err = s.addLogsPostgres(ctx, tx, recs)
 	}
@@ -88,9 +104,11 @@ func (s *Store) addLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 }
 
 // addLogsSQLite inserts recs in statements of sqliteLogRows rows, then of
-// the largest power of two that fits the rest.
-func (s *Store) addLogsSQLite(ctx context.Context, tx *sql.Tx, recs []*gateway.RequestLog) error {
+// the largest power of two that fits the rest, and returns how many were
+// stored: fewer than len(recs) when some ids were stored already.
+func (s *Store) addLogsSQLite(ctx context.Context, tx *sql.Tx, recs []*gateway.RequestLog) (int, error) {
 	args := make([]any, 0, logColumnCount*min(len(recs), sqliteLogRows))
+	stored := 0
 	for len(recs) > 0 {
 		k := min(bits.Len(uint(len(recs)))-1, len(logInsertsSQLite)-1)
 		n, query := 1<<k, logInsertsSQLite[k]
@@ -98,12 +116,56 @@ func (s *Store) addLogsSQLite(ctx context.Context, tx *sql.Tx, recs []*gateway.R
 		for _, r := range recs[:n] {
 			args = appendLogArgs(args, r)
 		}
-		if _, err := s.logStmt(ctx, tx, query, true).ExecContext(ctx, args...); err != nil {
-			return err
+		res, err := s.logStmt(ctx, tx, query, true).ExecContext(ctx, args...)
+		if err != nil {
+			return stored, err
 		}
+		m, err := res.RowsAffected()
+		if err != nil {
+			return stored, err
+		}
+		stored += int(m)
 		recs = recs[n:]
 	}
-	return nil
+	return stored, nil
+}
+
+// unstoredLogs returns the records of recs whose ids are not stored, and
+// each once.
+func (s *Store) unstoredLogs(ctx context.Context, conn *sql.Conn, recs []*gateway.RequestLog) ([]*gateway.RequestLog, error) {
+	seen := make(map[string]bool, len(recs))
+	for i := 0; i < len(recs); i += sqliteLogRows {
+		chunk := recs[i:min(i+sqliteLogRows, len(recs))]
+		args := make([]any, len(chunk))
+		marks := make([]string, len(chunk))
+		for j, r := range chunk {
+			args[j], marks[j] = r.ID, "?"
+		}
+		rows, err := conn.QueryContext(ctx, `SELECT id FROM request_logs WHERE id IN (`+strings.Join(marks, ", ")+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			seen[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	var out []*gateway.RequestLog
+	for _, r := range recs {
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // logInsertsSQLite are the INSERTs of addLogsSQLite: the k-th of 2^k

@@ -19,8 +19,8 @@ CREATE INDEX feedback_trace ON feedback (workspace_id, trace_id);
 
 -- log_hours and log_metadata_hours sum the request logs of each
 -- workspace and hour, by status, provider and model (log_hours) or by
--- metadata pair (log_metadata_hours), kept by triggers as records
--- are added and deleted: a graph of a month over a million records reads
+-- metadata pair (log_metadata_hours), kept as records are added (by
+-- AddLogs) and deleted (by trigger): a graph of a month over a million records reads
 -- 720 rows instead of a million (SQLite scans a million index entries in
 -- about half a second, and parses a million metadata objects in about
 -- five). AggregateLogs reads them for the whole hours of queries that
@@ -78,30 +78,9 @@ SELECT l.workspace_id, j.key, l.time_us / 3600000000 * 3600000000, j.value, COUN
 	SUM(l.completion_tokens), SUM(l.total_tokens), SUM(l.cost), MAX(l.time_us)
 FROM request_logs l, json_each(l.metadata) j WHERE j.type = 'text' GROUP BY 1, 2, 3, 4;
 
-CREATE TRIGGER request_logs_hours_insert AFTER INSERT ON request_logs BEGIN
-	INSERT INTO log_hours VALUES (NEW.workspace_id, NEW.time_us / 3600000000 * 3600000000, NEW.status, NEW.provider,
-		NEW.model, 1, NEW.status >= 400,
-		NEW.rescued AND NEW.fallback_index <= 0, NEW.rescued AND NEW.fallback_index > 0, NEW.cache_status = 'HIT',
-		NEW.cache_status IN ('MISS', 'REFRESH'), CASE WHEN NEW.cache_status = 'HIT' THEN NEW.latency_us ELSE 0 END,
-		CASE WHEN NEW.cache_status IN ('MISS', 'REFRESH') THEN NEW.latency_us ELSE 0 END,
-		NEW.prompt_tokens, NEW.completion_tokens, NEW.total_tokens, NEW.cost, NEW.latency_us, NEW.time_us)
-	ON CONFLICT (workspace_id, hour_us, status, provider, model) DO UPDATE SET requests = requests + 1, errors = errors + excluded.errors,
-		rescued_retry = rescued_retry + excluded.rescued_retry, rescued_fallback = rescued_fallback + excluded.rescued_fallback,
-		cache_hits = cache_hits + excluded.cache_hits, cache_misses = cache_misses + excluded.cache_misses,
-		cache_hit_latency_us = cache_hit_latency_us + excluded.cache_hit_latency_us,
-		cache_miss_latency_us = cache_miss_latency_us + excluded.cache_miss_latency_us,
-		prompt_tokens = prompt_tokens + excluded.prompt_tokens, completion_tokens = completion_tokens + excluded.completion_tokens,
-		total_tokens = total_tokens + excluded.total_tokens, cost = cost + excluded.cost,
-		latency_us = latency_us + excluded.latency_us, last_us = max(last_us, excluded.last_us);
-	INSERT INTO log_metadata_hours
-	SELECT NEW.workspace_id, j.key, NEW.time_us / 3600000000 * 3600000000, j.value, 1, NEW.prompt_tokens,
-		NEW.completion_tokens, NEW.total_tokens, NEW.cost, NEW.time_us
-	FROM json_each(NEW.metadata) j WHERE j.type = 'text'
-	ON CONFLICT (workspace_id, key, hour_us, value) DO UPDATE SET requests = requests + 1,
-		prompt_tokens = prompt_tokens + excluded.prompt_tokens, completion_tokens = completion_tokens + excluded.completion_tokens,
-		total_tokens = total_tokens + excluded.total_tokens, cost = cost + excluded.cost, last_us = max(last_us, excluded.last_us);
-END;
-
+-- AddLogs adds each batch of records to the rollups (one upsert row per
+-- group of the batch, computed in Go: a trigger per record cost as much
+-- as storing the record); deleting records takes them out here.
 CREATE TRIGGER request_logs_hours_delete AFTER DELETE ON request_logs BEGIN
 	UPDATE log_hours SET requests = requests - 1, errors = errors - (OLD.status >= 400),
 		rescued_retry = rescued_retry - (OLD.rescued AND OLD.fallback_index <= 0),
