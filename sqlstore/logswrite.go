@@ -32,8 +32,9 @@ const sqliteLogRows = 64
 // (unnest) on Postgres; the bodies of those that kept some (gateway
 // Options.LogBodies) in request_log_bodies. A record whose id is already
 // stored is skipped, so that a batch retried after a lost answer is not
-// stored twice. Request logs do not move the generation: they are not
-// part of the snapshot.
+// stored twice. On SQLite the batch is added to the hourly rollups of the
+// analytics in the same transaction (logsrollup.go). Request logs do not
+// move the generation: they are not part of the snapshot.
 //
 // On SQLite the transaction commits with synchronous=NORMAL rather than
 // the store's FULL: it does not wait for the disk (an fsync costs about
