@@ -92,11 +92,7 @@ func (g *Gateway) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		var ge *Error
-		if !errors.As(err, &ge) && !errors.As(err, new(*http.MaxBytesError)) {
-			g.errLog.ErrorContext(r.Context(), "gateway: API key store", "err", err)
-		}
-		WriteError(w, r, err)
+		g.controlPlaneError(w, r, "API key store", err)
 	}
 }
 

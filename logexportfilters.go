@@ -227,7 +227,7 @@ func appendExportLine(buf []byte, rec *RequestLog, fields []exportField) ([]byte
 	first := true
 	for _, f := range fields {
 		fv := w.Field(f.index)
-		if f.omitEmpty && jsonEmpty(fv) {
+		if f.omitEmpty && isEmptyValue(fv) {
 			continue
 		}
 		b, err := json.Marshal(fv.Interface())
@@ -243,18 +243,4 @@ func appendExportLine(buf []byte, rec *RequestLog, fields []exportField) ([]byte
 		buf = append(buf, b...)
 	}
 	return append(buf, '}', '\n'), nil
-}
-
-// jsonEmpty reports whether encoding/json leaves v out of an object when
-// its field is tagged omitempty.
-func jsonEmpty(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
-		return v.Len() == 0
-	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
-		return v.IsZero()
-	}
-	return false
 }

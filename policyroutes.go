@@ -86,11 +86,7 @@ func (g *Gateway) servePolicies(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		var ge *Error
-		if !errors.As(err, &ge) && !errors.As(err, new(*http.MaxBytesError)) {
-			g.errLog.ErrorContext(r.Context(), "gateway: policy store", "err", err)
-		}
-		WriteError(w, r, err)
+		g.controlPlaneError(w, r, "policy store", err)
 	}
 }
 

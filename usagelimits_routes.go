@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -17,12 +15,6 @@ const usageIDParam = "policyUsageLimitsId"
 
 // usageObject is the "object" of a usage-limits policy in responses.
 const usageObject = "policy_usage_limits"
-
-// Paging bounds of the usage-limits lists.
-const (
-	usagePageSizeDefault = 20
-	usagePageSizeMax     = 100
-)
 
 // serveUsageLimits serves the usage-limits control plane under
 // {prefix}/policies/usage-limits:
@@ -97,11 +89,7 @@ func (g *Gateway) serveUsageLimits(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		var ge *Error
-		if !errors.As(err, &ge) && !errors.As(err, new(*http.MaxBytesError)) {
-			g.errLog.ErrorContext(r.Context(), "gateway: usage-limits policy store", "err", err)
-		}
-		WriteError(w, r, err)
+		g.controlPlaneError(w, r, "usage-limits policy store", err)
 	}
 }
 
@@ -121,20 +109,6 @@ func lookupUsageLimits(ctx context.Context, store UsageLimitsStore, id Identity,
 	return p, err
 }
 
-// usagePage reads page_size (1–100, default 20) and current_page.
-func usagePage(q map[string][]string) (size, page int, err error) {
-	size = usagePageSizeDefault
-	if vs, ok := q["page_size"]; ok {
-		n, err := strconv.Atoi(vs[0])
-		if len(vs) != 1 || err != nil || n < 1 || n > usagePageSizeMax {
-			return 0, 0, policyInvalid("page_size", "page_size must be an integer from 1 to 100")
-		}
-		size = n
-	}
-	page, err = policyInt(q, "current_page", 0, math.MaxInt32)
-	return size, page, err
-}
-
 func (g *Gateway) listUsageLimits(w http.ResponseWriter, r *http.Request, store UsageLimitsStore, id Identity) error {
 	q := r.URL.Query()
 	if ws, ok := q["workspace_id"]; ok && (len(ws) != 1 || ws[0] != id.WorkspaceID) {
@@ -149,7 +123,7 @@ func (g *Gateway) listUsageLimits(w http.ResponseWriter, r *http.Request, store 
 	if err != nil {
 		return err
 	}
-	size, page, err := usagePage(q)
+	size, page, err := pageParams(q)
 	if err != nil {
 		return err
 	}

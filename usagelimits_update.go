@@ -182,7 +182,7 @@ func (g *Gateway) listUsageEntities(w http.ResponseWriter, r *http.Request, stor
 		}
 		search = vs[0]
 	}
-	size, page, err := usagePage(q)
+	size, page, err := pageParams(q)
 	if err != nil {
 		return err
 	}

@@ -76,11 +76,7 @@ func (g *Gateway) serveWorkspaces(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		var ge *Error
-		if !errors.As(err, &ge) && !errors.As(err, new(*http.MaxBytesError)) {
-			g.errLog.ErrorContext(r.Context(), "gateway: workspace store", "err", err)
-		}
-		WriteError(w, r, err)
+		g.controlPlaneError(w, r, "workspace store", err)
 	}
 }
 
