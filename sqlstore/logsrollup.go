@@ -136,7 +136,7 @@ func upsertRows(ctx context.Context, s *Store, tx *sql.Tx, n int, stmts []string
 		for j := range 1 << k {
 			row(i + j)
 		}
-		if _, err := s.logStmt(ctx, tx, stmts[k], true).ExecContext(ctx, *args...); err != nil {
+		if _, err := s.logStmt(ctx, tx, stmts[k]).ExecContext(ctx, *args...); err != nil {
 			return err
 		}
 		i += 1 << k

@@ -117,7 +117,7 @@ func (s *Store) addLogsSQLite(ctx context.Context, tx *sql.Tx, recs []*gateway.R
 		for _, r := range recs[:n] {
 			args = appendLogArgs(args, r)
 		}
-		res, err := s.logStmt(ctx, tx, query, true).ExecContext(ctx, args...)
+		res, err := s.logStmt(ctx, tx, query).ExecContext(ctx, args...)
 		if err != nil {
 			return stored, err
 		}
@@ -252,7 +252,7 @@ func (s *Store) addLogsPostgres(ctx context.Context, tx *sql.Tx, recs []*gateway
 	for i, r := range recs {
 		cost[i] = r.Cost
 	}
-	_, err := s.logStmt(ctx, tx, logInsertPostgres, true).ExecContext(ctx,
+	_, err := s.logStmt(ctx, tx, logInsertPostgres).ExecContext(ctx,
 		text(func(r *gateway.RequestLog) string { return r.ID }),
 		integer(func(r *gateway.RequestLog) int64 { return r.Time.UnixMicro() }),
 		text(func(r *gateway.RequestLog) string { return r.TraceID }),
@@ -300,7 +300,7 @@ func (s *Store) addLogBodies(ctx context.Context, tx *sql.Tx, recs []*gateway.Re
 			continue
 		}
 		if st == nil {
-			st = s.logStmt(ctx, tx, logBodiesInsert, true)
+			st = s.logStmt(ctx, tx, logBodiesInsert)
 		}
 		if _, err := st.ExecContext(ctx, r.ID, []byte(r.RequestBody), r.RequestBodyTruncated, []byte(r.ResponseBody),
 			r.ResponseBodyTruncated); err != nil {
@@ -317,29 +317,44 @@ type txStmt interface {
 	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
 }
 
-// logStmt returns query (written with $n placeholders) for tx: when keep
-// says it is one of the statements AddLogs makes again and again,
-// prepared once for the store (the SQL parser is a real cost on SQLite),
-// otherwise as a statement of its own.
-func (s *Store) logStmt(ctx context.Context, tx *sql.Tx, query string, keep bool) txStmt {
-	if keep {
-		s.stmtMu.Lock()
-		st, ok := s.stmts[query]
-		if !ok {
-			var err error
-			if st, err = s.db.PrepareContext(ctx, s.dialect.rebind(query)); err == nil {
-				if s.stmts == nil {
-					s.stmts = make(map[string]*sql.Stmt)
-				}
-				s.stmts[query] = st
-			}
-		}
-		s.stmtMu.Unlock()
-		if st != nil {
-			return tx.StmtContext(ctx, st)
-		}
+// logStmt returns query (written with $n placeholders) for tx: one of
+// the statements AddLogs makes again and again is taken from those Open
+// prepared for the store (the SQL parser is a real cost on SQLite), and
+// prepared on tx's connection the first time that connection runs it;
+// any other runs as a statement of its own.
+//
+// The store's statements are prepared by Open, never here: preparing a
+// statement of the pool takes a second connection of it, and a caller
+// holding one (and SQLite's write lock) while the others wait for that
+// lock would wait for a connection none of them gives back.
+func (s *Store) logStmt(ctx context.Context, tx *sql.Tx, query string) txStmt {
+	if st := s.stmts[query]; st != nil {
+		return tx.StmtContext(ctx, st)
 	}
 	return rawStmt{tx, s.dialect.rebind(query)}
+}
+
+// prepareLogStmts prepares the statements of logStmt for the store's
+// dialect; Open calls it once the schema is in place.
+func (s *Store) prepareLogStmts(ctx context.Context) error {
+	var queries []string
+	if s.dialect == dialectSQLite {
+		queries = append(queries, logInsertsSQLite...)
+		queries = append(queries, hourUpserts...)
+		queries = append(queries, metaUpserts...)
+	} else {
+		queries = append(queries, logInsertPostgres)
+	}
+	queries = append(queries, logBodiesInsert)
+	s.stmts = make(map[string]*sql.Stmt, len(queries))
+	for _, q := range queries {
+		st, err := s.db.PrepareContext(ctx, s.dialect.rebind(q))
+		if err != nil {
+			return fmt.Errorf("sqlstore: preparing the request-log statements: %w", err)
+		}
+		s.stmts[q] = st
+	}
+	return nil
 }
 
 // rawStmt is a query run on its transaction unprepared.

@@ -61,8 +61,7 @@ type Store struct {
 
 	snap atomic.Pointer[snapshot] // never nil once Open returns
 
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt // prepared once, closed by Close (see logStmt)
+	stmts map[string]*sql.Stmt // prepared by Open, read-only after, closed by Close (see logStmt)
 
 	reloadMu sync.Mutex // serialises reloads, so that snapshots replace each other in database order
 
@@ -116,6 +115,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.reload(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.prepareLogStmts(ctx); err != nil {
+		for _, st := range s.stmts {
+			st.Close()
+		}
 		db.Close()
 		return nil, err
 	}
