@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strconv"
@@ -21,7 +22,8 @@ import (
 // that filters by workspace and time alone, grouped by a metadata value,
 // reads the rollups for the
 // whole hours of its window and the records for the parts of an hour at
-// either end. The feedback of metadata groups is joined from the records
+// either end. Latency percentiles come from the latency digests of the
+// whole hours (log_latency_hours) and the records of the rest. The feedback of metadata groups is joined from the records
 // with feedback only, found by trace.
 
 // rollupWidth is the width of a rollup row, in microseconds.
@@ -31,7 +33,7 @@ const rollupWidth = int64(time.Hour / time.Microsecond)
 // those of metadata groups (feedback comes from the records).
 const (
 	rollupMeasures = gateway.MeasureErrors | gateway.MeasureRescued | gateway.MeasureCache | gateway.MeasureTokens |
-		gateway.MeasureCost | gateway.MeasureLastSeen
+		gateway.MeasureCost | gateway.MeasureLastSeen | gateway.MeasureLatency // latency: digests (rollupLatency)
 	rollupMetadataMeasures = gateway.MeasureTokens | gateway.MeasureCost | gateway.MeasureLastSeen | gateway.MeasureFeedback
 )
 
@@ -105,7 +107,7 @@ func (s *Store) aggregateRollup(ctx context.Context, a *gateway.Aggregation, fro
 	// The parts of an hour at either end, from the records; distinct
 	// users are counted apart (rollupUsers), as they do not add up.
 	base := *a
-	base.Measures &^= gateway.MeasureUsers
+	base.Measures &^= gateway.MeasureUsers | gateway.MeasureLatency
 	for _, part := range rollupEdges(a, from, to) {
 		edge := base
 		edge.Query.Start, edge.Query.End = part[0], part[1]
@@ -122,6 +124,11 @@ func (s *Store) aggregateRollup(ctx context.Context, a *gateway.Aggregation, fro
 	add(aggs, false)
 	if a.Measures&gateway.MeasureUsers != 0 {
 		if err := s.rollupUsers(ctx, a, from, to, groups); err != nil {
+			return nil, err
+		}
+	}
+	if a.Measures&gateway.MeasureLatency != 0 {
+		if err := s.rollupLatency(ctx, a, from, to, groups); err != nil {
 			return nil, err
 		}
 	}
@@ -242,33 +249,15 @@ type rollupKey struct {
 // by value for a grouping by metadata, log_hours summed by a's buckets,
 // status and model otherwise.
 func rollupQuery(a *gateway.Aggregation, from, to int64) (string, []any) {
-	args := []any{from, to}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	where := ``
-	if a.Query.WorkspaceID != "" {
-		where += ` AND workspace_id = ` + arg(a.Query.WorkspaceID)
-	}
 	if slices.Contains(a.GroupBy, gateway.DimMetadata) {
-		where += ` AND key = ` + arg(a.MetadataKey)
+		args := []any{from, to, a.MetadataKey}
+		where := ``
+		if a.Query.WorkspaceID != "" {
+			args = append(args, a.Query.WorkspaceID)
+			where = ` AND workspace_id = $4`
+		}
 		return `SELECT value, SUM(requests), SUM(prompt_tokens), SUM(completion_tokens), SUM(total_tokens), SUM(cost), MAX(last_us)
-FROM log_metadata_hours WHERE hour_us >= $1 AND hour_us < $2` + where + ` GROUP BY value`, args
-	}
-	if len(a.Query.StatusCodes) > 0 {
-		marks := make([]string, len(a.Query.StatusCodes))
-		for i, c := range a.Query.StatusCodes {
-			marks[i] = arg(c)
-		}
-		where += ` AND status IN (` + strings.Join(marks, ", ") + `)`
-	}
-	if len(a.Query.Models) > 0 {
-		ors := make([]string, len(a.Query.Models))
-		for i, m := range a.Query.Models {
-			ors[i] = `(provider = ` + arg(m.Provider) + ` AND model = ` + arg(m.Model) + `)`
-		}
-		where += ` AND (` + strings.Join(ors, ` OR `) + `)`
+FROM log_metadata_hours WHERE hour_us >= $1 AND hour_us < $2 AND key = $3` + where + ` GROUP BY value`, args
 	}
 	keys := []string{`0`, `0`, `''`, `''`}
 	for _, d := range a.GroupBy {
@@ -282,10 +271,41 @@ FROM log_metadata_hours WHERE hour_us >= $1 AND hour_us < $2` + where + ` GROUP 
 			keys[2], keys[3] = `provider`, `model`
 		}
 	}
+	where, args := rollupWhere(a, from, to, "")
 	return `SELECT ` + strings.Join(keys, ", ") + `, SUM(requests), SUM(errors), SUM(rescued_retry), SUM(rescued_fallback),
 	SUM(cache_hits), SUM(cache_misses), SUM(cache_hit_latency_us), SUM(cache_miss_latency_us), SUM(prompt_tokens),
 	SUM(completion_tokens), SUM(total_tokens), SUM(cost), MAX(last_us)
-FROM log_hours WHERE hour_us >= $1 AND hour_us < $2` + where + ` GROUP BY 1, 2, 3, 4`, args
+FROM log_hours WHERE ` + where + ` GROUP BY 1, 2, 3, 4`, args
+}
+
+// rollupWhere returns the condition on the log_hours rows (their columns
+// named with prefix) of the hours [from, to) that a selects, by
+// workspace, status and model, and its arguments.
+func rollupWhere(a *gateway.Aggregation, from, to int64, prefix string) (string, []any) {
+	args := []any{from, to}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := prefix + `hour_us >= $1 AND ` + prefix + `hour_us < $2`
+	if a.Query.WorkspaceID != "" {
+		where += ` AND ` + prefix + `workspace_id = ` + arg(a.Query.WorkspaceID)
+	}
+	if len(a.Query.StatusCodes) > 0 {
+		marks := make([]string, len(a.Query.StatusCodes))
+		for i, c := range a.Query.StatusCodes {
+			marks[i] = arg(c)
+		}
+		where += ` AND ` + prefix + `status IN (` + strings.Join(marks, ", ") + `)`
+	}
+	if len(a.Query.Models) > 0 {
+		ors := make([]string, len(a.Query.Models))
+		for i, m := range a.Query.Models {
+			ors[i] = `(` + prefix + `provider = ` + arg(m.Provider) + ` AND ` + prefix + `model = ` + arg(m.Model) + `)`
+		}
+		where += ` AND (` + strings.Join(ors, ` OR `) + `)`
+	}
+	return where, args
 }
 
 // readRollups reads the sums of the rollup rows of the hours [from, to)
@@ -352,4 +372,144 @@ func (s *Store) readRollups(ctx context.Context, a *gateway.Aggregation, from, t
 		return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", err)
 	}
 	return out, nil
+}
+
+// rollupLatency sets the latency figures (sum and percentiles) of groups
+// from every latency of a's window: those of the whole hours [from, to)
+// from their digests, when all of an hour's rows have a current one, and
+// the others (the parts of an hour at either end, the hours not yet
+// digested) from the records. The percentiles are exact.
+func (s *Store) rollupLatency(ctx context.Context, a *gateway.Aggregation, from, to int64, groups map[rollupKey]*gateway.Aggregate) error {
+	var byTime, byStatus, byModel bool
+	for _, d := range a.GroupBy {
+		byTime = byTime || d == gateway.DimTime
+		byStatus = byStatus || d == gateway.DimStatus
+		byModel = byModel || d == gateway.DimModel
+	}
+	width := a.Bucket.Microseconds()
+	noTime := time.Time{}.UnixMicro() // the time of the key of a group without DimTime (aggregateRollup's add)
+	keyOf := func(t int64, status int, provider, model string) rollupKey {
+		k := rollupKey{time: noTime}
+		if byTime {
+			k.time = t / width * width
+		}
+		if byStatus {
+			k.status = status
+		}
+		if byModel {
+			k.provider, k.model = provider, model
+		}
+		return k
+	}
+	vals := make(map[rollupKey][]int64, len(groups))
+	for k, g := range groups {
+		vals[k] = make([]int64, 0, g.Requests)
+	}
+
+	// The digests of the whole hours, decoded as they come; those of an
+	// hour with a stale or missing one are taken back out, and the hour
+	// read from the records.
+	where, args := rollupWhere(a, from, to, "h.")
+	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(`SELECT h.hour_us, h.status, h.provider, h.model, d.latencies
+FROM log_hours h LEFT JOIN log_latency_hours d ON d.workspace_id = h.workspace_id AND d.hour_us = h.hour_us
+	AND d.status = h.status AND d.provider = h.provider AND d.model = h.model AND d.requests = h.requests AND d.latency_us = h.latency_us
+WHERE `+where+` ORDER BY h.hour_us`), args...)
+	if err != nil {
+		return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+	}
+	type mark struct {
+		key rollupKey
+		n   int // len(vals[key]) before the hour's digest
+	}
+	var (
+		raw   []int64 // hours to read from the records
+		marks []mark  // the digests of hour decoded so far
+		hour  int64   = -1
+		stale bool
+	)
+	for rows.Next() {
+		var (
+			h               int64
+			status          int
+			provider, model string
+			blob            sql.RawBytes
+		)
+		if err := rows.Scan(&h, &status, &provider, &model, &blob); err != nil {
+			rows.Close()
+			return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+		}
+		if h != hour {
+			hour, stale, marks = h, false, marks[:0]
+		}
+		if stale {
+			continue
+		}
+		if blob == nil {
+			for _, m := range slices.Backward(marks) {
+				vals[m.key] = vals[m.key][:m.n]
+			}
+			raw = append(raw, h)
+			stale = true
+			continue
+		}
+		k := keyOf(h, status, provider, model)
+		marks = append(marks, mark{k, len(vals[k])})
+		if vals[k], err = decodeLatencies(vals[k], blob); err != nil {
+			rows.Close()
+			return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+	}
+
+	// The records of the rest: the ends of the window, and the runs of
+	// hours without current digests.
+	parts := rollupEdges(a, from, to)
+	for i := 0; i < len(raw); {
+		j := i + 1
+		for j < len(raw) && raw[j] == raw[j-1]+rollupWidth {
+			j++
+		}
+		parts = append(parts, [2]time.Time{time.UnixMicro(raw[i]), time.UnixMicro(raw[j-1] + rollupWidth - 1)})
+		i = j
+	}
+	for _, part := range parts {
+		q := a.Query
+		q.Start, q.End = part[0], part[1]
+		where, args := logWhere(s.dialect, &q)
+		rows, err := s.db.QueryContext(ctx, s.dialect.rebind(`SELECT time_us, status, provider, model, latency_us FROM request_logs
+WHERE `+strings.Join(where, ` AND `)), args...)
+		if err != nil {
+			return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+		}
+		for rows.Next() {
+			var (
+				t, lat          int64
+				status          int
+				provider, model string
+			)
+			if err := rows.Scan(&t, &status, &provider, &model, &lat); err != nil {
+				rows.Close()
+				return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+			}
+			k := keyOf(t, status, provider, model)
+			vals[k] = append(vals[k], lat)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+		}
+	}
+
+	for k, g := range groups {
+		v := vals[k]
+		g.Latency = 0
+		for _, x := range v {
+			g.Latency += x
+		}
+		g.LatencyP50, g.LatencyP90, g.LatencyP99 = latencyPercentiles(v)
+	}
+	return nil
 }

@@ -93,6 +93,10 @@ func aggregations(end time.Time) []*gateway.Aggregation {
 			{[]gateway.Dimension{gateway.DimModel}, "", sums},
 			{[]gateway.Dimension{gateway.DimTime, gateway.DimModel, gateway.DimStatus}, "", sums},
 			{[]gateway.Dimension{gateway.DimTime, gateway.DimFeedbackValue}, "", gateway.MeasureFeedback},
+			// Latency percentiles: SQLite's latency digests for whole hours.
+			{nil, "", gateway.MeasureLatency},
+			{[]gateway.Dimension{gateway.DimTime}, "", sums | gateway.MeasureLatency},
+			{[]gateway.Dimension{gateway.DimTime, gateway.DimModel, gateway.DimStatus}, "", gateway.MeasureLatency},
 		} {
 			for _, wf := range []gateway.Range[float64]{{}, {Min: -1.5, HasMin: true}, {Min: -10, Max: 2, HasMin: true, HasMax: true}} {
 				for _, bucket := range []time.Duration{time.Hour, 24 * time.Hour} {
@@ -127,9 +131,12 @@ func TestAggregateMatchesMemoryStore(t *testing.T) {
 		if err := s.AddFeedback(ctx, fbs); err != nil {
 			t.Fatal(err)
 		}
-		compare := func(mem *gateway.MemoryStore) {
+		compare := func(mem *gateway.MemoryStore, latencyOnly bool) {
 			t.Helper()
 			for i, a := range aggregations(end) {
+				if latencyOnly && (a.Measures&gateway.MeasureLatency == 0 || a.WeightedFeedback != (gateway.Range[float64]{})) {
+					continue
+				}
 				want, _ := mem.AggregateLogs(ctx, a)
 				got, err := s.AggregateLogs(ctx, a)
 				if err != nil {
@@ -140,9 +147,15 @@ func TestAggregateMatchesMemoryStore(t *testing.T) {
 				}
 			}
 		}
-		compare(mem)
+		compare(mem, false)
+		// With the latency digests of the whole hours (SQLite).
+		if err := s.DigestLatencies(ctx); err != nil {
+			t.Fatal(err)
+		}
+		compare(mem, true)
 		// Retention deletes records (and, on SQLite, takes them out of
-		// the rollups): the figures are those of the records left.
+		// the rollups, and leaves the digests of the hour of the cut
+		// stale): the figures are those of the records left.
 		cut := end.Add(-40*time.Hour - 17*time.Minute)
 		if _, err := s.DeleteLogsBefore(ctx, cut); err != nil {
 			t.Fatal(err)
@@ -150,7 +163,11 @@ func TestAggregateMatchesMemoryStore(t *testing.T) {
 		left := &gateway.MemoryStore{}
 		left.AddLogs(ctx, slices.DeleteFunc(slices.Clone(recs), func(r *gateway.RequestLog) bool { return r.Time.Before(cut) }))
 		left.AddFeedback(ctx, fbs)
-		compare(left)
+		compare(left, false)
+		if err := s.DigestLatencies(ctx); err != nil {
+			t.Fatal(err)
+		}
+		compare(left, true)
 	})
 }
 

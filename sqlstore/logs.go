@@ -192,7 +192,8 @@ func scanLog(row scanner, more ...any) (*gateway.RequestLog, error) {
 const logDeleteBatch = 5000
 
 // DeleteLogsBefore deletes the request logs older than t, in batches of
-// 5,000 rows, and returns how many it deleted. Options.LogRetention runs
+// 5,000 rows (and on SQLite the latency digests of the hours before t's),
+// and returns how many it deleted. Options.LogRetention runs
 // it in the background; a host may call it itself.
 func (s *Store) DeleteLogsBefore(ctx context.Context, t time.Time) (int64, error) {
 	var total int64
@@ -208,9 +209,18 @@ func (s *Store) DeleteLogsBefore(ctx context.Context, t time.Time) (int64, error
 		}
 		total += n
 		if n < logDeleteBatch {
-			return total, nil
+			break
 		}
 	}
+	if s.dialect == dialectSQLite {
+		// The latency digests of the hours now gone (those of the hour
+		// t falls in are stale, and written again).
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM log_latency_hours WHERE hour_us < ?1`,
+			t.UnixMicro()/hourUS*hourUS); err != nil {
+			return total, fmt.Errorf("sqlstore: deleting old request logs: %w", err)
+		}
+	}
+	return total, nil
 }
 
 // retentionLoop deletes request logs older than retention every interval

@@ -67,9 +67,10 @@ type Store struct {
 
 	budgets budgetCache // usage-limits policies, read again when the generation moves (see usagelimits.go)
 
-	stop          context.CancelFunc // stops the refresh and retention goroutines
+	stop          context.CancelFunc // stops the background goroutines
 	done          chan struct{}      // closed when the refresh goroutine returns
 	retentionDone chan struct{}      // closed when the retention goroutine returns; nil without one
+	digestDone    chan struct{}      // closed when the latency-digest goroutine returns; nil without one (Postgres)
 	closeOnce     sync.Once
 	closeErr      error
 }
@@ -140,6 +141,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.retentionDone = make(chan struct{})
 		go s.retentionLoop(bg, opts.LogRetention, every)
 	}
+	if s.dialect == dialectSQLite {
+		s.digestDone = make(chan struct{})
+		go s.digestLoop(bg, digestInterval)
+	}
 	return s, nil
 }
 
@@ -152,6 +157,9 @@ func (s *Store) Close() error {
 		<-s.done
 		if s.retentionDone != nil {
 			<-s.retentionDone
+		}
+		if s.digestDone != nil {
+			<-s.digestDone
 		}
 		for _, st := range s.stmts {
 			st.Close()

@@ -78,6 +78,29 @@ SELECT l.workspace_id, j.key, l.time_us / 3600000000 * 3600000000, j.value, COUN
 	SUM(l.completion_tokens), SUM(l.total_tokens), SUM(l.cost), MAX(l.time_us)
 FROM request_logs l, json_each(l.metadata) j WHERE j.type = 'text' GROUP BY 1, 2, 3, 4;
 
+-- log_latency_hours holds, for each row of log_hours of a closed hour,
+-- the latencies of its records: sorted, as a version byte, the count and
+-- the differences between neighbours in varints (latencies, about 2
+-- bytes a record). Percentiles are not sums, so log_hours cannot give
+-- them; these give the exact percentiles of a month of whole hours by
+-- reading a few megabytes instead of a million records. The store writes
+-- them in the background, an hour after the hour ends (DigestLatencies),
+-- never in AddLogs. A row is current while its requests and latency_us
+-- (the sum) equal its log_hours row's; a record added to or deleted from
+-- the hour since makes it stale, and the hour is read from the records
+-- until it is written again. A rowid table, as its rows are large.
+CREATE TABLE log_latency_hours (
+	workspace_id TEXT NOT NULL,
+	hour_us      BIGINT NOT NULL,
+	status       INTEGER NOT NULL,
+	provider     TEXT NOT NULL,
+	model        TEXT NOT NULL,
+	requests     BIGINT NOT NULL,
+	latency_us   BIGINT NOT NULL,
+	latencies    BLOB NOT NULL,
+	PRIMARY KEY (workspace_id, hour_us, status, provider, model)
+);
+
 -- AddLogs adds each batch of records to the rollups (one upsert row per
 -- group of the batch, computed in Go: a trigger per record cost as much
 -- as storing the record); deleting records takes them out here.
