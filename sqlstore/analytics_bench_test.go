@@ -84,7 +84,7 @@ SELECT 'fb-' || i, 'ws-1', 'trace-' || (i * 25), i % 21 - 10, (i % 5) * 0.25, 0,
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := s.DigestLatencies(context.Background()); err != nil {
+		if err := s.CompactLogs(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		s.Close()

@@ -2,7 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"time"
 
 	gateway "github.com/modelgateway/gateway"
 )
@@ -15,15 +17,29 @@ func (s *Store) ExplainAggregate(ctx context.Context, a *gateway.Aggregation, wi
 	return s.explain(ctx, q, args)
 }
 
-// ExplainRollup returns SQLite's EXPLAIN QUERY PLAN of the rollup query
-// AggregateLogs runs for the whole hours of a.
+// ExplainRollup returns SQLite's EXPLAIN QUERY PLAN of the rollup
+// queries AggregateLogs runs for the whole hours of a: one per span of
+// hourly or daily rollups.
 func (s *Store) ExplainRollup(ctx context.Context, a *gateway.Aggregation) (string, error) {
 	from, to, ok := s.rollupHours(a)
 	if !ok {
 		return "(no rollup)\n", nil
 	}
-	q, args := rollupQuery(a, from, to)
-	return s.explain(ctx, s.dialect.rebind(q), args)
+	spans, err := s.rollupSpans(ctx, a, from, to)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, sp := range spans {
+		q, args := rollupQuery(a, sp)
+		plan, err := s.explain(ctx, s.dialect.rebind(q), args)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%d %s (%s to %s):\n%s", (sp.to-sp.from)/sp.tables().width, map[bool]string{false: "hours", true: "days"}[sp.daily],
+			time.UnixMicro(sp.from).UTC().Format(time.RFC3339), time.UnixMicro(sp.to).UTC().Format(time.RFC3339), plan)
+	}
+	return b.String(), nil
 }
 
 func (s *Store) explain(ctx context.Context, q string, args []any) (string, error) {

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -117,18 +118,24 @@ func (s *Store) aggregateRollup(ctx context.Context, a *gateway.Aggregation, fro
 		}
 		add(aggs, false)
 	}
-	aggs, err := s.readRollups(ctx, &base, from, to)
+	spans, err := s.rollupSpans(ctx, a, from, to)
 	if err != nil {
 		return nil, err
 	}
-	add(aggs, false)
+	for _, sp := range spans {
+		aggs, err := s.readRollups(ctx, &base, sp)
+		if err != nil {
+			return nil, err
+		}
+		add(aggs, false)
+	}
 	if a.Measures&gateway.MeasureUsers != 0 {
-		if err := s.rollupUsers(ctx, a, from, to, groups); err != nil {
+		if err := s.rollupUsers(ctx, a, from, to, spans, groups); err != nil {
 			return nil, err
 		}
 	}
 	if a.Measures&gateway.MeasureLatency != 0 {
-		if err := s.rollupLatency(ctx, a, from, to, groups); err != nil {
+		if err := s.rollupLatency(ctx, a, from, to, spans, groups); err != nil {
 			return nil, err
 		}
 	}
@@ -166,7 +173,7 @@ func rollupEdges(a *gateway.Aggregation, from, to int64) [][2]time.Time {
 // rollupUsers sets Users and UserRequests of groups (keyed by time alone)
 // from the distinct non-empty _user values of a's window: the rows of
 // log_metadata_hours for the hours [from, to), the records for the rest.
-func (s *Store) rollupUsers(ctx context.Context, a *gateway.Aggregation, from, to int64, groups map[rollupKey]*gateway.Aggregate) error {
+func (s *Store) rollupUsers(ctx context.Context, a *gateway.Aggregation, from, to int64, spans []rollupSpan, groups map[rollupKey]*gateway.Aggregate) error {
 	byTime := slices.Contains(a.GroupBy, gateway.DimTime)
 	sets := make(map[int64]map[string]bool)
 	reqs := make(map[int64]int64)
@@ -197,7 +204,22 @@ func (s *Store) rollupUsers(ctx context.Context, a *gateway.Aggregation, from, t
 			addUser(x.Time, x.MetadataValue, x.Requests)
 		}
 	}
-	bucket, args := `0`, []any{from, to, gateway.UserMetadataKey}
+	for _, sp := range spans {
+		if err := s.readUsers(ctx, a, sp, addUser); err != nil {
+			return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+		}
+	}
+	for k, g := range groups {
+		g.Users, g.UserRequests = int64(len(sets[k.time])), reqs[k.time]
+	}
+	return nil
+}
+
+// readUsers calls addUser with each distinct _user value of the rollup
+// rows of span sp, by a's bucket, and its number of records.
+func (s *Store) readUsers(ctx context.Context, a *gateway.Aggregation, sp rollupSpan, addUser func(time.Time, string, int64)) error {
+	byTime := slices.Contains(a.GroupBy, gateway.DimTime)
+	bucket, args := `0`, []any{sp.from, sp.to, gateway.UserMetadataKey}
 	if byTime {
 		w := strconv.FormatInt(a.Bucket.Microseconds(), 10)
 		bucket = `hour_us / ` + w + ` * ` + w
@@ -207,10 +229,10 @@ func (s *Store) rollupUsers(ctx context.Context, a *gateway.Aggregation, from, t
 		args = append(args, a.Query.WorkspaceID)
 		ws = ` AND workspace_id = $4`
 	}
-	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(`SELECT `+bucket+`, value, SUM(requests) FROM log_metadata_hours
+	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(`SELECT `+bucket+`, value, SUM(requests) FROM `+sp.tables().meta+`
 WHERE hour_us >= $1 AND hour_us < $2 AND key = $3 AND value <> ''`+ws+` GROUP BY 1, 2`), args...)
 	if err != nil {
-		return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -220,7 +242,7 @@ WHERE hour_us >= $1 AND hour_us < $2 AND key = $3 AND value <> ''`+ws+` GROUP BY
 			n     int64
 		)
 		if err := rows.Scan(&t, &value, &n); err != nil {
-			return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+			return err
 		}
 		when := time.Time{}
 		if byTime {
@@ -228,13 +250,7 @@ WHERE hour_us >= $1 AND hour_us < $2 AND key = $3 AND value <> ''`+ws+` GROUP BY
 		}
 		addUser(when, value, n)
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
-	}
-	for k, g := range groups {
-		g.Users, g.UserRequests = int64(len(sets[k.time])), reqs[k.time]
-	}
-	return nil
+	return rows.Err()
 }
 
 type rollupKey struct {
@@ -244,20 +260,21 @@ type rollupKey struct {
 	provider, model string
 }
 
-// rollupQuery returns the query of the rollup rows of the hours
-// [from, to) that a reads, and its arguments: log_metadata_hours summed
+// rollupQuery returns the query of the rollup rows of span sp that a
+// reads, and its arguments: log_metadata_hours summed
 // by value for a grouping by metadata, log_hours summed by a's buckets,
 // status and model otherwise.
-func rollupQuery(a *gateway.Aggregation, from, to int64) (string, []any) {
+func rollupQuery(a *gateway.Aggregation, sp rollupSpan) (string, []any) {
+	t := sp.tables()
 	if slices.Contains(a.GroupBy, gateway.DimMetadata) {
-		args := []any{from, to, a.MetadataKey}
+		args := []any{sp.from, sp.to, a.MetadataKey}
 		where := ``
 		if a.Query.WorkspaceID != "" {
 			args = append(args, a.Query.WorkspaceID)
 			where = ` AND workspace_id = $4`
 		}
 		return `SELECT value, SUM(requests), SUM(prompt_tokens), SUM(completion_tokens), SUM(total_tokens), SUM(cost), MAX(last_us)
-FROM log_metadata_hours WHERE hour_us >= $1 AND hour_us < $2 AND key = $3` + where + ` GROUP BY value`, args
+FROM ` + t.meta + ` WHERE hour_us >= $1 AND hour_us < $2 AND key = $3` + where + ` GROUP BY value`, args
 	}
 	keys := []string{`0`, `0`, `''`, `''`}
 	for _, d := range a.GroupBy {
@@ -271,15 +288,15 @@ FROM log_metadata_hours WHERE hour_us >= $1 AND hour_us < $2 AND key = $3` + whe
 			keys[2], keys[3] = `provider`, `model`
 		}
 	}
-	where, args := rollupWhere(a, from, to, "")
+	where, args := rollupWhere(a, sp.from, sp.to, "")
 	return `SELECT ` + strings.Join(keys, ", ") + `, SUM(requests), SUM(errors), SUM(rescued_retry), SUM(rescued_fallback),
 	SUM(cache_hits), SUM(cache_misses), SUM(cache_hit_latency_us), SUM(cache_miss_latency_us), SUM(prompt_tokens),
 	SUM(completion_tokens), SUM(total_tokens), SUM(cost), MAX(last_us)
-FROM log_hours WHERE ` + where + ` GROUP BY 1, 2, 3, 4`, args
+FROM ` + t.sums + ` WHERE ` + where + ` GROUP BY 1, 2, 3, 4`, args
 }
 
-// rollupWhere returns the condition on the log_hours rows (their columns
-// named with prefix) of the hours [from, to) that a selects, by
+// rollupWhere returns the condition on the rollup rows (their columns
+// named with prefix) of [from, to) that a selects, by
 // workspace, status and model, and its arguments.
 func rollupWhere(a *gateway.Aggregation, from, to int64, prefix string) (string, []any) {
 	args := []any{from, to}
@@ -308,11 +325,11 @@ func rollupWhere(a *gateway.Aggregation, from, to int64, prefix string) (string,
 	return where, args
 }
 
-// readRollups reads the sums of the rollup rows of the hours [from, to)
-// that a asks for, by a's keys: its bucket, status, model or metadata
+// readRollups reads the sums of the rollup rows of span sp that a asks
+// for, by a's keys: its bucket, status, model or metadata
 // value.
-func (s *Store) readRollups(ctx context.Context, a *gateway.Aggregation, from, to int64) ([]gateway.Aggregate, error) {
-	q, args := rollupQuery(a, from, to)
+func (s *Store) readRollups(ctx context.Context, a *gateway.Aggregation, sp rollupSpan) ([]gateway.Aggregate, error) {
+	q, args := rollupQuery(a, sp)
 	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(q), args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", err)
@@ -379,7 +396,7 @@ func (s *Store) readRollups(ctx context.Context, a *gateway.Aggregation, from, t
 // from their digests, when all of an hour's rows have a current one, and
 // the others (the parts of an hour at either end, the hours not yet
 // digested) from the records. The percentiles are exact.
-func (s *Store) rollupLatency(ctx context.Context, a *gateway.Aggregation, from, to int64, groups map[rollupKey]*gateway.Aggregate) error {
+func (s *Store) rollupLatency(ctx context.Context, a *gateway.Aggregation, from, to int64, spans []rollupSpan, groups map[rollupKey]*gateway.Aggregate) error {
 	var byTime, byStatus, byModel bool
 	for _, d := range a.GroupBy {
 		byTime = byTime || d == gateway.DimTime
@@ -406,73 +423,28 @@ func (s *Store) rollupLatency(ctx context.Context, a *gateway.Aggregation, from,
 		vals[k] = make([]int64, 0, g.Requests)
 	}
 
-	// The digests of the whole hours, decoded as they come; those of an
-	// hour with a stale or missing one are taken back out, and the hour
-	// read from the records.
-	where, args := rollupWhere(a, from, to, "h.")
-	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(`SELECT h.hour_us, h.status, h.provider, h.model, d.latencies
-FROM log_hours h LEFT JOIN log_latency_hours d ON d.workspace_id = h.workspace_id AND d.hour_us = h.hour_us
-	AND d.status = h.status AND d.provider = h.provider AND d.model = h.model AND d.requests = h.requests AND d.latency_us = h.latency_us
-WHERE `+where+` ORDER BY h.hour_us`), args...)
-	if err != nil {
-		return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
-	}
-	type mark struct {
-		key rollupKey
-		n   int // len(vals[key]) before the hour's digest
-	}
-	var (
-		raw   []int64 // hours to read from the records
-		marks []mark  // the digests of hour decoded so far
-		hour  int64   = -1
-		stale bool
-	)
-	for rows.Next() {
-		var (
-			h               int64
-			status          int
-			provider, model string
-			blob            sql.RawBytes
-		)
-		if err := rows.Scan(&h, &status, &provider, &model, &blob); err != nil {
-			rows.Close()
+	// The digests of the whole hours and days, decoded as they come;
+	// those of an hour (or day) with a stale or missing one are taken
+	// back out, and the hour read from the records.
+	var raw [][2]int64 // [from, to) to read from the records
+	for _, sp := range spans {
+		stale, err := s.readDigests(ctx, a, sp, vals, keyOf)
+		if err != nil {
 			return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
 		}
-		if h != hour {
-			hour, stale, marks = h, false, marks[:0]
-		}
-		if stale {
-			continue
-		}
-		if blob == nil {
-			for _, m := range slices.Backward(marks) {
-				vals[m.key] = vals[m.key][:m.n]
-			}
-			raw = append(raw, h)
-			stale = true
-			continue
-		}
-		k := keyOf(h, status, provider, model)
-		marks = append(marks, mark{k, len(vals[k])})
-		if vals[k], err = decodeLatencies(vals[k], blob); err != nil {
-			rows.Close()
-			return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+		raw = append(raw, stale...)
 	}
 
 	// The records of the rest: the ends of the window, and the runs of
 	// hours without current digests.
 	parts := rollupEdges(a, from, to)
+	slices.SortFunc(raw, func(x, y [2]int64) int { return cmp.Compare(x[0], y[0]) })
 	for i := 0; i < len(raw); {
 		j := i + 1
-		for j < len(raw) && raw[j] == raw[j-1]+rollupWidth {
+		for j < len(raw) && raw[j][0] == raw[j-1][1] {
 			j++
 		}
-		parts = append(parts, [2]time.Time{time.UnixMicro(raw[i]), time.UnixMicro(raw[j-1] + rollupWidth - 1)})
+		parts = append(parts, [2]time.Time{time.UnixMicro(raw[i][0]), time.UnixMicro(raw[j-1][1] - 1)})
 		i = j
 	}
 	for _, part := range parts {
@@ -512,4 +484,130 @@ WHERE `+strings.Join(where, ` AND `)), args...)
 		g.LatencyP50, g.LatencyP90, g.LatencyP99 = latencyPercentiles(v)
 	}
 	return nil
+}
+
+// readDigests appends to vals, by keyOf's key, the latencies of the
+// digests of span sp that a selects, and returns the hours (or days) of
+// sp whose rows lack a current digest: their latencies are not in vals,
+// and are to be read from the records.
+func (s *Store) readDigests(ctx context.Context, a *gateway.Aggregation, sp rollupSpan, vals map[rollupKey][]int64,
+	keyOf func(t int64, status int, provider, model string) rollupKey) ([][2]int64, error) {
+	t := sp.tables()
+	where, args := rollupWhere(a, sp.from, sp.to, "h.")
+	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(`SELECT h.hour_us, h.status, h.provider, h.model, d.latencies
+FROM `+t.sums+` h LEFT JOIN `+t.latency+` d ON d.workspace_id = h.workspace_id AND d.hour_us = h.hour_us
+	AND d.status = h.status AND d.provider = h.provider AND d.model = h.model AND d.requests = h.requests AND d.latency_us = h.latency_us
+WHERE `+where+` ORDER BY h.hour_us`), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	type mark struct {
+		key rollupKey
+		n   int // len(vals[key]) before the unit's digest
+	}
+	var (
+		raw   [][2]int64
+		marks []mark // the digests of unit decoded so far
+		unit  int64  = -1
+		stale bool
+	)
+	for rows.Next() {
+		var (
+			u               int64
+			status          int
+			provider, model string
+			blob            sql.RawBytes
+		)
+		if err := rows.Scan(&u, &status, &provider, &model, &blob); err != nil {
+			return nil, err
+		}
+		if u != unit {
+			unit, stale, marks = u, false, marks[:0]
+		}
+		if stale {
+			continue
+		}
+		if blob == nil {
+			for _, m := range slices.Backward(marks) {
+				vals[m.key] = vals[m.key][:m.n]
+			}
+			raw = append(raw, [2]int64{u, u + t.width})
+			stale = true
+			continue
+		}
+		k := keyOf(u, status, provider, model)
+		marks = append(marks, mark{k, len(vals[k])})
+		if vals[k], err = decodeLatencies(vals[k], blob); err != nil {
+			return nil, err
+		}
+	}
+	return raw, rows.Err()
+}
+
+// rollupSpan is a part [from, to) of the whole hours of an aggregation's
+// window, read from the hourly rollups, or from the daily ones when
+// daily (whole days, each marked done).
+type rollupSpan struct {
+	from, to int64
+	daily    bool
+}
+
+// rollupTables names the tables of one width of rollup.
+type rollupTables struct {
+	sums, meta, latency string
+	width               int64 // of a row, in microseconds
+}
+
+var (
+	hourTables = rollupTables{"log_hours", "log_metadata_hours", "log_latency_hours", hourUS}
+	dayTables  = rollupTables{"log_days", "log_metadata_days", "log_latency_days", dayUS}
+)
+
+func (sp rollupSpan) tables() rollupTables {
+	if sp.daily {
+		return dayTables
+	}
+	return hourTables
+}
+
+// rollupSpans splits the whole hours [from, to) of a's window into spans:
+// the runs of whole days whose daily rollups are done (log_days_done),
+// read from those, and the hours between, from the hourly ones. Days
+// serve only buckets of whole days, or no buckets.
+func (s *Store) rollupSpans(ctx context.Context, a *gateway.Aggregation, from, to int64) ([]rollupSpan, error) {
+	if slices.Contains(a.GroupBy, gateway.DimTime) && a.Bucket.Microseconds()%dayUS != 0 {
+		return []rollupSpan{{from, to, false}}, nil
+	}
+	first := (from + dayUS - 1) / dayUS * dayUS
+	rows, err := s.db.QueryContext(ctx, `SELECT day_us FROM log_days_done WHERE day_us >= ?1 AND day_us + ?3 <= ?2 ORDER BY 1`,
+		first, to, dayUS)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+	}
+	defer rows.Close()
+	var spans []rollupSpan
+	at := from // the start of what no span covers yet
+	for rows.Next() {
+		var d int64
+		if err := rows.Scan(&d); err != nil {
+			return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+		}
+		if d > at {
+			spans = append(spans, rollupSpan{at, d, false})
+		}
+		if n := len(spans); n > 0 && spans[n-1].daily && spans[n-1].to == d {
+			spans[n-1].to = d + dayUS
+		} else {
+			spans = append(spans, rollupSpan{d, d + dayUS, true})
+		}
+		at = d + dayUS
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", err)
+	}
+	if at < to {
+		spans = append(spans, rollupSpan{at, to, false})
+	}
+	return spans, nil
 }

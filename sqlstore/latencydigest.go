@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,8 +17,8 @@ import (
 // of a closed hour, in log_latency_hours (see migration 0007), from which
 // AggregateLogs takes exact percentiles over whole hours without reading
 // the records. They are written off the request path: by a goroutine of
-// the store once a minute, for the hours that ended more than
-// digestDelay ago and have no current digest.
+// the store once a minute (CompactLogs), for the hours that ended more
+// than digestDelay ago and have no current digest.
 
 // digestDelay is how long after an hour ends its digests are written:
 // the gateway's log writer has stored the hour's records by then.
@@ -89,40 +90,55 @@ func decodeLatencies(dst []int64, b []byte) ([]int64, error) {
 	return dst, nil
 }
 
-// DigestLatencies writes the latency digests of the hours that ended
-// more than a minute ago and have none, or a stale one: records were
-// added to the hour (late, or by POST /logs) or deleted from it since.
-// A SQLite store does this by itself once a minute; a host calls it to
-// have them now (after loading records in bulk, say). On Postgres it does
-// nothing: its analytics read the records.
-func (s *Store) DigestLatencies(ctx context.Context) error {
+// CompactLogs writes what the store derives from the request logs of
+// the past, for the analytics routes: the latency digests of the hours
+// that ended more than a minute ago and have none, or a stale one
+// (records were added to the hour, late or by POST /logs, or deleted from
+// it since), then the daily rollups of the days that ended and are not
+// done. A SQLite store does this by itself once a minute; a host calls it
+// to have them now (after loading records in bulk, say). Until then the
+// figures are the same, read from the hourly rollups and the records. On
+// Postgres it does nothing: its analytics read the records.
+func (s *Store) CompactLogs(ctx context.Context) error {
 	if s.dialect != dialectSQLite {
 		return nil
 	}
+	if err := s.digestLatencies(ctx); err != nil {
+		return fmt.Errorf("sqlstore: digesting latencies: %w", err)
+	}
+	if err := s.compactDays(ctx); err != nil {
+		return fmt.Errorf("sqlstore: daily rollups: %w", err)
+	}
+	return nil
+}
+
+// digestLatencies writes the digests of the hours that ended more than
+// digestDelay ago and have none, or a stale one.
+func (s *Store) digestLatencies(ctx context.Context) error {
 	closed := time.Now().Add(-digestDelay).UnixMicro()/hourUS*hourUS - hourUS
 	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT h.hour_us FROM log_hours h LEFT JOIN log_latency_hours d
 	ON d.workspace_id = h.workspace_id AND d.hour_us = h.hour_us AND d.status = h.status AND d.provider = h.provider AND d.model = h.model
 WHERE h.hour_us >= 0 AND h.hour_us <= ?1 AND (d.requests IS NULL OR d.requests <> h.requests OR d.latency_us <> h.latency_us)
 ORDER BY 1`, closed)
 	if err != nil {
-		return fmt.Errorf("sqlstore: digesting latencies: %w", err)
+		return err
 	}
 	var hours []int64
 	for rows.Next() {
 		var h int64
 		if err := rows.Scan(&h); err != nil {
 			rows.Close()
-			return fmt.Errorf("sqlstore: digesting latencies: %w", err)
+			return err
 		}
 		hours = append(hours, h)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlstore: digesting latencies: %w", err)
+		return err
 	}
 	for _, h := range hours {
 		if err := s.digestHour(ctx, h); err != nil {
-			return fmt.Errorf("sqlstore: digesting latencies: %w", err)
+			return err
 		}
 	}
 	return nil
@@ -161,6 +177,15 @@ WHERE time_us >= ?1 AND time_us < ?2`, hour, hour+hourUS)
 	if _, err := tx.ExecContext(ctx, `DELETE FROM log_latency_hours WHERE hour_us = ?1`, hour); err != nil {
 		return err
 	}
+	if err := insertDigests(ctx, tx, "log_latency_hours", groups); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// insertDigests inserts into table (log_latency_hours or _days) the
+// digest of each group's latencies (sorted here), in key order.
+func insertDigests(ctx context.Context, tx *sql.Tx, table string, groups map[hourKey][]int64) error {
 	for _, k := range slices.SortedFunc(maps.Keys(groups), func(a, b hourKey) int {
 		return compareKeys(a.workspace, b.workspace, a.hour, b.hour, a.provider+"\x00"+a.model, b.provider+"\x00"+b.model, a.status, b.status)
 	}) {
@@ -170,16 +195,16 @@ WHERE time_us >= ?1 AND time_us < ?2`, hour, hour+hourUS)
 		for _, v := range vals {
 			sum += v
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO log_latency_hours (workspace_id, hour_us, status, provider, model, requests,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (workspace_id, hour_us, status, provider, model, requests,
 	latency_us, latencies) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
 			k.workspace, k.hour, k.status, k.provider, k.model, len(vals), sum, encodeLatencies(vals)); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
-// digestLoop runs DigestLatencies every interval until ctx ends, logging
+// digestLoop runs CompactLogs every interval until ctx ends, logging
 // the first failure of a run of them.
 func (s *Store) digestLoop(ctx context.Context, interval time.Duration) {
 	defer close(s.digestDone)
@@ -187,13 +212,13 @@ func (s *Store) digestLoop(ctx context.Context, interval time.Duration) {
 	defer t.Stop()
 	failing := false
 	for {
-		err := s.DigestLatencies(ctx)
+		err := s.CompactLogs(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
-			s.errLog.ErrorContext(ctx, "sqlstore: writing latency digests failed; percentiles read the records meanwhile", "err", err)
+			s.errLog.ErrorContext(ctx, "sqlstore: compacting request logs failed; the analytics read the hourly rollups and the records meanwhile", "err", err)
 			failing = true
 		case err == nil && failing:
-			s.errLog.InfoContext(ctx, "sqlstore: writing latency digests again")
+			s.errLog.InfoContext(ctx, "sqlstore: compacting request logs again")
 			failing = false
 		}
 		select {

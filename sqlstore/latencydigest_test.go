@@ -9,7 +9,7 @@ import (
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
-// TestLatencyDigests: once DigestLatencies has run, the percentiles of
+// TestLatencyDigests: once CompactLogs has run, the percentiles of
 // whole hours come from the digests, not the records (a record's latency
 // changed behind the store's back does not show); a record added late to
 // a digested hour makes its digest stale, and the figures are the
@@ -56,7 +56,7 @@ func TestLatencyDigests(t *testing.T) {
 		}
 	}
 	check("before the digests", recs)
-	if err := s.DigestLatencies(ctx); err != nil {
+	if err := s.CompactLogs(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var digests int
@@ -83,7 +83,7 @@ func TestLatencyDigests(t *testing.T) {
 	}
 	withLate := append(append([]*gateway.RequestLog{}, recs...), late)
 	check("a record added to a digested hour", withLate)
-	if err := s.DigestLatencies(ctx); err != nil {
+	if err := s.CompactLogs(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check("digested again", withLate)
@@ -104,7 +104,7 @@ func TestLatencyDigests(t *testing.T) {
 		}
 	}
 	check("after retention", kept)
-	if err := s.DigestLatencies(ctx); err != nil {
+	if err := s.CompactLogs(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check("after retention, digested again", kept)

@@ -192,7 +192,8 @@ func scanLog(row scanner, more ...any) (*gateway.RequestLog, error) {
 const logDeleteBatch = 5000
 
 // DeleteLogsBefore deletes the request logs older than t, in batches of
-// 5,000 rows (and on SQLite the latency digests of the hours before t's),
+// 5,000 rows (and on SQLite the latency digests and daily rollups of the
+// hours and days before t's),
 // and returns how many it deleted. Options.LogRetention runs
 // it in the background; a host may call it itself.
 func (s *Store) DeleteLogsBefore(ctx context.Context, t time.Time) (int64, error) {
@@ -214,10 +215,22 @@ func (s *Store) DeleteLogsBefore(ctx context.Context, t time.Time) (int64, error
 	}
 	if s.dialect == dialectSQLite {
 		// The latency digests of the hours now gone (those of the hour
-		// t falls in are stale, and written again).
-		if _, err := s.db.ExecContext(ctx, `DELETE FROM log_latency_hours WHERE hour_us < ?1`,
-			t.UnixMicro()/hourUS*hourUS); err != nil {
-			return total, fmt.Errorf("sqlstore: deleting old request logs: %w", err)
+		// t falls in are stale, and written again), and the daily
+		// rollups of the days gone; t's day is no longer done.
+		hour, day := t.UnixMicro()/hourUS*hourUS, t.UnixMicro()/dayUS*dayUS
+		for _, q := range []struct {
+			sql   string
+			bound int64
+		}{
+			{`DELETE FROM log_latency_hours WHERE hour_us < ?1`, hour},
+			{`DELETE FROM log_days_done WHERE day_us <= ?1`, day},
+			{`DELETE FROM log_days WHERE hour_us < ?1`, day},
+			{`DELETE FROM log_metadata_days WHERE hour_us < ?1`, day},
+			{`DELETE FROM log_latency_days WHERE hour_us < ?1`, day},
+		} {
+			if _, err := s.db.ExecContext(ctx, q.sql, q.bound); err != nil {
+				return total, fmt.Errorf("sqlstore: deleting old request logs: %w", err)
+			}
 		}
 	}
 	return total, nil

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"time"
 
 	gateway "github.com/modelgateway/gateway"
 )
@@ -52,8 +53,15 @@ type metaSums struct {
 	last                                                  int64
 }
 
-// rollUpLogs adds recs, just stored by tx, to the hourly rollups.
+// rollUpLogs adds recs, just stored by tx, to the hourly rollups, and
+// takes the days of recs that ended already off log_days_done (their
+// daily rollups no longer hold; logdays.go).
 func (s *Store) rollUpLogs(ctx context.Context, tx *sql.Tx, recs []*gateway.RequestLog) error {
+	if q, args := undoneDays(recs, time.Now()); q != "" {
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+	}
 	hours := make(map[hourKey]*hourSums)
 	metas := make(map[metaKey]*metaSums)
 	for _, r := range recs {

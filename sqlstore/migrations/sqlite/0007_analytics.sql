@@ -101,6 +101,68 @@ CREATE TABLE log_latency_hours (
 	PRIMARY KEY (workspace_id, hour_us, status, provider, model)
 );
 
+-- Daily rollups: log_days, log_metadata_days and log_latency_days hold
+-- the sums (and digests) of the hourly rows of each day, as the tables of
+-- the same shape above do for hours (hour_us is the day's start), so
+-- that a month's graph reads 30 rows a group instead of 720. The store
+-- writes a day's rows, from the hourly ones, with the day's row in
+-- log_days_done, in one transaction, once the day's last hour has its
+-- digests (CompactLogs, in the background). A day's rows are read only
+-- while that row stands: AddLogs deletes it when it adds a record to the
+-- day after the day ended, and retention when it deletes records of it.
+CREATE TABLE log_days (
+	workspace_id          TEXT NOT NULL,
+	hour_us               BIGINT NOT NULL,
+	status                INTEGER NOT NULL,
+	provider              TEXT NOT NULL,
+	model                 TEXT NOT NULL,
+	requests              BIGINT NOT NULL,
+	errors                BIGINT NOT NULL,
+	rescued_retry         BIGINT NOT NULL,
+	rescued_fallback      BIGINT NOT NULL,
+	cache_hits            BIGINT NOT NULL,
+	cache_misses          BIGINT NOT NULL,
+	cache_hit_latency_us  BIGINT NOT NULL,
+	cache_miss_latency_us BIGINT NOT NULL,
+	prompt_tokens         BIGINT NOT NULL,
+	completion_tokens     BIGINT NOT NULL,
+	total_tokens          BIGINT NOT NULL,
+	cost                  DOUBLE PRECISION NOT NULL,
+	latency_us            BIGINT NOT NULL,
+	last_us               BIGINT NOT NULL,
+	PRIMARY KEY (workspace_id, hour_us, status, provider, model)
+) WITHOUT ROWID;
+
+CREATE TABLE log_metadata_days (
+	workspace_id      TEXT NOT NULL,
+	key               TEXT NOT NULL,
+	hour_us           BIGINT NOT NULL,
+	value             TEXT NOT NULL,
+	requests          BIGINT NOT NULL,
+	prompt_tokens     BIGINT NOT NULL,
+	completion_tokens BIGINT NOT NULL,
+	total_tokens      BIGINT NOT NULL,
+	cost              DOUBLE PRECISION NOT NULL,
+	last_us           BIGINT NOT NULL,
+	PRIMARY KEY (workspace_id, key, hour_us, value)
+) WITHOUT ROWID;
+
+CREATE TABLE log_latency_days (
+	workspace_id TEXT NOT NULL,
+	hour_us      BIGINT NOT NULL,
+	status       INTEGER NOT NULL,
+	provider     TEXT NOT NULL,
+	model        TEXT NOT NULL,
+	requests     BIGINT NOT NULL,
+	latency_us   BIGINT NOT NULL,
+	latencies    BLOB NOT NULL,
+	PRIMARY KEY (workspace_id, hour_us, status, provider, model)
+);
+
+CREATE TABLE log_days_done (
+	day_us BIGINT PRIMARY KEY
+) WITHOUT ROWID;
+
 -- AddLogs adds each batch of records to the rollups (one upsert row per
 -- group of the batch, computed in Go: a trigger per record cost as much
 -- as storing the record); deleting records takes them out here.
