@@ -1,11 +1,15 @@
 // Package sqlstore keeps the gateway's durable state in SQLite or
 // Postgres: gateway API keys, virtual keys (provider credentials), saved
 // configs with their versions, rate-limits policies, workspaces and the
-// control plane's audit log. One *Store implements gateway.KeyStore,
-// gateway.APIKeyStore, gateway.VirtualKeyStore, gateway.VirtualKeyAdmin,
-// gateway.ConfigStore, gateway.ConfigAdmin, gateway.PolicyStore,
-// gateway.PolicyCompareAndSwapper, gateway.WorkspaceStore and
-// gateway.AuditStore; pass it as each of those in gateway.Options.
+// control plane's audit log, and request logs, feedback, log exports,
+// usage-limits policies and their counters. One *Store implements
+// gateway.KeyStore, gateway.APIKeyStore, gateway.VirtualKeyStore,
+// gateway.VirtualKeyAdmin, gateway.ConfigStore, gateway.ConfigAdmin,
+// gateway.PolicyStore, gateway.PolicyCompareAndSwapper,
+// gateway.WorkspaceStore, gateway.AuditStore, gateway.LogStore (with
+// gateway.LogAggregator), gateway.FeedbackStore, gateway.LogExportStore,
+// gateway.UsageLimitsStore and gateway.UsageCounter; pass it as each of
+// those in gateway.Options.
 //
 // Load applies a store file (gateway.DecodeStoreFile) as
 // gateway.MemoryStore.Load does, checked by the same rules: each entry it
@@ -15,8 +19,7 @@
 // virtual key's slug and a config's id are unique within a workspace, as
 // in gateway.MemoryStore. The control plane's writes (CreateAPIKey,
 // UpdateVirtualKey, UpdateConfig, UpdateWorkspace…) are compare-and-swaps
-// against the database, atomic across replicas. Request logs are not
-// stored yet: a later schema version adds them.
+// against the database, atomic across replicas.
 //
 // # Databases
 //
@@ -84,4 +87,31 @@
 // Writes are serialised by the generation row's lock, which makes the
 // compare-and-swap writes (CompareAndSwapPolicy, UpdateAPIKey) atomic
 // across replicas.
+//
+// # Request logs and analytics
+//
+// AddLogs stores a batch of request logs in one transaction (the
+// gateway's log writer calls it off the request path); a record whose id
+// is stored already is skipped, so a retried batch is stored once. On
+// SQLite these transactions commit with synchronous=NORMAL: a crash of
+// the machine, not of the process, can lose the last batches.
+// Options.LogRetention deletes older records in the background
+// (DeleteLogsBefore).
+//
+// AggregateLogs computes the analytics routes' figures in SQL. On
+// Postgres it reads the records. On SQLite, for the filters the rollups
+// keep (workspace, time, status, model) it reads:
+//
+//   - hourly rollups (sums by workspace, hour, status, provider and model,
+//     and by metadata pair), which AddLogs adds each batch to;
+//   - latency digests (each hourly row's latencies, sorted and
+//     compressed), from which percentiles are exact;
+//   - daily rollups and digests of the days that ended;
+//   - the records themselves for the parts of an hour at either end of
+//     the window, and for any other filter.
+//
+// Digests and daily rollups are written by CompactLogs, which the store
+// runs once a minute in the background: never on the request path, and
+// never stale (a digest no longer matching its hour, or a day a late
+// record or retention changed, is not read, and is written again).
 package sqlstore
