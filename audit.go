@@ -19,8 +19,8 @@ type AuditRecord struct {
 	WorkspaceID  string // the workspace acted in; empty for organisation-wide writes
 	Method       string
 	URI          string // the request's path, without its query
-	Action       string // e.g. "api_keys.create": ResourceType "." create, update, delete or rotate
-	ResourceType string // api_keys, virtual_keys, configs, workspaces, rate_limits_policies, usage_limits_policies
+	Action       string // e.g. "api_keys.create": ResourceType "." create, update, delete, or the route's verb (rotate, reset, start, cancel)
+	ResourceType string // api_keys, virtual_keys, configs, workspaces, rate_limits_policies, usage_limits_policies, log_exports
 	ResourceID   string // the id or slug acted on, or made by a create; empty when unknown
 	Status       int    // the response's status code
 	ClientIP     string // the address of the connection's peer
@@ -106,10 +106,12 @@ func (g *Gateway) auditRecord(r *http.Request, bw *auditWriter) AuditRecord {
 		rec.ResourceType = strings.ReplaceAll(seg[1], "-", "_") + "_policies"
 	case seg[0] == "admin" && len(seg) > 1:
 		rec.ResourceType = seg[1]
+	case seg[0] == "logs" && len(seg) > 1 && seg[1] == "exports":
+		rec.ResourceType = "log_exports"
 	default:
 		rec.ResourceType = strings.ReplaceAll(seg[0], "-", "_")
 	}
-	for _, name := range []string{"id", "slug", "workspaceId"} {
+	for _, name := range []string{"id", "slug", "workspaceId", "exportId"} {
 		if v := r.PathValue(name); v != "" {
 			rec.ResourceID = v
 			break

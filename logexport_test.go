@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -508,4 +509,35 @@ func TestLogExportNotKept(t *testing.T) {
 		t.Fatalf("without Options.LogExports: %d, want 404", res.StatusCode)
 	}
 	decodeError(t, res)
+}
+
+// TestLogExportsAudited: an export's writes (create, start, and a refused
+// cancel) are in the audit log, with the export's id; its reads are not.
+func TestLogExportsAudited(t *testing.T) {
+	e := newCoreEnv(t, nil, func(o *Options) {
+		ms := o.Keys.(*MemoryStore)
+		o.Logs, o.LogExports, o.Audit = ms, ms, ms
+	})
+	addTestLogs(t, e.store, 5)
+	id, _ := e.createExport(coreAdminKey, map[string]any{"filters": map[string]any{}, "requested_data": []string{"id"}})
+	if st, b := e.sendJSON(coreAdminKey, "POST", "/v1/logs/exports/"+id+"/start", nil, nil); st != 200 {
+		t.Fatalf("start: %d %s", st, b)
+	}
+	e.waitExport(coreAdminKey, id)
+	if st, b := e.sendJSON(coreAdminKey, "POST", "/v1/logs/exports/"+id+"/cancel", nil, nil); st != 409 {
+		t.Fatalf("cancel of a finished export: %d %s", st, b)
+	}
+	e.downloadExport(coreAdminKey, id)
+	l, _ := auditLogs(e, coreAdminKey, "?resource_type=log_exports")
+	var got []string
+	for _, r := range l.Records {
+		if r.ResourceID != id || r.APIKeyID != "key-admin" || r.WorkspaceID != "ws-1" {
+			t.Errorf("audit record %+v: want export %s, key-admin, ws-1", r, id)
+		}
+		got = append(got, fmt.Sprintf("%s %d", r.Action, r.Status))
+	}
+	slices.Sort(got)
+	if want := []string{"log_exports.cancel 409", "log_exports.create 200", "log_exports.start 200"}; !slices.Equal(got, want) {
+		t.Errorf("audited %q, want %q", got, want)
+	}
 }

@@ -44,9 +44,11 @@ func (g *Gateway) logExportRoutes(p string) {
 		{"/logs/exports/{exportId}/download", "download", "GET"},
 		{"/logs/exports/{exportId}/content", "content", "GET"},
 	} {
-		g.mux.Handle(p+r.path, g.control(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// Exports take records out of the gateway: their writes (create,
+		// update, start, cancel) are audited.
+		g.mux.Handle(p+r.path, g.control(g.audit(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			g.serveLogExports(w, req, r.action, r.allow)
-		})))
+		}))))
 	}
 }
 
