@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -407,4 +408,41 @@ func benchDo(b *testing.B, base, key, method, path, body string) (int, []byte) {
 		b.Fatal(err)
 	}
 	return res.StatusCode, out
+}
+
+// TestLogExportsRetention: DeleteLogsBefore deletes the exports created
+// before its time, as it does the records they copy, but for one still
+// running.
+func TestLogExportsRetention(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openStore(t, dsn, sqlstore.Options{})
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		for _, e := range []*gateway.LogExport{
+			{ID: "old-done", Status: gateway.ExportSuccess, CreatedAt: now.Add(-48 * time.Hour)},
+			{ID: "old-draft", Status: gateway.ExportDraft, CreatedAt: now.Add(-48 * time.Hour)},
+			{ID: "old-running", Status: gateway.ExportInProgress, CreatedAt: now.Add(-48 * time.Hour)},
+			{ID: "new-done", Status: gateway.ExportSuccess, CreatedAt: now},
+		} {
+			e.Filters, e.Fields, e.UpdatedAt = json.RawMessage(`{}`), []string{"id"}, e.CreatedAt
+			if err := s.CreateLogExport(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.DeleteLogsBefore(ctx, now.Add(-24*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		list, err := s.LogExports(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, e := range list {
+			ids = append(ids, e.ID)
+		}
+		slices.Sort(ids)
+		if want := []string{"new-done", "old-running"}; !slices.Equal(ids, want) {
+			t.Errorf("exports after retention: %v, want %v", ids, want)
+		}
+	})
 }

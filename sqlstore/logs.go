@@ -192,10 +192,11 @@ func scanLog(row scanner, more ...any) (*gateway.RequestLog, error) {
 const logDeleteBatch = 5000
 
 // DeleteLogsBefore deletes the request logs older than t, in batches of
-// 5,000 rows (and on SQLite the latency digests and daily rollups of the
-// hours and days before t's),
-// and returns how many it deleted. Options.LogRetention runs
-// it in the background; a host may call it itself.
+// 5,000 rows, and returns how many it deleted. It deletes too the log
+// exports created before t (but for one running), and on SQLite the
+// latency digests and daily rollups of the hours and days before t's.
+// Options.LogRetention runs it in the background; a host may call it
+// itself.
 func (s *Store) DeleteLogsBefore(ctx context.Context, t time.Time) (int64, error) {
 	var total int64
 	for {
@@ -212,6 +213,12 @@ func (s *Store) DeleteLogsBefore(ctx context.Context, t time.Time) (int64, error
 		if n < logDeleteBatch {
 			break
 		}
+	}
+	// Exports hold copies of records: those made before t go too, but for
+	// one still running.
+	if _, err := s.db.ExecContext(ctx, s.dialect.rebind(`DELETE FROM log_exports WHERE created_us < $1 AND status <> $2`),
+		t.UnixMicro(), string(gateway.ExportInProgress)); err != nil {
+		return total, fmt.Errorf("sqlstore: deleting old log exports: %w", err)
 	}
 	if s.dialect == dialectSQLite {
 		// The latency digests of the hours now gone (those of the hour
