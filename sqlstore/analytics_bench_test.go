@@ -68,6 +68,7 @@ FROM request_logs GROUP BY 1, 2, 3, 4, 5`,
 SELECT l.workspace_id, j.key, l.time_us / 3600000000 * 3600000000, j.value, COUNT(*), SUM(l.prompt_tokens),
 	SUM(l.completion_tokens), SUM(l.total_tokens), SUM(l.cost), MAX(l.time_us)
 FROM request_logs l, json_each(l.metadata) j WHERE j.type = 'text' GROUP BY 1, 2, 3, 4`,
+			`INSERT INTO log_days_todo SELECT DISTINCT hour_us / 86400000000 * 86400000000 FROM log_hours`,
 			`WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 19999)
 INSERT INTO feedback (id, workspace_id, trace_id, score, weight, created_us, updated_us)
 SELECT 'fb-' || i, 'ws-1', 'trace-' || (i * 25), i % 21 - 10, (i % 5) * 0.25, 0, 0 FROM c`,

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -24,7 +23,8 @@ import (
 // the gateway's log writer has stored the hour's records by then.
 const digestDelay = time.Minute
 
-// digestInterval is how often the store looks for hours to digest.
+// digestInterval is how often the store runs CompactLogs, by default
+// (Options.CompactInterval).
 const digestInterval = time.Minute
 
 // digestVersion is the first byte of a digest.
@@ -90,65 +90,11 @@ func decodeLatencies(dst []int64, b []byte) ([]int64, error) {
 	return dst, nil
 }
 
-// CompactLogs writes what the store derives from the request logs of
-// the past, for the analytics routes: the latency digests of the hours
-// that ended more than a minute ago and have none, or a stale one
-// (records were added to the hour, late or by POST /logs, or deleted from
-// it since), then the daily rollups of the days that ended and are not
-// done. A SQLite store does this by itself once a minute; a host calls it
-// to have them now (after loading records in bulk, say). Until then the
-// figures are the same, read from the hourly rollups and the records. On
-// Postgres it does nothing: its analytics read the records.
-func (s *Store) CompactLogs(ctx context.Context) error {
-	if s.dialect != dialectSQLite {
-		return nil
-	}
-	if err := s.digestLatencies(ctx); err != nil {
-		return fmt.Errorf("sqlstore: digesting latencies: %w", err)
-	}
-	if err := s.compactDays(ctx); err != nil {
-		return fmt.Errorf("sqlstore: daily rollups: %w", err)
-	}
-	return nil
-}
-
-// digestLatencies writes the digests of the hours that ended more than
-// digestDelay ago and have none, or a stale one.
-func (s *Store) digestLatencies(ctx context.Context) error {
-	closed := time.Now().Add(-digestDelay).UnixMicro()/hourUS*hourUS - hourUS
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT h.hour_us FROM log_hours h LEFT JOIN log_latency_hours d
-	ON d.workspace_id = h.workspace_id AND d.hour_us = h.hour_us AND d.status = h.status AND d.provider = h.provider AND d.model = h.model
-WHERE h.hour_us >= 0 AND h.hour_us <= ?1 AND (d.requests IS NULL OR d.requests <> h.requests OR d.latency_us <> h.latency_us)
-ORDER BY 1`, closed)
-	if err != nil {
-		return err
-	}
-	var hours []int64
-	for rows.Next() {
-		var h int64
-		if err := rows.Scan(&h); err != nil {
-			rows.Close()
-			return err
-		}
-		hours = append(hours, h)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, h := range hours {
-		if err := s.digestHour(ctx, h); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // digestHour writes the digests of the hour starting at hour (Unix
 // microseconds): it reads the hour's records (a range of request_logs's
 // primary key), then replaces the hour's digests in one transaction. A
 // record stored in between leaves its row's digest stale, to be written
-// again by the next pass.
+// again by the next pass (AddLogs put its day on log_days_todo).
 func (s *Store) digestHour(ctx context.Context, hour int64) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT workspace_id, status, provider, model, latency_us FROM request_logs
 WHERE time_us >= ?1 AND time_us < ?2`, hour, hour+hourUS)

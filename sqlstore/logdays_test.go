@@ -13,15 +13,16 @@ import (
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
-// TestDailyRollups: CompactLogs marks the days that ended done, and the
-// aggregations of whole days read their daily rollups (the hourly ones,
+// TestDailyRollups: AddLogs puts the days of its records on the to-do
+// list, CompactLogs marks the days that ended done (and off the list),
+// and the aggregations of whole days read their daily rollups (the hourly ones,
 // changed behind the store's back, no longer show); a record added late
 // to a done day, and retention cutting into one, undo the day, and the
 // figures stay those of the records throughout.
 func TestDailyRollups(t *testing.T) {
 	ctx := context.Background()
 	dsn := sqliteDSN(t)
-	s := openStore(t, dsn, sqlstore.Options{})
+	s := openStore(t, dsn, sqlstore.Options{CompactInterval: -1}) // compacted by the test alone
 	db := rawDB(t, dsn)
 	// The records are of the 6 days before yesterday: days that ended a
 	// day ago at least, whenever the test runs.
@@ -65,20 +66,26 @@ func TestDailyRollups(t *testing.T) {
 			}
 		}
 	}
-	done := func() int {
+	count := func(table string) int {
 		t.Helper()
 		var n int
-		if err := db.QueryRow(`SELECT COUNT(*) FROM log_days_done`).Scan(&n); err != nil {
+		if err := db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
+	}
+	done := func() int { return count("log_days_done") }
+	// The days a pass of CompactLogs has work on.
+	todo := func() int { return count("log_days_todo") }
+	if n := todo(); n != 6 {
+		t.Fatalf("%d days to do after AddLogs, want 6", n)
 	}
 	check("hourly rollups", recs)
 	if err := s.CompactLogs(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := done(); n != 6 {
-		t.Fatalf("%d days done, want the 6 that ended", n)
+	if n, m := done(), todo(); n != 6 || m != 0 {
+		t.Fatalf("%d days done and %d to do, want the 6 that ended and none", n, m)
 	}
 	check("daily rollups", recs)
 
@@ -106,16 +113,16 @@ func TestDailyRollups(t *testing.T) {
 	if err := s.AddLogs(ctx, []*gateway.RequestLog{late}); err != nil {
 		t.Fatal(err)
 	}
-	if n := done(); n != 5 {
-		t.Errorf("%d days done after a late record, want 5", n)
+	if n, m := done(), todo(); n != 5 || m != 1 {
+		t.Errorf("%d days done and %d to do after a late record, want 5 and 1", n, m)
 	}
 	withLate := append(append([]*gateway.RequestLog{}, recs...), late)
 	check("a day undone by a late record", withLate)
 	if err := s.CompactLogs(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := done(); n != 6 {
-		t.Errorf("%d days done after compacting again, want 6", n)
+	if n, m := done(), todo(); n != 6 || m != 0 {
+		t.Errorf("%d days done and %d to do after compacting again, want 6 and 0", n, m)
 	}
 	check("the day done again", withLate)
 
@@ -130,12 +137,31 @@ func TestDailyRollups(t *testing.T) {
 			kept = append(kept, r)
 		}
 	}
-	if n := done(); n != 3 {
-		t.Errorf("%d days done after retention, want 3", n)
+	if n, m := done(), todo(); n != 3 || m != 1 {
+		t.Errorf("%d days done and %d to do after retention, want 3 and 1 (the day of the cut)", n, m)
 	}
 	check("after retention", kept)
 	if err := s.CompactLogs(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check("after retention, compacted again", kept)
+}
+
+// TestCompactLogsInBackground: a SQLite store compacts by itself, every
+// Options.CompactInterval: the days of records added after Open get done
+// with no call of CompactLogs.
+func TestCompactLogsInBackground(t *testing.T) {
+	ctx := context.Background()
+	dsn := sqliteDSN(t)
+	s := openStore(t, dsn, sqlstore.Options{CompactInterval: 20 * time.Millisecond})
+	db := rawDB(t, dsn)
+	yesterday := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	if err := s.AddLogs(ctx, []*gateway.RequestLog{{ID: "a", WorkspaceID: "ws-1", Status: 200, Time: yesterday.Add(-time.Hour),
+		Latency: time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the record's day done in the background", func() bool {
+		var n int
+		return db.QueryRow(`SELECT COUNT(*) FROM log_days_done`).Scan(&n) == nil && n == 1
+	})
 }

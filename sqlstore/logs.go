@@ -220,10 +220,10 @@ func (s *Store) DeleteLogsBefore(ctx context.Context, t time.Time) (int64, error
 		t.UnixMicro(), string(gateway.ExportInProgress)); err != nil {
 		return total, fmt.Errorf("sqlstore: deleting old log exports: %w", err)
 	}
-	if s.dialect == dialectSQLite {
+	if s.dialect == dialectSQLite && total > 0 {
 		// The latency digests of the hours now gone (those of the hour
 		// t falls in are stale, and written again), and the daily
-		// rollups of the days gone; t's day is no longer done.
+		// rollups of the days gone; t's day is to be done again.
 		hour, day := t.UnixMicro()/hourUS*hourUS, t.UnixMicro()/dayUS*dayUS
 		for _, q := range []struct {
 			sql   string
@@ -231,6 +231,8 @@ func (s *Store) DeleteLogsBefore(ctx context.Context, t time.Time) (int64, error
 		}{
 			{`DELETE FROM log_latency_hours WHERE hour_us < ?1`, hour},
 			{`DELETE FROM log_days_done WHERE day_us <= ?1`, day},
+			{`DELETE FROM log_days_todo WHERE day_us < ?1`, day},
+			{`INSERT OR IGNORE INTO log_days_todo (day_us) VALUES (?1)`, day},
 			{`DELETE FROM log_days WHERE hour_us < ?1`, day},
 			{`DELETE FROM log_metadata_days WHERE hour_us < ?1`, day},
 			{`DELETE FROM log_latency_days WHERE hour_us < ?1`, day},

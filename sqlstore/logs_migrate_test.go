@@ -39,7 +39,7 @@ func TestLogSchemaV4KeepsV3Logs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		end := time.Now().UTC().Truncate(time.Second)
+		end := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Second) // days that ended
 		recs := genLogs(40, end, 9)
 		for _, r := range recs {
 			md := "{}"
@@ -77,6 +77,36 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $
 			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("after the migration, query %+v (-want +got):\n%s", q, diff)
 			}
+		}
+		if isPostgres(dsn) {
+			return
+		}
+		// SQLite's rollups are filled from the migrated records: the
+		// hourly ones by the migration, the digests and daily ones by
+		// CompactLogs (the store's, or this one), from the days the
+		// migration put on its to-do list: every day of the records.
+		if err := s.CompactLogs(ctx); err != nil {
+			t.Fatal(err)
+		}
+		days := map[int64]bool{}
+		for _, r := range recs {
+			days[r.Time.Truncate(24*time.Hour).UnixMicro()] = true
+		}
+		var todo, done int
+		if err := db.QueryRow(`SELECT (SELECT COUNT(*) FROM log_days_todo), (SELECT COUNT(*) FROM log_days_done)`).Scan(&todo, &done); err != nil ||
+			todo != 0 || done != len(days) {
+			t.Errorf("%d days to do and %d done (%v), want none and the %d of the records", todo, done, err, len(days))
+		}
+		a := &gateway.Aggregation{Query: gateway.LogQuery{Start: end.Add(-48 * time.Hour), End: end.Add(48 * time.Hour)},
+			GroupBy: []gateway.Dimension{gateway.DimTime}, Bucket: 24 * time.Hour,
+			Measures: gateway.MeasureLatency | gateway.MeasureTokens | gateway.MeasureErrors}
+		want, _ := ref.AggregateLogs(ctx, a)
+		got, err := s.AggregateLogs(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("daily latency and sums after the migration (-records +rollups):\n%s", diff)
 		}
 	})
 }

@@ -53,13 +53,16 @@ type metaSums struct {
 	last                                                  int64
 }
 
-// rollUpLogs adds recs, just stored by tx, to the hourly rollups, and
-// takes the days of recs that ended already off log_days_done (their
-// daily rollups no longer hold; logdays.go).
-func (s *Store) rollUpLogs(ctx context.Context, tx *sql.Tx, recs []*gateway.RequestLog) error {
-	if q, args := undoneDays(recs, time.Now()); q != "" {
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return err
+// rollUpLogs adds recs, just stored by tx, to the hourly rollups, puts
+// their days on log_days_todo and takes those that ended already off
+// log_days_done (logdays.go). It returns the day it put on log_days_todo
+// for today, or 0: once the transaction commits, addLogs notes it, so
+// that the next batches of the day do not put it again.
+func (s *Store) rollUpLogs(ctx context.Context, tx *sql.Tx, recs []*gateway.RequestLog) (int64, error) {
+	marks, markArgs, today := markDays(recs, time.Now(), s.todoDay.Load())
+	for i, q := range marks {
+		if _, err := tx.ExecContext(ctx, q, markArgs[i]...); err != nil {
+			return 0, err
 		}
 	}
 	hours := make(map[hourKey]*hourSums)
@@ -121,17 +124,26 @@ func (s *Store) rollUpLogs(ctx context.Context, tx *sql.Tx, recs []*gateway.Requ
 			h.completionTokens, h.totalTokens, h.cost, h.latency, h.last)
 	}, &args)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	mk := slices.SortedFunc(maps.Keys(metas), func(a, b metaKey) int {
 		return compareKeys(a.workspace, b.workspace, a.hour, b.hour, a.key+"\x00"+a.value, b.key+"\x00"+b.value, 0, 0)
 	})
 	args = args[:0]
-	return upsertRows(ctx, s, tx, len(mk), metaUpserts, func(i int) {
+	err = upsertRows(ctx, s, tx, len(mk), metaUpserts, func(i int) {
 		k, m := mk[i], metas[mk[i]]
 		args = append(args, k.workspace, k.key, k.hour, k.value, m.requests, m.promptTokens, m.completionTokens,
 			m.totalTokens, m.cost, m.last)
 	}, &args)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range recs {
+		if t := r.Time.UnixMicro(); t >= 0 && t/dayUS*dayUS == today {
+			return today, nil
+		}
+	}
+	return 0, nil
 }
 
 // upsertRows runs n rows through the statements of stmts (the k-th

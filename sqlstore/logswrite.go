@@ -74,6 +74,7 @@ func (s *Store) addLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 		return err
 	}
 	defer tx.Rollback()
+	var today int64 // the day rollUpLogs put on log_days_todo
 	if s.dialect == dialectSQLite {
 		var stored int
 		if stored, err = s.addLogsSQLite(ctx, tx, recs); err == nil && stored < len(recs) {
@@ -90,7 +91,7 @@ func (s *Store) addLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 			_, err = s.addLogsSQLite(ctx, tx, recs)
 		}
 		if err == nil {
-			err = s.rollUpLogs(ctx, tx, recs)
+			today, err = s.rollUpLogs(ctx, tx, recs)
 		}
 	} else {
 		err = s.addLogsPostgres(ctx, tx, recs)
@@ -101,7 +102,13 @@ func (s *Store) addLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 	if err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if today != 0 {
+		s.todoDay.Store(today)
+	}
+	return nil
 }
 
 // addLogsSQLite inserts recs in statements of sqliteLogRows rows, then of

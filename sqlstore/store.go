@@ -39,6 +39,12 @@ type Options struct {
 	LogRetention         time.Duration
 	LogRetentionInterval time.Duration
 
+	// CompactInterval is how often a SQLite store runs CompactLogs in
+	// the background, from Open on: zero means every minute; a negative
+	// value never, for a host that calls CompactLogs itself. Postgres
+	// stores have nothing to compact.
+	CompactInterval time.Duration
+
 	// ErrorLog receives the errors of the background refresh, which keeps
 	// serving the last snapshot while the database cannot be read. Nil
 	// means slog.Default().
@@ -63,6 +69,8 @@ type Store struct {
 
 	stmts map[string]*sql.Stmt // prepared by Open, read-only after, closed by Close (see logStmt)
 
+	todoDay atomic.Int64 // the day AddLogs last put on log_days_todo (logdays.go)
+
 	reloadMu sync.Mutex // serialises reloads, so that snapshots replace each other in database order
 
 	budgets budgetCache // usage-limits policies, read again when the generation moves (see usagelimits.go)
@@ -70,7 +78,7 @@ type Store struct {
 	stop          context.CancelFunc // stops the background goroutines
 	done          chan struct{}      // closed when the refresh goroutine returns
 	retentionDone chan struct{}      // closed when the retention goroutine returns; nil without one
-	digestDone    chan struct{}      // closed when the latency-digest goroutine returns; nil without one (Postgres)
+	digestDone    chan struct{}      // closed when the CompactLogs goroutine returns; nil without one
 	closeOnce     sync.Once
 	closeErr      error
 }
@@ -141,9 +149,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.retentionDone = make(chan struct{})
 		go s.retentionLoop(bg, opts.LogRetention, every)
 	}
-	if s.dialect == dialectSQLite {
+	if s.dialect == dialectSQLite && opts.CompactInterval >= 0 {
+		every := opts.CompactInterval
+		if every == 0 {
+			every = digestInterval
+		}
 		s.digestDone = make(chan struct{})
-		go s.digestLoop(bg, digestInterval)
+		go s.digestLoop(bg, every)
 	}
 	return s, nil
 }

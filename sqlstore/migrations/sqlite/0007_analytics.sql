@@ -106,10 +106,11 @@ CREATE TABLE log_latency_hours (
 -- the same shape above do for hours (hour_us is the day's start), so
 -- that a month's graph reads 30 rows a group instead of 720. The store
 -- writes a day's rows, from the hourly ones, with the day's row in
--- log_days_done, in one transaction, once the day's last hour has its
--- digests (CompactLogs, in the background). A day's rows are read only
--- while that row stands: AddLogs deletes it when it adds a record to the
--- day after the day ended, and retention when it deletes records of it.
+-- log_days_done, in one transaction, once the day ended and its hours
+-- have their digests (CompactLogs, in the background). A day's rows are
+-- read only while that row stands: AddLogs deletes it when it adds a
+-- record to the day after the day ended, and retention when it deletes
+-- records of it.
 CREATE TABLE log_days (
 	workspace_id          TEXT NOT NULL,
 	hour_us               BIGINT NOT NULL,
@@ -187,3 +188,14 @@ CREATE TRIGGER request_logs_hours_delete AFTER DELETE ON request_logs BEGIN
 	DELETE FROM log_metadata_hours WHERE workspace_id = OLD.workspace_id AND hour_us = OLD.time_us / 3600000000 * 3600000000
 		AND requests <= 0;
 END;
+
+-- log_days_todo names the days CompactLogs has work on (digests to write,
+-- daily rollups to sum): AddLogs adds the days of the records it stores,
+-- retention the day it cuts into, and CompactLogs takes a day off once
+-- it is done; so a pass reads the rollup rows of those days only, by
+-- log_hours_hour. The days of the records above are all to do.
+CREATE TABLE log_days_todo (
+	day_us BIGINT PRIMARY KEY
+) WITHOUT ROWID;
+INSERT INTO log_days_todo SELECT DISTINCT hour_us / 86400000000 * 86400000000 FROM log_hours WHERE hour_us >= 0;
+CREATE INDEX log_hours_hour ON log_hours (hour_us);
