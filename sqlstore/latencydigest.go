@@ -132,9 +132,7 @@ WHERE time_us >= ?1 AND time_us < ?2`, hour, hour+hourUS)
 // insertDigests inserts into table (log_latency_hours or _days) the
 // digest of each group's latencies (sorted here), in key order.
 func insertDigests(ctx context.Context, tx *sql.Tx, table string, groups map[hourKey][]int64) error {
-	for _, k := range slices.SortedFunc(maps.Keys(groups), func(a, b hourKey) int {
-		return compareKeys(a.workspace, b.workspace, a.hour, b.hour, a.provider+"\x00"+a.model, b.provider+"\x00"+b.model, a.status, b.status)
-	}) {
+	for _, k := range slices.SortedFunc(maps.Keys(groups), compareHourKeys) {
 		vals := groups[k]
 		slices.Sort(vals)
 		var sum int64

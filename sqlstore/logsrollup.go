@@ -113,9 +113,7 @@ func (s *Store) rollUpLogs(ctx context.Context, tx *sql.Tx, recs []*gateway.Requ
 
 	// Rows go in key order, that of the tables' primary keys: the upserts
 	// walk each b-tree forward.
-	hk := slices.SortedFunc(maps.Keys(hours), func(a, b hourKey) int {
-		return compareKeys(a.workspace, b.workspace, a.hour, b.hour, a.provider+"\x00"+a.model, b.provider+"\x00"+b.model, a.status, b.status)
-	})
+	hk := slices.SortedFunc(maps.Keys(hours), compareHourKeys)
 	args := make([]any, 0, hourColumns*min(len(hk), rollupRows))
 	err := upsertRows(ctx, s, tx, len(hk), hourUpserts, func(i int) {
 		k, h := hk[i], hours[hk[i]]
@@ -201,6 +199,12 @@ func b2i(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+// compareHourKeys orders the keys of log_hours rows by workspace and
+// hour, then provider and model, then status.
+func compareHourKeys(a, b hourKey) int {
+	return compareKeys(a.workspace, b.workspace, a.hour, b.hour, a.provider+"\x00"+a.model, b.provider+"\x00"+b.model, a.status, b.status)
 }
 
 // compareKeys orders rollup rows by workspace, hour, then the rest.
