@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 )
 
 // controlPlaneError answers err, logging it first when it is the store's
@@ -137,10 +136,8 @@ func checkName(name *string, req bool) error {
 		return nil
 	case strings.TrimSpace(*name) == "":
 		return policyInvalid("name", "name must not be empty")
-	case len(*name) > maxNameLen || !utf8.ValidString(*name):
-		return policyInvalid("name", "name must be valid UTF-8 of at most 255 bytes")
 	}
-	return nil
+	return checkLabel("name", *name)
 }
 
 // maskSecret returns what reads show in place of a secret: its first 2

@@ -47,7 +47,6 @@ const virtualKeyObject = "virtual-key"
 // Bounds of the virtual keys and configs control planes.
 const (
 	maxSlugLen   = 64
-	maxNameLen   = 255
 	maxNoteLen   = 4096
 	maxSecretLen = 16 << 10
 )
