@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -24,6 +25,7 @@ type AuditRecord struct {
 	ResourceID   string // the id or slug acted on, or made by a create; empty when unknown
 	Status       int    // the response's status code
 	ClientIP     string // the address of the connection's peer
+	Detail       string // what the write changed that its route does not say, e.g. "base_url: https://a.example → https://b.example"; never a secret
 }
 
 // AuditQuery selects audit records. A zero field matches every record;
@@ -76,13 +78,46 @@ func (g *Gateway) audit(next http.Handler) http.Handler {
 			return
 		}
 		bw := &auditWriter{ResponseWriter: w}
+		note := new(auditNote)
+		r = r.WithContext(context.WithValue(r.Context(), auditNoteKey{}, note))
 		next.ServeHTTP(bw, r)
 		rec := g.auditRecord(r, bw)
+		if note.workspace != "" {
+			rec.WorkspaceID = note.workspace
+		}
+		rec.Detail = note.detail
 		if err := g.opts.Audit.AddAuditRecord(r.Context(), &rec); err != nil {
 			g.errLog.ErrorContext(r.Context(), "gateway: audit store", "err", err)
 		}
 		bw.flush()
 	})
+}
+
+// auditNote is what a control-plane handler adds to its request's audit
+// record: the workspace it acted in, when its route does not say, and a
+// detail of the change.
+type auditNote struct {
+	workspace string
+	detail    string
+}
+
+type auditNoteKey struct{}
+
+// auditActedIn records that the control-plane write r acted in workspace
+// ws (an organisation key naming a workspace in the body, say), for its
+// audit record. It does nothing outside the audit middleware.
+func auditActedIn(r *http.Request, ws string) {
+	if n, ok := r.Context().Value(auditNoteKey{}).(*auditNote); ok && ws != "" {
+		n.workspace = ws
+	}
+}
+
+// auditDetail records what the control-plane write r changed that its
+// route does not say (never a secret), for its audit record.
+func auditDetail(r *http.Request, detail string) {
+	if n, ok := r.Context().Value(auditNoteKey{}).(*auditNote); ok {
+		n.detail = detail
+	}
 }
 
 // auditRecord describes the request r, answered as bw holds.

@@ -23,6 +23,7 @@ type auditWireT struct {
 	ResourceID   string    `json:"resource_id"`
 	Action       string    `json:"action"`
 	ClientIP     string    `json:"client_ip"`
+	Detail       string    `json:"detail"`
 }
 
 type auditListT struct {

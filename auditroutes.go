@@ -25,6 +25,7 @@ type auditRecordWire struct {
 	ResourceID   string    `json:"resource_id,omitempty"`
 	Action       string    `json:"action"`
 	ClientIP     string    `json:"client_ip,omitempty"`
+	Detail       string    `json:"detail,omitempty"`
 }
 
 // serveAuditLogs serves GET {prefix}/audit-logs: the audit log's records,
@@ -73,7 +74,7 @@ func (g *Gateway) serveAuditLogs(w http.ResponseWriter, r *http.Request) {
 			data = append(data, auditRecordWire{Timestamp: rec.Time, Method: rec.Method, URI: rec.URI,
 				RequestID: rec.RequestID, UserID: rec.KeyID, UserType: "api_key", APIKeyID: rec.KeyID,
 				WorkspaceID: rec.WorkspaceID, Status: rec.Status, ResourceType: rec.ResourceType,
-				ResourceID: rec.ResourceID, Action: rec.Action, ClientIP: rec.ClientIP})
+				ResourceID: rec.ResourceID, Action: rec.Action, ClientIP: rec.ClientIP, Detail: rec.Detail})
 		}
 	}
 	writeJSON(w, http.StatusOK, struct {

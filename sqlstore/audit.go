@@ -14,15 +14,15 @@ var _ gateway.AuditStore = (*Store)(nil)
 
 // auditColumns are the columns of an audit record, in the order
 // AddAuditRecord writes and AuditRecords reads them.
-const auditColumns = `time, request_id, key_id, workspace_id, method, uri, action, resource_type, resource_id, status, client_ip`
+const auditColumns = `time, request_id, key_id, workspace_id, method, uri, action, resource_type, resource_id, status, client_ip, detail`
 
 // AddAuditRecord implements gateway.AuditStore: it appends rec, its time
 // kept to the microsecond. Records are kept until the host deletes them.
 func (s *Store) AddAuditRecord(ctx context.Context, rec *gateway.AuditRecord) error {
 	_, err := s.db.ExecContext(ctx, s.dialect.rebind(`INSERT INTO audit_logs (`+auditColumns+`)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`),
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`),
 		dbTime(rec.Time), rec.RequestID, rec.KeyID, rec.WorkspaceID, rec.Method, rec.URI, rec.Action, rec.ResourceType,
-		rec.ResourceID, rec.Status, rec.ClientIP)
+		rec.ResourceID, rec.Status, rec.ClientIP, rec.Detail)
 	if err != nil {
 		return fmt.Errorf("sqlstore: adding an audit record: %w", err)
 	}
@@ -96,7 +96,7 @@ func (s *Store) AuditRecords(ctx context.Context, q gateway.AuditQuery) ([]gatew
 			t sql.NullTime
 		)
 		if err := rows.Scan(&t, &r.RequestID, &r.KeyID, &r.WorkspaceID, &r.Method, &r.URI, &r.Action, &r.ResourceType,
-			&r.ResourceID, &r.Status, &r.ClientIP); err != nil {
+			&r.ResourceID, &r.Status, &r.ClientIP, &r.Detail); err != nil {
 			return nil, 0, fmt.Errorf("sqlstore: reading audit records: %w", err)
 		}
 		r.Time = fromNullTime(t)
