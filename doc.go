@@ -107,20 +107,48 @@
 //
 // # Security
 //
+// Three levels of trust, never mixed:
+//
+//   - The operator: the host's Go code and Options, and in examples/server
+//     its flags and -config file (with custom_hosts.allow). Trusted.
+//   - A tenant: whatever an API key writes through the control plane
+//     (keys, virtual keys, configs, policies), organisation keys included.
+//     Untrusted input, stored.
+//   - A caller: a data-plane request. Untrusted input, transient.
+//
 // The gateway fails closed. Gateway keys are stored as SHA-256 digests and
 // compared in constant time, and are removed from the request before
 // anything is forwarded. Only Content-Type, Accept, the provider's auth and
 // well-known headers, and the headers the caller names in
 // x-gateway-forward-headers reach a provider. A stored credential (virtual
-// key) only ever goes to its own configured host. Hosts supplied by callers
-// (x-gateway-custom-host, inline configs) must be http(s) and resolve only
-// to public addresses — loopback, private, link-local (cloud metadata),
-// CGNAT and IPv4-mapped forms are refused, on the address actually dialed,
-// and redirects are never followed — unless Options.CustomHostAllow names
-// the host. Hosts an operator configured (virtual keys, saved configs) are
-// trusted. Error messages and request logs never contain credentials or
-// internal addresses; logs record no headers and redact key-like query
-// parameters.
+// key) only ever goes to its own configured host, and changing that host
+// through the control plane needs the credential again. Hosts supplied by
+// callers (x-gateway-custom-host, inline configs) and hosts written by
+// tenants (a virtual key's base_url, a saved config's custom_host) must be
+// http(s) and resolve only to public addresses — loopback, private,
+// link-local (cloud metadata), CGNAT and IPv4-mapped forms are refused, on
+// the address actually dialed, and redirects are never followed — unless
+// Options.CustomHostAllow names the host. Only hosts the operator wrote
+// (in Go, or a StoreFile) are trusted as they are.
+//
+// A key acts only on keys whose scopes are a subset of its own
+// (organisation keys rank above workspace keys), and never changes its own
+// scopes, limits or expiry. Names, metadata, models and configs are bounded
+// (names 255 bytes, metadata 64 keys and 8 KiB, model 256 bytes, 32
+// conditions per config, $regex over values up to 4 KiB, 10 upstream
+// attempts per request); a value over a bound is a 400 naming the field.
+// Another workspace's resources answer as unknown ones. Error messages and
+// request logs never contain credentials or internal addresses; logs record
+// no headers, redact key-like query parameters and, with bodies kept, the
+// credentials the gateway injected. Requests that fail authentication are
+// counted, never stored as request logs.
+//
+// What the operator must still do: put TLS in front of the gateway (it
+// speaks plain HTTP), set examples/server's -public-url so that export
+// download links name the public address, and back up the master key
+// (GATEWAY_MASTER_KEY, or the <db>.key file beside a SQLite database) with
+// the database: without it the stored provider credentials cannot be
+// opened.
 //
 // The gateway does not see a request's framing: net/http honours
 // Transfer-Encoding over Content-Length and removes both headers before any
