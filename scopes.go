@@ -96,8 +96,8 @@ func (k *APIKey) effectiveScopes() []Scope {
 func (id Identity) mayActOn(k *APIKey) *Error {
 	refuse := func(why string) *Error {
 		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
-			Message: "this key may not change API key " + quoteShort(k.ID) + ", which " + why +
-				": a key acts only on keys whose scopes are a subset of its own"}
+			Message: "this key may not change API key " + quoteShort(k.ID) + ": it " + why +
+				" (a key acts only on keys whose scopes are a subset of its own)"}
 	}
 	if k.keyType() == KeyOrganisation && id.Type != KeyOrganisation {
 		return refuse("is an organisation key")
