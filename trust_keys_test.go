@@ -312,8 +312,8 @@ func TestAuditNamesKeyWorkspace(t *testing.T) {
 // bounded (400 naming the field).
 func TestWorkspacesAndPoliciesBounds(t *testing.T) {
 	e := newWSEnv(t, false)
-	big := strings.Repeat("a", 1<<20)
-	bigMD := `{"k":"` + strings.Repeat("v", 2<<20) + `"}`
+	big := strings.Repeat("a", 4096) // small enough to read in a failure's message
+	bigMD := `{"k":"` + strings.Repeat("v", 9<<10) + `"}`
 	var ws wsWire
 	cpWant(e, 200, wsOrg, "POST", "/v1/admin/workspaces", `{"name":"Blue"}`, &ws)
 	for _, tc := range []struct{ method, path, body, param string }{
