@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -35,6 +34,19 @@ const (
 // organisation key acts on every key, names a workspace with workspace_id
 // (in the query of a list, the body of a create), and alone may create
 // organisation keys. A key may grant only scopes it holds itself.
+//
+// Keys are ordered by scope (DESIGN §14): a key creates, updates, rotates
+// and deletes only keys whose scopes (Scopes, or its role's preset when it
+// names none) are a subset of its own, and only an organisation key acts
+// on an organisation key; any other is a 403 naming the scope it lacks.
+// No key changes its own scopes, rate_limits, usage_limits or expires_at
+// (403 naming the field); it may rename, describe or rotate itself.
+// name is a label (checkLabel), description at most 4096 bytes without
+// NUL, defaults.metadata within the bounds of x-gateway-metadata and
+// defaults.config_id a config id of at most 64 bytes (400 naming the
+// field). Answers carrying a plaintext key (create, rotate) are sent with
+// Cache-Control: no-store. The audit record of a write names the
+// workspace of the key acted on (or created), whoever made it.
 //
 // The plaintext of a key appears only in the answers of create and
 // rotate; the gateway stores its SHA-256 digest alone, so reads show a
@@ -119,6 +131,12 @@ func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store API
 	case sub == KeyService && c.UserID != "":
 		return policyInvalid("user_id", "a service key has no user_id")
 	}
+	if err := checkKeyText(&c.Name, &c.Description); err != nil {
+		return err
+	}
+	if err := c.Defaults.check(); err != nil {
+		return err
+	}
 	switch {
 	case typ == KeyOrganisation && id.Type != KeyOrganisation:
 		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "type",
@@ -138,6 +156,7 @@ func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store API
 	default:
 		k.WorkspaceID = id.WorkspaceID
 	}
+	auditActedIn(r, k.WorkspaceID)
 	if err := checkScopes(id, c.Scopes); err != nil {
 		return err
 	}
@@ -160,6 +179,7 @@ func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store API
 	if err := store.CreateAPIKey(r.Context(), &k); err != nil {
 		return err
 	}
+	w.Header().Set("Cache-Control", "no-store") // the plaintext, shown once
 	writeJSON(w, http.StatusOK, struct {
 		ID     string `json:"id"`
 		Key    string `json:"key"`
@@ -216,11 +236,20 @@ func (g *Gateway) getAPIKey(w http.ResponseWriter, r *http.Request, store APIKey
 }
 
 // changeAPIKey reads key kid, lets change alter it and writes it back,
-// reading again when the key changed meanwhile (see APIKeyStore).
-func changeAPIKey(ctx context.Context, store APIKeyStore, id Identity, kid string, change func(k *APIKey) error) error {
+// reading again when the key changed meanwhile (see APIKeyStore). The
+// caller's right to act on the key (Identity.mayActOn) is checked on
+// each key as read, so that the write replaces only a key the caller
+// may change: a key whose scopes grew after a first read is refused.
+// The key's workspace is noted for the audit record.
+func changeAPIKey(r *http.Request, store APIKeyStore, id Identity, kid string, change func(k *APIKey) error) error {
+	ctx := r.Context()
 	for try := 0; try < maxAPIKeySwaps; try++ {
 		old, err := lookupAPIKey(ctx, store, id, kid)
 		if err != nil {
+			return err
+		}
+		auditActedIn(r, old.WorkspaceID)
+		if err := id.mayActOn(old); err != nil {
 			return err
 		}
 		k := cloneAPIKey(old)
@@ -247,14 +276,22 @@ func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store API
 	if err := g.decodeStrict(w, r, &u, false); err != nil {
 		return err
 	}
+	if kid == id.KeyID {
+		if err := u.selfChange(); err != nil {
+			return err
+		}
+	}
 	now := g.clock().UTC()
 	var (
 		rl, ul json.RawMessage
 		exp    time.Time
 		err    error
 	)
-	if u.Name != nil && *u.Name == "" {
-		return policyInvalid("name", "name must not be empty")
+	if err := checkKeyText(u.Name, u.Description); err != nil {
+		return err
+	}
+	if err := u.Defaults.check(); err != nil {
+		return err
 	}
 	if u.Scopes != nil {
 		if err := checkScopes(id, *u.Scopes); err != nil {
@@ -270,7 +307,7 @@ func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store API
 	if exp, err = expiresAt(u.ExpiresAt, now); err != nil {
 		return err
 	}
-	err = changeAPIKey(r.Context(), store, id, kid, func(k *APIKey) error {
+	err = changeAPIKey(r, store, id, kid, func(k *APIKey) error {
 		if u.Name != nil {
 			k.Name = *u.Name
 		}
@@ -302,8 +339,16 @@ func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store API
 	return nil
 }
 
+// deleteAPIKey deletes key kid if the caller may act on it. The check
+// and the delete are not one transaction (APIKeyStore has no conditional
+// delete): a key whose scopes grow in between is deleted as read.
 func (g *Gateway) deleteAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity, kid string) error {
-	if _, err := lookupAPIKey(r.Context(), store, id, kid); err != nil {
+	k, err := lookupAPIKey(r.Context(), store, id, kid)
+	if err != nil {
+		return err
+	}
+	auditActedIn(r, k.WorkspaceID)
+	if err := id.mayActOn(k); err != nil {
 		return err
 	}
 	if err := store.DeleteAPIKey(r.Context(), kid); err != nil {
@@ -331,7 +376,7 @@ func (g *Gateway) rotateAPIKey(w http.ResponseWriter, r *http.Request, store API
 	}
 	now := g.clock().UTC()
 	plain := newGatewayKey()
-	err := changeAPIKey(r.Context(), store, id, kid, func(k *APIKey) error {
+	err := changeAPIKey(r, store, id, kid, func(k *APIKey) error {
 		k.PreviousDigest, k.PreviousValidUntil = k.Digest, time.Time{}
 		if period > 0 {
 			k.PreviousValidUntil = now.Add(period)
@@ -343,6 +388,7 @@ func (g *Gateway) rotateAPIKey(w http.ResponseWriter, r *http.Request, store API
 	if err != nil {
 		return err
 	}
+	w.Header().Set("Cache-Control", "no-store") // the plaintext, shown once
 	writeJSON(w, http.StatusOK, struct {
 		ID        string    `json:"id"`
 		Key       string    `json:"key"`

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // APIKeyStore is an optional capability of Options.Keys, found by type
@@ -119,6 +121,84 @@ type apiKeyUpdate struct {
 	ExpiresAt   json.RawMessage `json:"expires_at"`
 }
 
+// Bounds of what a tenant writes on an API key (and a workspace) besides
+// its name, which checkLabel bounds.
+const (
+	maxDescriptionBytes = 4096
+	maxConfigRefBytes   = 64
+)
+
+// checkDescription checks a description a tenant writes: at most 4096
+// bytes of valid UTF-8 without NUL (newlines and tabs are fine in prose).
+// param names the field in the 400.
+func checkDescription(param, s string) error {
+	switch {
+	case len(s) > maxDescriptionBytes:
+		return policyInvalid(param, param+" must be at most "+strconv.Itoa(maxDescriptionBytes)+" bytes")
+	case !utf8.ValidString(s):
+		return policyInvalid(param, param+" must be valid UTF-8")
+	case strings.IndexByte(s, 0) >= 0:
+		return policyInvalid(param, param+" must not contain NUL")
+	}
+	return nil
+}
+
+// check checks the defaults a tenant writes on a key: metadata within
+// the bounds of x-gateway-metadata (it is copied into every log record of
+// the key), and config_id the id of a saved config: 1 to 64 letters,
+// digits, '-', '_' and '.', or empty for none.
+func (d *apiKeyDefaults) check() error {
+	if d == nil {
+		return nil
+	}
+	if err := checkMetadata("defaults.metadata", d.Metadata); err != nil {
+		return err
+	}
+	if len(d.ConfigID) > maxConfigRefBytes {
+		return policyInvalid("defaults.config_id", "defaults.config_id must be at most "+strconv.Itoa(maxConfigRefBytes)+" bytes")
+	}
+	for i := 0; i < len(d.ConfigID); i++ {
+		if c := d.ConfigID[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return policyInvalid("defaults.config_id", "defaults.config_id must be the id of a saved config: letters, digits, '-', '_' and '.'")
+		}
+	}
+	return nil
+}
+
+// checkKeyText checks the name and description of a key's create or update
+// body (nil for absent).
+func checkKeyText(name, description *string) error {
+	if name != nil {
+		if *name == "" {
+			return policyInvalid("name", "name must not be empty")
+		}
+		if err := checkLabel("name", *name); err != nil {
+			return err
+		}
+	}
+	if description != nil {
+		return checkDescription("description", *description)
+	}
+	return nil
+}
+
+// selfChange refuses an update of a key by itself that changes its
+// scopes, limits or expiry (DESIGN §14): a key cannot widen what it was
+// given. It may still rename, describe or rotate itself.
+func (u *apiKeyUpdate) selfChange() error {
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"scopes", u.Scopes != nil}, {"rate_limits", u.RateLimits != nil}, {"usage_limits", u.UsageLimits != nil},
+		{"expires_at", u.ExpiresAt != nil}} {
+		if f.set {
+			return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: f.name,
+				Message: "a key may not change its own " + f.name + "; another key holding the scopes may"}
+		}
+	}
+	return nil
+}
+
 // checkScopes checks scopes a caller grants: known, and held by the caller.
 func checkScopes(id Identity, scopes []Scope) error {
 	if len(scopes) == 0 {
@@ -199,14 +279,7 @@ func maskedKey(k *APIKey) string {
 const sha256Tail = 30
 
 func (k *APIKey) wire() apiKeyWire {
-	scopes := k.Scopes
-	if len(scopes) == 0 {
-		role := k.Role
-		if role == "" {
-			role = RoleMember
-		}
-		scopes = RoleScopes(role)
-	}
+	scopes := k.effectiveScopes()
 	o := apiKeyWire{ID: k.ID, Key: maskedKey(k), Name: k.Name, Description: k.Description,
 		Type: string(k.keyType()) + "-" + string(k.keySubType()), WorkspaceID: k.WorkspaceID, UserID: k.UserID,
 		Status: "active", CreatedAt: k.CreatedAt, LastUpdatedAt: k.UpdatedAt, RateLimits: k.RateLimits,

@@ -265,11 +265,15 @@ func (g *Gateway) createPolicy(w http.ResponseWriter, r *http.Request, store Pol
 		LastUpdatedAt:  now,
 	}
 	if c.Name != nil {
+		if err := checkLabel("name", *c.Name); err != nil {
+			return err
+		}
 		p.Name = *c.Name
 	}
 	if e := p.check(); e != nil {
 		return e
 	}
+	auditActedIn(r, p.WorkspaceID) // the caller's: a policy of another workspace is refused above
 	if err := store.PutPolicy(r.Context(), &p); err != nil {
 		return err
 	}
@@ -312,8 +316,11 @@ func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store Pol
 			if string(raw) == "null" {
 				continue
 			}
-			if err := json.Unmarshal(raw, &name); err != nil || len(*name) > maxPolicyName {
+			if err := json.Unmarshal(raw, &name); err != nil {
 				return policyInvalid("name", "name must be a string of at most 255 bytes, or null")
+			}
+			if err := checkLabel("name", *name); err != nil {
+				return err
 			}
 		case "value":
 			if err := json.Unmarshal(raw, &value); err != nil || value == nil || !(*value > 0) || math.IsInf(*value, 0) {

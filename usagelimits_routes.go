@@ -242,6 +242,9 @@ func (g *Gateway) createUsageLimits(w http.ResponseWriter, r *http.Request, stor
 		CreditLimit: *c.CreditLimit, AlertThreshold: c.AlertThreshold, Status: PolicyActive, WorkspaceID: id.WorkspaceID,
 		OrganisationID: c.OrganisationID, CreatedAt: now, LastUpdatedAt: now}
 	if c.Name != nil {
+		if err := checkLabel("name", *c.Name); err != nil {
+			return err
+		}
 		p.Name = *c.Name
 	}
 	if c.PeriodicReset != nil {
@@ -256,6 +259,7 @@ func (g *Gateway) createUsageLimits(w http.ResponseWriter, r *http.Request, stor
 	if e := p.check(); e != nil {
 		return e
 	}
+	auditActedIn(r, p.WorkspaceID) // the caller's: a policy of another workspace is refused above
 	if err := store.PutUsageLimitsPolicy(r.Context(), &p); err != nil {
 		return err
 	}

@@ -42,8 +42,8 @@ func (g *Gateway) updateUsageLimits(w http.ResponseWriter, r *http.Request, stor
 		null := string(raw) == "null"
 		switch k {
 		case "name":
-			if err := json.Unmarshal(raw, &name); err != nil || name != nil && len(*name) > maxPolicyName {
-				return policyInvalid("name", "name must be a string of at most 255 bytes, or null")
+			if err := json.Unmarshal(raw, &name); err != nil || name != nil && checkLabel("name", *name) != nil {
+				return policyInvalid("name", "name must be a string of at most 255 bytes without control characters, or null")
 			}
 			if name == nil {
 				name = new(string)

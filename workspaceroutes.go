@@ -104,7 +104,9 @@ type workspaceBody struct {
 	UsageLimits json.RawMessage    `json:"usage_limits"`
 }
 
-// apply checks b and writes its fields into ws.
+// apply checks b and writes its fields into ws: name a label
+// (checkLabel), description at most 4096 bytes without NUL, and
+// defaults.metadata within the bounds of x-gateway-metadata (DESIGN §14).
 func (b *workspaceBody) apply(ws *Workspace) error {
 	if b.Users != nil {
 		return policyInvalid("users", "the gateway has no user accounts: users are not accepted")
@@ -113,12 +115,21 @@ func (b *workspaceBody) apply(ws *Workspace) error {
 		if strings.TrimSpace(*b.Name) == "" {
 			return policyInvalid("name", "name must not be empty")
 		}
+		if err := checkLabel("name", *b.Name); err != nil {
+			return err
+		}
 		ws.Name = *b.Name
 	}
 	if b.Description != nil {
+		if err := checkDescription("description", *b.Description); err != nil {
+			return err
+		}
 		ws.Description = *b.Description
 	}
 	if b.Defaults != nil {
+		if err := checkMetadata("defaults.metadata", b.Defaults.Metadata); err != nil {
+			return err
+		}
 		ws.Metadata = b.Defaults.Metadata
 	}
 	if b.RateLimits != nil {
@@ -202,6 +213,7 @@ func (g *Gateway) createWorkspace(w http.ResponseWriter, r *http.Request, store 
 	} else {
 		ws.ID = newWorkspaceID(ws.Name)
 	}
+	auditActedIn(r, ws.ID)
 	if err := store.CreateWorkspace(r.Context(), &ws); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict, Param: "slug",
