@@ -24,7 +24,8 @@ import (
 // with no workspace). The data plane finds the id an x-gateway-config
 // header names in the caller's workspace with ConfigIn first, then with
 // Config (of ConfigStore), which should prefer the config of no
-// workspace; a config of another workspace found that way is refused.
+// workspace; a config of another workspace found that way answers as
+// an unknown one (400 unknown_config), so that no caller learns it exists.
 //
 // Implementations must be safe for concurrent use, and each method atomic
 // with respect to the others. ConfigIn, ConfigVersions, UpdateConfig and

@@ -22,7 +22,9 @@ import (
 // (and once with no workspace). The data plane finds the slug a caller
 // names in the caller's workspace with VirtualKeyIn first, then with
 // VirtualKey (of VirtualKeyStore), which should prefer the key of no
-// workspace; a key of another workspace found that way is refused.
+// workspace; a key of another workspace found that way answers as an
+// unknown one (400 unknown_virtual_key), so that no caller learns it
+// exists.
 //
 // Implementations must be safe for concurrent use, and each method atomic
 // with respect to the others. VirtualKeyIn, UpdateVirtualKey and
