@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,7 +24,8 @@ import (
 // with no workspace). The data plane finds the id an x-gateway-config
 // header names in the caller's workspace with ConfigIn first, then with
 // Config (of ConfigStore), which should prefer the config of no
-// workspace; a config of another workspace found that way is refused.
+// workspace; a config of another workspace found that way answers as
+// an unknown one (400 unknown_config), so that no caller learns it exists.
 //
 // Implementations must be safe for concurrent use, and each method atomic
 // with respect to the others. ConfigIn, ConfigVersions, UpdateConfig and
@@ -78,7 +81,14 @@ func findConfig(ctx context.Context, st ConfigStore, ws, id string) (*SavedConfi
 // The config member is validated exactly like an inline x-gateway-config
 // (a 400 invalid_config whose message names the JSON path), and each
 // custom_host in it is checked like an x-gateway-custom-host when
-// written, since a saved config's host is trusted when used. A config is
+// written. What these routes write is a tenant's (DESIGN §14): a config
+// whose custom hosts they set is marked SavedConfig.Tenant, and its hosts
+// are guarded when used too, their names resolved and every address
+// checked at each dial, unless Options.CustomHostAllow lists them. A PUT
+// replaces the whole config member, so a stored api_key never stays
+// behind for a new custom_host: it is whatever the PUT sends; the audit
+// record of a PUT that changes a custom_host names the old and new. A
+// config is
 // created as version 1 and every PUT adds the next version; the data
 // plane uses the newest at once. Reads show api_key, secret_access_key
 // and session_token masked, wherever they are in the config.
@@ -184,6 +194,43 @@ func (g *Gateway) checkConfigHosts(c *Config, path string) error {
 	return nil
 }
 
+// configHostChanges lists, for the audit record, the custom hosts that
+// differ between the stored config old and its replacement c, by path:
+// "custom_host: <old> → <new>", "targets[1].custom_host: …" (URLs
+// without user info, query or fragment). An old config that no longer
+// parses counts as one without hosts.
+func configHostChanges(old, c json.RawMessage) []string {
+	was, now := map[string]string{}, map[string]string{}
+	if oc, err := ParseConfig(old); err == nil {
+		configHosts(oc, "", was)
+	}
+	if nc, err := ParseConfig(c); err == nil {
+		configHosts(nc, "", now)
+	}
+	var out []string
+	for _, p := range slices.Sorted(maps.Keys(was)) {
+		if now[p] != was[p] {
+			out = append(out, p+": "+auditURL(was[p])+" → "+auditURL(now[p]))
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(now)) {
+		if _, ok := was[p]; !ok {
+			out = append(out, p+": "+auditURL("")+" → "+auditURL(now[p]))
+		}
+	}
+	return out
+}
+
+// configHosts adds the custom_host of c and of its targets to m, by path.
+func configHosts(c *Config, path string, m map[string]string) {
+	if c.CustomHost != "" {
+		m[join(path, "custom_host")] = c.CustomHost
+	}
+	for i, t := range c.Targets {
+		configHosts(t, fmt.Sprintf("%s[%d]", join(path, "targets"), i), m)
+	}
+}
+
 // maskedConfig returns raw, a stored config, with its secrets masked.
 func maskedConfig(raw json.RawMessage) json.RawMessage {
 	c, err := ParseConfig(raw)
@@ -239,9 +286,13 @@ func (g *Gateway) createConfig(w http.ResponseWriter, r *http.Request, store Con
 	if err != nil {
 		return err
 	}
+	if id.Type == KeyOrganisation {
+		auditActedIn(r, ws)
+	}
 	now := g.clock().UTC()
+	// Written through the control plane: a tenant's config, its hosts guarded.
 	c := SavedConfig{ID: slug, WorkspaceID: ws, Config: raw, Name: *b.Name, Version: 1, VersionID: newUUID(),
-		CreatedAt: now, UpdatedAt: now}
+		CreatedAt: now, UpdatedAt: now, Tenant: true}
 	if err := store.CreateConfig(r.Context(), &c); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict, Param: "slug",
@@ -323,6 +374,9 @@ func lookupConfig(r *http.Request, store ConfigAdmin, id Identity, slug string) 
 	ws, err := queryWorkspace(id, r)
 	if err != nil {
 		return nil, err
+	}
+	if id.Type == KeyOrganisation {
+		auditActedIn(r, ws)
 	}
 	c, err := store.ConfigIn(r.Context(), ws, slug)
 	if errors.Is(err, ErrNotFound) || err == nil && (c == nil || c.WorkspaceID != ws) {
@@ -411,12 +465,20 @@ func (g *Gateway) updateConfig(w http.ResponseWriter, r *http.Request, store Con
 		if b.Name != nil {
 			c.Name = *b.Name
 		}
+		var changes []string
 		if raw != nil {
 			c.Config = raw
+			changes = configHostChanges(old.Config, raw)
 		}
+		// Custom hosts the tenant set make the config a tenant's; other
+		// changes leave the operator's hosts as trusted as they were.
+		c.Tenant = old.Tenant || len(changes) > 0
 		c.Version, c.VersionID, c.UpdatedAt = old.Version+1, newUUID(), g.clock().UTC()
 		err = store.UpdateConfig(r.Context(), old, c)
 		if err == nil {
+			if len(changes) > 0 {
+				auditDetail(r, strings.Join(changes, "; "))
+			}
 			type data struct {
 				VersionID string `json:"version_id"`
 				Version   int    `json:"version"`

@@ -188,8 +188,8 @@ func TestConfigsWorkspacesScopesBadInput(t *testing.T) {
 	} {
 		e.wantErr(404, "", coreAdminKey, m.method, m.path, m.body)
 	}
-	if st, _ := e.upstreamCall(coreKey, HeaderConfig+": two"); st != 403 {
-		t.Errorf("ws-1 using ws-2's config: %d, want 403", st)
+	if st, code := e.upstreamCall(coreKey, HeaderConfig+": two"); st != 400 || code != CodeUnknownConfig {
+		t.Errorf("ws-1 using ws-2's config: %d %s, want 400 %s", st, code, CodeUnknownConfig)
 	}
 	if st, auth := e.upstreamCall(cpCompleter, HeaderConfig+": two"); st != 200 || auth != "Bearer sk-two-cfg-secret" {
 		t.Errorf("ws-2 using its config: %d %q", st, auth)

@@ -95,20 +95,23 @@ type Options struct {
 	Providers map[string]Provider
 
 	// Transport sends requests to operator-configured hosts (provider
-	// defaults, virtual keys, saved configs). Nil means a transport of the
+	// defaults, the operator's virtual keys and saved configs). Nil means a transport of the
 	// gateway's own from NewTransport: hundreds of idle connections per
 	// host, HTTP/2 where the provider offers it, bounded dial and TLS
 	// handshake times. http.DefaultTransport is not used, since it keeps
 	// only 2 idle connections per host, and a gateway under load would dial
 	// most requests anew. A Transport given here is used as it is.
-	// Caller-supplied custom hosts use a clone of it (of NewTransport's
-	// when it is not an *http.Transport) that dials through the
-	// custom-host guard and never through a proxy.
+	// Caller-supplied custom hosts, and the hosts of virtual keys and
+	// configs a tenant wrote through the control plane (VirtualKey.Tenant,
+	// SavedConfig.Tenant), use a clone of it (of NewTransport's when it is
+	// not an *http.Transport) that dials through the custom-host guard and
+	// never through a proxy.
 	Transport http.RoundTripper
 
 	// CustomHostAllow lists custom hosts, as "host" or "host:port" matched
 	// against the URL's host as written (case-insensitive), that may
-	// resolve to non-public addresses. Every other caller-supplied host must
+	// resolve to non-public addresses. Every other caller-supplied host,
+	// and every host a tenant stored through the control plane, must
 	// resolve only to public addresses.
 	CustomHostAllow []string
 

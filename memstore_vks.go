@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"sort"
 )
 
@@ -48,7 +49,9 @@ func (s *MemoryStore) VirtualKeys(_ context.Context, workspaceID string) ([]Virt
 	for _, byWS := range s.vkeys {
 		for ws, vk := range byWS {
 			if workspaceID == "" || ws == workspaceID {
-				out = append(out, *vk)
+				c := *vk
+				c.AllowedRoutes = slices.Clone(vk.AllowedRoutes)
+				out = append(out, c)
 			}
 		}
 	}
@@ -69,6 +72,7 @@ func (s *MemoryStore) VirtualKeys(_ context.Context, workspaceID string) ([]Virt
 // returns ErrConflict if its workspace already holds its slug.
 func (s *MemoryStore) CreateVirtualKey(_ context.Context, vk *VirtualKey) error {
 	c := *vk
+	c.AllowedRoutes = slices.Clone(vk.AllowedRoutes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.vkeys[c.Slug][c.WorkspaceID]; ok {
@@ -83,6 +87,7 @@ func (s *MemoryStore) CreateVirtualKey(_ context.Context, vk *VirtualKey) error 
 // UpdatedAt.
 func (s *MemoryStore) UpdateVirtualKey(_ context.Context, old, vk *VirtualKey) error {
 	c := *vk
+	c.AllowedRoutes = slices.Clone(vk.AllowedRoutes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.vkeys[old.Slug][old.WorkspaceID]

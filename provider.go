@@ -102,8 +102,9 @@ type Target struct {
 	// Host holds the cloud-host settings.
 	Host HostSettings
 
-	// CustomHost reports that BaseURL was supplied by the caller, so it is
-	// dialed only through the custom-host guard.
+	// CustomHost reports that BaseURL was supplied by the caller or
+	// stored by a tenant (not the operator), so it is dialed only through
+	// the custom-host guard.
 	CustomHost bool
 
 	// Index names the target in its config, e.g. "config.targets[1]";

@@ -76,20 +76,37 @@ func (g *Gateway) virtualKeyTarget(ctx context.Context, id Identity, slug, param
 		return nil, badRequest(CodeUnknownVirtualKey, param, "unknown virtual key "+quoteShort(slug))
 	}
 	vk, err := findVirtualKey(ctx, g.opts.VirtualKeys, id.WorkspaceID, slug)
-	if errors.Is(err, ErrNotFound) {
+	// Another workspace's key answers as an unknown one: no existence
+	// oracle (DESIGN §14).
+	if errors.Is(err, ErrNotFound) || err == nil && vk.WorkspaceID != "" && vk.WorkspaceID != id.WorkspaceID {
 		return nil, badRequest(CodeUnknownVirtualKey, param, "unknown virtual key "+quoteShort(slug))
 	} else if err != nil {
 		return nil, err
 	}
-	if vk.WorkspaceID != "" && vk.WorkspaceID != id.WorkspaceID {
-		return nil, &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: param,
-			Message: "virtual key " + quoteShort(slug) + " belongs to another workspace"}
+	if err := g.checkVirtualKeyRoute(ctx, vk, param); err != nil {
+		return nil, err
 	}
 	if _, err := g.provider(vk.Provider, param); err != nil {
 		return nil, err
 	}
 	t := &routedTarget{Target: Target{Provider: vk.Provider, APIKey: vk.APIKey, VirtualKey: vk.Slug, Host: vk.HostSettings}}
 	if vk.BaseURL != "" {
+		if vk.Tenant {
+			// A tenant's host is guarded like a caller's: checked here,
+			// and its names resolved and checked at every dial.
+			u, err := g.guard.checkURL(vk.BaseURL, param)
+			if err != nil {
+				var ge *Error
+				if errors.As(err, &ge) {
+					c := *ge
+					c.Message = "virtual key " + quoteShort(slug) + " base_url: " + ge.Message
+					return nil, &c
+				}
+				return nil, err
+			}
+			t.BaseURL, t.CustomHost = u, true
+			return t, nil
+		}
 		u, err := g.baseURL(vk.BaseURL)
 		if err != nil {
 			return nil, &Error{Status: http.StatusInternalServerError, Type: TypeGateway, Code: CodeInternal,
@@ -126,7 +143,8 @@ const maxCachedInlineConfig = 16 << 10
 // configPlan resolves a saved config id or an inline JSON config.
 func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions, ref string) (*planNode, error) {
 	var cfg *Config
-	trusted := true
+	trusted := true     // a saved config: its credentials are stored ones
+	tenantHosts := true // its custom hosts are guarded: a caller's or a tenant's
 	if strings.HasPrefix(ref, "{") {
 		trusted = false
 		key := sha256.Sum256([]byte(ref))
@@ -146,7 +164,7 @@ func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions
 		}
 	} else {
 		var err error
-		if cfg, err = g.savedConfig(ctx, id, ref); err != nil {
+		if cfg, tenantHosts, err = g.savedConfigHosts(ctx, id, ref); err != nil {
 			return nil, err
 		}
 	}
@@ -156,10 +174,11 @@ func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions
 		callerToken:    o.Token,
 		callerHost:     o.Host,
 		hostStored:     trusted,
+		tenantHosts:    tenantHosts,
 		forwardHeaders: o.ForwardHeaders,
 	}
 	if o.CustomHost != "" {
-		inh.customHost, inh.customHostParam, inh.customHostTrusted = o.CustomHost, HeaderCustomHost, false
+		inh.customHost, inh.customHostParam, inh.customHostTrusted, inh.customHostCaller = o.CustomHost, HeaderCustomHost, false, true
 	}
 	n, err := g.buildNode(ctx, id, cfg, "config", inh, trusted)
 	if err == nil && trusted {
@@ -168,25 +187,32 @@ func (g *Gateway) configPlan(ctx context.Context, id Identity, o *RequestOptions
 	return n, err
 }
 
+// savedConfig returns the saved config ref of the caller's workspace (or
+// of no workspace).
 func (g *Gateway) savedConfig(ctx context.Context, id Identity, ref string) (*Config, error) {
+	cfg, _, err := g.savedConfigHosts(ctx, id, ref)
+	return cfg, err
+}
+
+// savedConfigHosts is savedConfig, also reporting whether the config's
+// custom hosts were written by a tenant (SavedConfig.Tenant).
+func (g *Gateway) savedConfigHosts(ctx context.Context, id Identity, ref string) (*Config, bool, error) {
 	if g.opts.Configs == nil {
-		return nil, unknownConfig(ref)
+		return nil, false, unknownConfig(ref)
 	}
 	sc, err := findConfig(ctx, g.opts.Configs, id.WorkspaceID, ref)
-	if errors.Is(err, ErrNotFound) {
-		return nil, unknownConfig(ref)
+	// Another workspace's config answers as an unknown one: no existence
+	// oracle (DESIGN §14).
+	if errors.Is(err, ErrNotFound) || err == nil && sc.WorkspaceID != "" && sc.WorkspaceID != id.WorkspaceID {
+		return nil, false, unknownConfig(ref)
 	} else if err != nil {
-		return nil, err
-	}
-	if sc.WorkspaceID != "" && sc.WorkspaceID != id.WorkspaceID {
-		return nil, &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: HeaderConfig,
-			Message: "config " + quoteShort(ref) + " belongs to another workspace"}
+		return nil, false, err
 	}
 	cfg, err := g.savedConfigs.parse(sc)
 	if err != nil {
-		return nil, fromConfigHeader(err)
+		return nil, false, fromConfigHeader(err)
 	}
-	return cfg, nil
+	return cfg, sc.Tenant, nil
 }
 
 // fromConfigHeader returns a ParseConfig error for a config the request
@@ -218,10 +244,12 @@ type inherited struct {
 	callerToken       string       // the caller's own bearer token
 	callerHost        HostSettings // the caller's x-gateway-host* headers
 	hostStored        bool         // host comes from a saved config: its key pair is a stored credential
+	tenantHosts       bool         // the config's custom hosts are a tenant's or a caller's, not the operator's
 	virtualKey        string
 	customHost        string
 	customHostParam   string
-	customHostTrusted bool
+	customHostTrusted bool // customHost is the operator's: dialed without the guard
+	customHostCaller  bool // customHost is the caller's (header or inline config): stored credentials never go there
 	host              HostSettings
 	forwardHeaders    []string
 	overrides         map[string]any
@@ -246,7 +274,8 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 		inh.apiKey, inh.apiKeyStored = c.APIKey, trusted
 	}
 	if c.CustomHost != "" {
-		inh.customHost, inh.customHostParam, inh.customHostTrusted = c.CustomHost, HeaderConfig, trusted
+		inh.customHost, inh.customHostParam = c.CustomHost, HeaderConfig
+		inh.customHostTrusted, inh.customHostCaller = trusted && !inh.tenantHosts, !trusted
 	}
 	own := c.HostSettings
 	own.merge(inh.host)
@@ -338,12 +367,13 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 				return nil, err
 			}
 			t.BaseURL = u
+			// A caller's or a tenant's host is dialed through the guard.
 			t.CustomHost = !inh.customHostTrusted
-			if t.CustomHost && inh.apiKeyStored {
+			if inh.customHostCaller && inh.apiKeyStored {
 				// A saved config's credential never follows a caller's host.
 				t.APIKey = inh.callerToken
 			}
-			if t.CustomHost && inh.hostStored {
+			if inh.customHostCaller && inh.hostStored {
 				// Nor does its AWS key pair or session token: a request
 				// signed with them is as good as the key.
 				t.Host.AccessKeyID, t.Host.SecretAccessKey, t.Host.SessionToken = "", "", ""

@@ -128,18 +128,36 @@ type AuditStore interface {
 // usable by every workspace. Name, Note, CreatedAt and UpdatedAt are kept
 // by the control plane (their zero values change nothing on the data
 // plane) and are not part of a StoreFile.
+//
+// AllowedRoutes, when not empty, narrows what the key may be used for:
+// each entry is a method (or "*", any method) and a path prefix below the
+// gateway prefix, e.g. "POST /chat/completions", "GET /models" or
+// "* /files", matched on whole path segments. A request through the key
+// (named in x-gateway-virtual-key or by a config target) to any other
+// route is refused with 403 route_not_allowed before any upstream call.
+// Empty, every route is allowed.
 type VirtualKey struct {
-	Slug        string `json:"slug"`
-	Provider    string `json:"provider"`
-	APIKey      string `json:"api_key,omitempty"`
-	BaseURL     string `json:"base_url,omitempty"`
-	WorkspaceID string `json:"workspace_id,omitempty"`
+	Slug          string   `json:"slug"`
+	Provider      string   `json:"provider"`
+	APIKey        string   `json:"api_key,omitempty"`
+	BaseURL       string   `json:"base_url,omitempty"`
+	WorkspaceID   string   `json:"workspace_id,omitempty"`
+	AllowedRoutes []string `json:"allowed_routes,omitempty"`
 	HostSettings
 
 	Name      string    `json:"-"`
 	Note      string    `json:"-"`
 	CreatedAt time.Time `json:"-"`
 	UpdatedAt time.Time `json:"-"`
+
+	// Tenant reports that the key's hosts (BaseURL, and the host settings
+	// that name a resource) were written by a tenant through the control
+	// plane (POST or PUT /virtual-keys), which sets it: BaseURL is then
+	// guarded like an x-gateway-custom-host (names resolved and every
+	// address checked at dial) unless Options.CustomHostAllow lists it.
+	// The zero value is the operator's key (a StoreFile entry, or one a
+	// host's own Go code stores), whose BaseURL is trusted as written.
+	Tenant bool `json:"-"`
 }
 
 // SavedConfig is a routing config stored under an id. An empty WorkspaceID
@@ -161,6 +179,15 @@ type SavedConfig struct {
 	VersionID string    `json:"-"`
 	CreatedAt time.Time `json:"-"`
 	UpdatedAt time.Time `json:"-"`
+
+	// Tenant reports that the config's custom hosts were written by a
+	// tenant through the control plane (POST or PUT /configs), which sets
+	// it: each custom_host is then guarded like an x-gateway-custom-host
+	// (names resolved and every address checked at dial) unless
+	// Options.CustomHostAllow lists it. The zero value is the operator's
+	// config (a StoreFile entry, or one a host's own Go code stores),
+	// whose hosts are trusted as written.
+	Tenant bool `json:"-"`
 }
 
 // MemoryStore is an in-memory KeyStore, APIKeyStore, VirtualKeyStore,
@@ -217,6 +244,7 @@ func (s *MemoryStore) AddAPIKey(k APIKey) {
 // AddVirtualKey stores vk under its workspace and slug, replacing the
 // virtual key stored there.
 func (s *MemoryStore) AddVirtualKey(vk VirtualKey) {
+	vk.AllowedRoutes = slices.Clone(vk.AllowedRoutes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.putVirtualKeyLocked(&vk)
@@ -465,6 +493,14 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 		if vk.BaseURL != "" {
 			if u, err := url.Parse(vk.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return fmt.Errorf("gateway: store file: virtual_keys[%d].base_url must be an absolute http or https URL", i)
+			}
+		}
+		if len(vk.AllowedRoutes) > maxAllowedRoutes {
+			return fmt.Errorf("gateway: store file: virtual_keys[%d].allowed_routes may hold at most %d entries", i, maxAllowedRoutes)
+		}
+		for j, r := range vk.AllowedRoutes {
+			if msg := allowedRouteProblem(r); msg != "" {
+				return fmt.Errorf("gateway: store file: virtual_keys[%d].allowed_routes[%d] %s", i, j, msg)
 			}
 		}
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -19,7 +22,9 @@ import (
 // (and once with no workspace). The data plane finds the slug a caller
 // names in the caller's workspace with VirtualKeyIn first, then with
 // VirtualKey (of VirtualKeyStore), which should prefer the key of no
-// workspace; a key of another workspace found that way is refused.
+// workspace; a key of another workspace found that way answers as an
+// unknown one (400 unknown_virtual_key), so that no caller learns it
+// exists.
 //
 // Implementations must be safe for concurrent use, and each method atomic
 // with respect to the others. VirtualKeyIn, UpdateVirtualKey and
@@ -83,9 +88,20 @@ func findVirtualKey(ctx context.Context, st VirtualKeyStore, ws, slug string) (*
 //
 // The credential (key, secret_access_key, session_token) is never
 // returned: reads show it masked, its first 2 and last 2 characters with
-// '*' between (all '*' for one shorter than 8). A base_url is checked
-// like an x-gateway-custom-host (Options.CustomHostAllow) when written;
-// names are not resolved then, nor when the key is used.
+// '*' between (all '*' for one shorter than 8).
+//
+// What these routes write is a tenant's (DESIGN §14): a key whose host
+// they set is marked VirtualKey.Tenant, and its base_url is guarded like
+// an x-gateway-custom-host (Options.CustomHostAllow) when written and when
+// used, its names resolved and every address checked at each dial.
+// resource_name, project_id and region must be DNS labels (a region a
+// lower-case one starting with a letter), so that they only ever pick a
+// resource under the provider's own domain. An update that changes where
+// a stored secret goes (base_url, resource_name, project_id, region)
+// must send that secret again (key, secret_access_key, session_token,
+// whichever the key holds), else 400 secret_required; its audit record
+// names the old and new host. allowed_routes (see VirtualKey) is
+// validated when written.
 func (g *Gateway) serveVirtualKeys(w http.ResponseWriter, r *http.Request) {
 	id, ok := scopedIdentity(w, r, ScopeVirtualKeysRead, ScopeVirtualKeysWrite)
 	if !ok {
@@ -128,17 +144,19 @@ func (g *Gateway) serveVirtualKeys(w http.ResponseWriter, r *http.Request) {
 
 // virtualKeyBody is the body of POST /virtual-keys and PUT
 // /virtual-keys/{slug}: the reference's fields name, key and note, the
-// slug, provider, base_url and host settings of the store file's
-// virtual_keys entries, and workspace_id. Absent fields of an update are
-// left as they are; slug, provider and workspace_id cannot be changed.
+// slug, provider, base_url, allowed_routes and host settings of the store
+// file's virtual_keys entries, and workspace_id. Absent fields of an
+// update are left as they are; slug, provider and workspace_id cannot be
+// changed.
 type virtualKeyBody struct {
-	Name        *string `json:"name"`
-	Slug        *string `json:"slug"`
-	Provider    *string `json:"provider"`
-	Key         *string `json:"key"`
-	Note        *string `json:"note"`
-	BaseURL     *string `json:"base_url"`
-	WorkspaceID *string `json:"workspace_id"`
+	Name          *string   `json:"name"`
+	Slug          *string   `json:"slug"`
+	Provider      *string   `json:"provider"`
+	Key           *string   `json:"key"`
+	Note          *string   `json:"note"`
+	BaseURL       *string   `json:"base_url"`
+	WorkspaceID   *string   `json:"workspace_id"`
+	AllowedRoutes *[]string `json:"allowed_routes"`
 
 	ResourceName    *string `json:"resource_name"`
 	DeploymentID    *string `json:"deployment_id"`
@@ -197,6 +215,12 @@ func (g *Gateway) applyVirtualKeyBody(b *virtualKeyBody, vk *VirtualKey) error {
 		}
 		vk.BaseURL = *b.BaseURL
 	}
+	if b.AllowedRoutes != nil {
+		if err := checkAllowedRoutes(*b.AllowedRoutes, "allowed_routes"); err != nil {
+			return err
+		}
+		vk.AllowedRoutes = slices.Clone(*b.AllowedRoutes)
+	}
 	for _, f := range b.hostFields(&vk.HostSettings) {
 		if f.in == nil {
 			continue
@@ -205,6 +229,89 @@ func (g *Gateway) applyVirtualKeyBody(b *virtualKeyBody, vk *VirtualKey) error {
 			return policyInvalid(f.name, f.name+" must be at most 16 KiB")
 		}
 		*f.out = *f.in
+	}
+	// The settings that name a host: labels only, so that no value can
+	// move a request off the provider's own domain.
+	h := &vk.HostSettings
+	switch {
+	case b.ResourceName != nil && h.ResourceName != "" && !dnsLabel(h.ResourceName):
+		return policyInvalid("resource_name", "resource_name must be a DNS label: 1 to 63 letters, digits or hyphens, not starting or ending with a hyphen")
+	case b.ProjectID != nil && h.ProjectID != "" && !gcpProjectID(h.ProjectID):
+		return policyInvalid("project_id", "project_id must be a project id or number: 1 to 63 lower-case letters, digits or hyphens")
+	case b.Region != nil && h.Region != "" && !cloudRegion(h.Region):
+		return policyInvalid("region", "region must be a region name such as us-east-1, us-central1 or global")
+	}
+	return nil
+}
+
+// CodeSecretRequired is the code of the 400 for an update that changes
+// where a stored secret goes (a virtual key's base_url, say) without
+// sending the secret again.
+const CodeSecretRequired = "secret_required"
+
+// hostChanges lists, for the audit record, the settings of vk that name
+// where its secrets go and differ from old's: "base_url: <old> → <new>"
+// (URLs without user info, query or fragment), "region: a → b".
+func hostChanges(old, vk *VirtualKey) []string {
+	var out []string
+	if old.BaseURL != vk.BaseURL {
+		out = append(out, "base_url: "+auditURL(old.BaseURL)+" → "+auditURL(vk.BaseURL))
+	}
+	for _, f := range []struct{ name, a, b string }{
+		{"resource_name", old.ResourceName, vk.ResourceName},
+		{"project_id", old.ProjectID, vk.ProjectID},
+		{"region", old.Region, vk.Region},
+	} {
+		if f.a != f.b {
+			out = append(out, f.name+": "+auditValue(f.a)+" → "+auditValue(f.b))
+		}
+	}
+	return out
+}
+
+// auditURL is raw, a base URL or custom host, as an audit record shows it:
+// without user info, query or fragment, which may carry a secret.
+func auditURL(raw string) string {
+	if raw == "" {
+		return "(none)"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
+}
+
+// auditValue is a host setting as an audit record shows it.
+func auditValue(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return quoteShort(s)
+}
+
+// secretResent refuses, with 400 secret_required, an update of old that
+// changes where its secrets go (changes is not empty) without sending
+// each secret old holds again.
+func (b *virtualKeyBody) secretResent(old *VirtualKey, changes []string) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	for _, f := range []struct {
+		name   string
+		stored string
+		sent   *string
+	}{
+		{"key", old.APIKey, b.Key},
+		{"secret_access_key", old.SecretAccessKey, b.SecretAccessKey},
+		{"session_token", old.SessionToken, b.SessionToken},
+	} {
+		if f.stored != "" && f.sent == nil {
+			what, _, _ := strings.Cut(changes[0], ":")
+			return badRequest(CodeSecretRequired, f.name, "changing "+what+" sends the stored "+f.name+
+				" to another host: send "+f.name+" again in the same request")
+		}
 	}
 	return nil
 }
@@ -238,8 +345,12 @@ func (g *Gateway) createVirtualKey(w http.ResponseWriter, r *http.Request, store
 	if _, ok := g.providers[*b.Provider]; !ok {
 		return policyInvalid("provider", "unknown provider "+quoteShort(*b.Provider))
 	}
+	if id.Type == KeyOrganisation {
+		auditActedIn(r, ws)
+	}
 	now := g.clock().UTC()
-	vk := VirtualKey{Slug: slug, Provider: *b.Provider, WorkspaceID: ws, CreatedAt: now, UpdatedAt: now}
+	// Written through the control plane: a tenant's key, its host guarded.
+	vk := VirtualKey{Slug: slug, Provider: *b.Provider, WorkspaceID: ws, CreatedAt: now, UpdatedAt: now, Tenant: true}
 	if err := g.applyVirtualKeyBody(&b, &vk); err != nil {
 		return err
 	}
@@ -270,6 +381,7 @@ type virtualKeyWire struct {
 	Provider      string    `json:"provider"`
 	Key           string    `json:"key"`
 	BaseURL       string    `json:"base_url,omitempty"`
+	AllowedRoutes []string  `json:"allowed_routes,omitempty"`
 	WorkspaceID   string    `json:"workspace_id,omitempty"`
 	Status        string    `json:"status"`
 	CreatedAt     time.Time `json:"created_at,omitzero"`
@@ -280,7 +392,7 @@ type virtualKeyWire struct {
 
 func (vk *VirtualKey) wire() virtualKeyWire {
 	o := virtualKeyWire{Slug: vk.Slug, Name: vk.Name, Note: vk.Note, Provider: vk.Provider, Key: maskSecret(vk.APIKey),
-		BaseURL: vk.BaseURL, WorkspaceID: vk.WorkspaceID, Status: "active", CreatedAt: vk.CreatedAt,
+		BaseURL: vk.BaseURL, AllowedRoutes: vk.AllowedRoutes, WorkspaceID: vk.WorkspaceID, Status: "active", CreatedAt: vk.CreatedAt,
 		LastUpdatedAt: vk.UpdatedAt, HostSettings: vk.HostSettings, Object: virtualKeyObject}
 	o.SecretAccessKey = maskSecret(o.SecretAccessKey)
 	o.SessionToken = maskSecret(o.SessionToken)
@@ -330,6 +442,9 @@ func lookupVirtualKey(r *http.Request, store VirtualKeyAdmin, id Identity, slug 
 	if err != nil {
 		return nil, err
 	}
+	if id.Type == KeyOrganisation {
+		auditActedIn(r, ws)
+	}
 	vk, err := store.VirtualKeyIn(r.Context(), ws, slug)
 	if errors.Is(err, ErrNotFound) || err == nil && (vk == nil || vk.WorkspaceID != ws) {
 		return nil, virtualKeyNotFound(slug)
@@ -375,9 +490,19 @@ func (g *Gateway) updateVirtualKey(w http.ResponseWriter, r *http.Request, store
 		if err := g.applyVirtualKeyBody(&b, &vk); err != nil {
 			return err
 		}
+		changes := hostChanges(old, &vk)
+		if err := b.secretResent(old, changes); err != nil {
+			return err
+		}
+		// A host the tenant set makes the key a tenant's; other changes
+		// leave the operator's host as trusted as it was.
+		vk.Tenant = old.Tenant || len(changes) > 0
 		vk.UpdatedAt = g.clock().UTC()
 		err = store.UpdateVirtualKey(r.Context(), old, &vk)
 		if err == nil {
+			if len(changes) > 0 {
+				auditDetail(r, strings.Join(changes, "; "))
+			}
 			writeJSON(w, http.StatusOK, struct{}{})
 			return nil
 		}

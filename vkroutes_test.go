@@ -175,10 +175,10 @@ func TestVirtualKeysLifecycle(t *testing.T) {
 	}
 
 	e.want(200, coreAdminKey, "DELETE", "/v1/virtual-keys/prod-openai", "", nil)
-	// The slug now lives in ws-2 alone: refused to ws-1 as another
-	// workspace's, as for store-file keys.
-	if st, code := e.upstreamCall(coreKey, HeaderVirtualKey+": prod-openai"); st != 403 {
-		t.Fatalf("call through ws-1's deleted virtual key: %d %s, want 403", st, code)
+	// The slug now lives in ws-2 alone: unknown to ws-1, as another
+	// workspace's (no existence oracle), as for store-file keys.
+	if st, code := e.upstreamCall(coreKey, HeaderVirtualKey+": prod-openai"); st != 400 || code != CodeUnknownVirtualKey {
+		t.Fatalf("call through ws-1's deleted virtual key: %d %s, want 400 %s", st, code, CodeUnknownVirtualKey)
 	}
 	e.wantErr(404, "", coreAdminKey, "GET", "/v1/virtual-keys/prod-openai", "")
 	e.wantErr(404, "", coreAdminKey, "DELETE", "/v1/virtual-keys/prod-openai", "")
@@ -208,8 +208,8 @@ func TestVirtualKeysWorkspaces(t *testing.T) {
 	e.wantErr(403, "workspace_id", coreAdminKey, "POST", "/v1/virtual-keys", `{"name":"x","provider":"openai","workspace_id":"ws-2"}`)
 	e.wantErr(403, "", cpNoWS, "GET", "/v1/virtual-keys", "")
 	// Nor may the data plane of another workspace use it.
-	if st, code := e.upstreamCall(coreKey, HeaderVirtualKey+": two"); st != 403 {
-		t.Errorf("ws-1 using ws-2's virtual key: %d %s, want 403", st, code)
+	if st, code := e.upstreamCall(coreKey, HeaderVirtualKey+": two"); st != 400 || code != CodeUnknownVirtualKey {
+		t.Errorf("ws-1 using ws-2's virtual key: %d %s, want 400 %s", st, code, CodeUnknownVirtualKey)
 	}
 	if st, auth := e.upstreamCall(cpCompleter, HeaderVirtualKey+": two"); st != 200 || auth != "Bearer sk-two-secret" {
 		t.Errorf("ws-2 using its virtual key: %d %q", st, auth)

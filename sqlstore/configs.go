@@ -59,11 +59,11 @@ func (s *Store) putConfig(ctx context.Context, tx *sql.Tx, c *gateway.SavedConfi
 			return fmt.Errorf("sqlstore: config %q: %w", c.ID, err)
 		}
 	}
-	_, err = s.exec(ctx, tx, `INSERT INTO configs (id, workspace_id, slug, config, name, version, version_id, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+	_, err = s.exec(ctx, tx, `INSERT INTO configs (id, workspace_id, slug, config, name, version, version_id, created_at, updated_at, tenant)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (id) DO UPDATE SET config = excluded.config, name = excluded.name, version = excluded.version,
-	version_id = excluded.version_id, created_at = excluded.created_at, updated_at = excluded.updated_at`,
-		rowID, c.WorkspaceID, c.ID, sealed, c.Name, max(c.Version, 1), c.VersionID, nullTime(c.CreatedAt), nullTime(c.UpdatedAt))
+	version_id = excluded.version_id, created_at = excluded.created_at, updated_at = excluded.updated_at, tenant = excluded.tenant`,
+		rowID, c.WorkspaceID, c.ID, sealed, c.Name, max(c.Version, 1), c.VersionID, nullTime(c.CreatedAt), nullTime(c.UpdatedAt), c.Tenant)
 	if err != nil {
 		return fmt.Errorf("sqlstore: config %q: %w", c.ID, err)
 	}
@@ -204,7 +204,7 @@ func (s *Store) DeleteConfig(ctx context.Context, workspaceID, id string) error 
 // (with args; "" for every row) selects, its JSON opened, and its row id,
 // ordered by creation time, workspace and id.
 func (s *Store) queryConfigs(ctx context.Context, q querier, where string, fn func(c *gateway.SavedConfig, rowID string), args ...any) error {
-	query := `SELECT id, workspace_id, slug, config, name, version, version_id, created_at, updated_at FROM configs`
+	query := `SELECT id, workspace_id, slug, config, name, version, version_id, created_at, updated_at, tenant FROM configs`
 	if where != "" {
 		query += ` WHERE ` + where
 	}
@@ -220,7 +220,7 @@ func (s *Store) queryConfigs(ctx context.Context, q querier, where string, fn fu
 			sealed           []byte
 			created, updated sql.NullTime
 		)
-		if err := rows.Scan(&rowID, &c.WorkspaceID, &c.ID, &sealed, &c.Name, &c.Version, &c.VersionID, &created, &updated); err != nil {
+		if err := rows.Scan(&rowID, &c.WorkspaceID, &c.ID, &sealed, &c.Name, &c.Version, &c.VersionID, &created, &updated, &c.Tenant); err != nil {
 			return fmt.Errorf("sqlstore: reading configs: %w", err)
 		}
 		c.CreatedAt, c.UpdatedAt = fromNullTime(created), fromNullTime(updated)

@@ -21,11 +21,11 @@ func TestEveryFieldIsStored(t *testing.T) {
 			"DefaultConfig", "Scopes", "ExpiresAt", "Type", "SubType", "UserID", "Name", "Description", "CreatedAt",
 			"UpdatedAt", "RateLimits", "UsageLimits", "PreviousDigest", "PreviousValidUntil"}},
 		{reflect.TypeFor[gateway.VirtualKey](), []string{"Slug", "Provider", "APIKey", "BaseURL", "WorkspaceID", "HostSettings",
-			"Name", "Note", "CreatedAt", "UpdatedAt"}},
+			"Name", "Note", "CreatedAt", "UpdatedAt", "Tenant", "AllowedRoutes"}},
 		{reflect.TypeFor[gateway.HostSettings](), []string{"ResourceName", "DeploymentID", "APIVersion", "ModelName",
 			"ProjectID", "Region", "AccessKeyID", "SecretAccessKey", "SessionToken"}},
 		{reflect.TypeFor[gateway.SavedConfig](), []string{"ID", "WorkspaceID", "Config", "Name", "Version", "VersionID",
-			"CreatedAt", "UpdatedAt"}},
+			"CreatedAt", "UpdatedAt", "Tenant"}},
 		{reflect.TypeFor[gateway.RateLimitsPolicy](), []string{"ID", "Name", "Conditions", "GroupBy", "Type", "Unit",
 			"Value", "Status", "WorkspaceID", "OrganisationID", "CreatedAt", "LastUpdatedAt"}},
 		{reflect.TypeFor[gateway.PolicyCondition](), []string{"Key", "Value"}}, // stored as JSON

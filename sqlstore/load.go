@@ -14,7 +14,10 @@ import (
 // first, by MemoryStore.Load's own rules and messages (the key or
 // key_sha256 of each API key, roles, slugs, base URLs, configs,
 // policies), then written in one transaction: an error leaves the store
-// unchanged. f.CustomHosts is not stored.
+// unchanged. f.CustomHosts is not stored. Its virtual keys and configs
+// are the operator's (Tenant false), so applying the operator's file
+// again makes its hosts trusted again, whatever a tenant or a migration
+// (see migrations/*/0008_trust.sql) marked them.
 //
 // An API key entry whose key another stored id holds is refused with
 // gateway.ErrConflict.

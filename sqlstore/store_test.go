@@ -35,7 +35,8 @@ func fullVirtualKey(slug, secret string) *gateway.VirtualKey {
 		WorkspaceID: "ws-1", HostSettings: gateway.HostSettings{ResourceName: "res", DeploymentID: "dep", APIVersion: "2024-02-01",
 			ModelName: "model", ProjectID: "proj", Region: "eu-west-1", AccessKeyID: "AKIAEXAMPLE",
 			SecretAccessKey: "aws-secret-" + secret, SessionToken: "aws-session-" + secret},
-		Name: "Bedrock " + slug, Note: "the team's account", CreatedAt: t0, UpdatedAt: t0.Add(time.Hour)}
+		Name: "Bedrock " + slug, Note: "the team's account", CreatedAt: t0, UpdatedAt: t0.Add(time.Hour),
+		Tenant: true, AllowedRoutes: []string{"POST /chat/completions", "* /files"}}
 }
 
 // policy is a valid rate-limits policy.
@@ -65,7 +66,7 @@ func TestRoundTrip(t *testing.T) {
 		vkBare := &gateway.VirtualKey{Slug: "vk-bare", Provider: "openai"}
 		cfg := &gateway.SavedConfig{ID: "pc-default", WorkspaceID: "ws-1", Config: json.RawMessage(`{"virtual_key": "vk-full",  "retry": {"attempts": 2}}`),
 			Name: "Default", Version: 3, VersionID: "0b6a9c2e-7f1d-4c3b-9a8e-5d4c3b2a1f00",
-			CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), UpdatedAt: time.Date(2026, 1, 2, 0, 0, 0, 1000, time.UTC)}
+			CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), UpdatedAt: time.Date(2026, 1, 2, 0, 0, 0, 1000, time.UTC), Tenant: true}
 		pol := policy(policyA, "ws-1", "2025-01-01T00:00:00Z")
 		polBare := &gateway.RateLimitsPolicy{ID: policyB, Type: gateway.PolicyTokens, Unit: gateway.PolicyPerDay, Value: 1e6, Status: gateway.PolicyArchived}
 		for _, k := range []*gateway.APIKey{full, bare, emptyMaps} {

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -26,8 +27,9 @@ func (s *Store) VirtualKey(_ context.Context, slug string) (*gateway.VirtualKey,
 // vk.WorkspaceID with a copy of vk. Its APIKey, SecretAccessKey and
 // SessionToken are sealed under the master key (ErrMasterKeyRequired
 // without one); its other fields are stored in clear, times to the
-// microsecond. The caller validates vk (Load does, as
-// gateway.MemoryStore.Load).
+// microsecond, Tenant included: a key put from Go code with Tenant false
+// is the operator's, its base_url trusted. The caller validates vk (Load
+// does, as gateway.MemoryStore.Load).
 func (s *Store) PutVirtualKey(ctx context.Context, vk *gateway.VirtualKey) error {
 	return s.update(ctx, func(tx *sql.Tx) error { return s.putVirtualKey(ctx, tx, vk) })
 }
@@ -52,19 +54,26 @@ func (s *Store) putVirtualKey(ctx context.Context, tx *sql.Tx, vk *gateway.Virtu
 			return fmt.Errorf("sqlstore: virtual key %q: %w", vk.Slug, err)
 		}
 	}
+	routes := []byte("null")
+	if len(vk.AllowedRoutes) > 0 {
+		if routes, err = json.Marshal(vk.AllowedRoutes); err != nil {
+			return fmt.Errorf("sqlstore: virtual key %q: %w", vk.Slug, err)
+		}
+	}
 	_, err = s.exec(ctx, tx, `INSERT INTO virtual_keys (id, workspace_id, slug, provider, base_url, resource_name, deployment_id,
 	api_version, model_name, project_id, region, access_key_id, api_key, secret_access_key, session_token, name, note,
-	created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+	created_at, updated_at, tenant, allowed_routes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
 ON CONFLICT (id) DO UPDATE SET provider = excluded.provider, base_url = excluded.base_url,
 	resource_name = excluded.resource_name, deployment_id = excluded.deployment_id, api_version = excluded.api_version,
 	model_name = excluded.model_name, project_id = excluded.project_id, region = excluded.region,
 	access_key_id = excluded.access_key_id, api_key = excluded.api_key, secret_access_key = excluded.secret_access_key,
 	session_token = excluded.session_token, name = excluded.name, note = excluded.note,
-	created_at = excluded.created_at, updated_at = excluded.updated_at`,
+	created_at = excluded.created_at, updated_at = excluded.updated_at, tenant = excluded.tenant,
+	allowed_routes = excluded.allowed_routes`,
 		rowID, vk.WorkspaceID, vk.Slug, vk.Provider, vk.BaseURL, h.ResourceName, h.DeploymentID,
 		h.APIVersion, h.ModelName, h.ProjectID, h.Region, h.AccessKeyID, sealed[0], sealed[1], sealed[2], vk.Name, vk.Note,
-		nullTime(vk.CreatedAt), nullTime(vk.UpdatedAt))
+		nullTime(vk.CreatedAt), nullTime(vk.UpdatedAt), vk.Tenant, string(routes))
 	if err != nil {
 		return fmt.Errorf("sqlstore: virtual key %q: %w", vk.Slug, err)
 	}
@@ -137,7 +146,7 @@ func (s *Store) DeleteVirtualKey(ctx context.Context, workspaceID, slug string) 
 // virtualKeyColumns are the columns scanVirtualKey reads, in its order.
 const virtualKeyColumns = `id, workspace_id, slug, provider, base_url, resource_name, deployment_id,
 	api_version, model_name, project_id, region, access_key_id, api_key, secret_access_key, session_token, name, note,
-	created_at, updated_at`
+	created_at, updated_at, tenant, allowed_routes`
 
 // queryVirtualKeys calls fn with each virtual key the condition where
 // (with args; "" for every row) selects, its credentials opened, ordered
@@ -174,11 +183,15 @@ func (s *Store) scanVirtualKey(row scanner) (*gateway.VirtualKey, error) {
 		rowID                   string
 		apiKey, secret, session []byte
 		created, updated        sql.NullTime
+		routes                  string
 	)
 	if err := row.Scan(&rowID, &vk.WorkspaceID, &vk.Slug, &vk.Provider, &vk.BaseURL, &h.ResourceName, &h.DeploymentID,
 		&h.APIVersion, &h.ModelName, &h.ProjectID, &h.Region, &h.AccessKeyID, &apiKey, &secret, &session, &vk.Name, &vk.Note,
-		&created, &updated); err != nil {
+		&created, &updated, &vk.Tenant, &routes); err != nil {
 		return nil, fmt.Errorf("sqlstore: reading virtual keys: %w", err)
+	}
+	if err := json.Unmarshal([]byte(routes), &vk.AllowedRoutes); err != nil {
+		return nil, fmt.Errorf("sqlstore: virtual key %q: allowed_routes: %w", vk.Slug, err)
 	}
 	vk.CreatedAt, vk.UpdatedAt = fromNullTime(created), fromNullTime(updated)
 	for _, f := range []struct {
