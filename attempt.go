@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -268,6 +269,33 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 }
 
+// attemptBudget counts the upstream attempts of one request, across its
+// targets and retries (a cache fill's included), against maxAttempts, and
+// has the rate-limits policies that admitted the request count each one
+// after the first (DESIGN §14). It is shared by the loops of one run, one
+// of which may be a cache fill's on another goroutine.
+type attemptBudget struct {
+	made    atomic.Int32
+	limited *limitWriter // nil: no requests policy counts the attempts
+}
+
+// spent reports whether the request made all the attempts it may.
+func (b *attemptBudget) spent() bool { return b != nil && b.made.Load() >= maxAttempts }
+
+// take counts one attempt, reporting false when none is left or a policy
+// refuses it. A nil budget (a loop outside a run) always allows.
+func (b *attemptBudget) take(ctx context.Context) bool {
+	if b == nil {
+		return true
+	}
+	n := b.made.Load()
+	if n >= maxAttempts || n > 0 && !b.limited.takeAttempt(ctx) {
+		return false
+	}
+	b.made.Add(1)
+	return true
+}
+
 // attemptLoop makes the attempts at one target: the first try and its
 // retries. It touches no per-request state but its own fields, so a cache
 // fill may run it on another goroutine.
@@ -283,6 +311,7 @@ type attemptLoop struct {
 	timeout       time.Duration
 	cache         CacheStatus
 	before        int // retries made before this loop, for the header
+	budget        *attemptBudget
 	deadline      time.Time
 	detached      bool // a cache fill: cancellation is not the caller leaving
 	watch         bool // the cache may store the answer: note if it broke off
@@ -312,7 +341,18 @@ func (l *attemptLoop) run() outcome {
 		}
 		return out
 	}
+	var last outcome // the previous attempt's
 	for i := 0; ; i++ {
+		if !l.budget.take(ctx) {
+			// No attempt left for the request: the previous one's
+			// failure is the answer, and no other target is tried.
+			out := outcome{stop: true}
+			if i > 0 {
+				out = settle(last)
+				out.stop = true
+			}
+			return out
+		}
 		canRetry := i < maxRetries
 		a := &attempt{target: l.t, provider: l.prov, index: l.before + l.retries, path: l.path, rawPath: l.rawPath,
 			cache: l.cache, timeout: l.timeout, watchBody: l.watch, translation: l.translation}
@@ -349,6 +389,11 @@ func (l *attemptLoop) run() outcome {
 		if !canRetry || (out.held != nil && !retryStatus(l.t.retry, out.held.status)) {
 			return settle(out)
 		}
+		if l.budget.spent() {
+			out = settle(out)
+			out.stop = true
+			return out
+		}
 		d := l.backoff(i, out.held)
 		if time.Now().Add(d).After(l.deadline) {
 			return settle(out)
@@ -362,6 +407,7 @@ func (l *attemptLoop) run() outcome {
 		if out.held != nil {
 			prev = out.held
 		}
+		last = out
 		l.retries++
 	}
 }

@@ -134,6 +134,7 @@ const (
 	maxConditionDepth = 8       // nesting of $and / $or
 	maxRegexLen       = 1024    // bytes of a $regex pattern
 	maxTimeoutMillis  = 3600000 // request_timeout: one hour
+	maxAttempts       = 10      // upstream attempts of one request: targets × retries (DESIGN §14)
 	maxCacheAgeSecs   = 365 * 24 * 3600
 )
 
@@ -159,11 +160,54 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := v.config(&c, "", 0, ""); err != nil {
 		return nil, err
 	}
+	if _, err := c.attempts("", 0); err != nil {
+		return nil, err
+	}
 	return &c, nil
 }
 
+// attempts returns the most upstream attempts a request may make through
+// the valid node c at path, whose inherited retry attempts are retries:
+// its own try and retries for a leaf, the sum over the targets of a
+// fallback, the largest for the other modes (one target each). More than
+// maxAttempts is an error naming the smallest node that exceeds it.
+// (Execution stops at maxAttempts whatever the config: see attemptBudget.)
+func (c *Config) attempts(path string, retries int) (int, error) {
+	if c.Retry != nil {
+		retries = c.Retry.Attempts
+	}
+	if len(c.Targets) == 0 {
+		return 1 + retries, nil // at most 6: retry.attempts is 0 to 5
+	}
+	n := 0
+	for i, t := range c.Targets {
+		m, err := t.attempts(index(join(path, "targets"), i), retries)
+		if err != nil {
+			return 0, err
+		}
+		switch mode := c.mode(); {
+		case mode == ModeFallback:
+			n += m
+		case mode == ModeSingle:
+			if i == 0 {
+				n = m
+			}
+		default:
+			n = max(n, m)
+		}
+	}
+	if n > maxAttempts {
+		return 0, configError(join(path, "targets"), "a request may make up to "+strconv.Itoa(n)+
+			" upstream attempts through these targets and their retries; a config allows at most "+strconv.Itoa(maxAttempts))
+	}
+	return n, nil
+}
+
 // validator walks a config once, counting its targets.
-type validator struct{ targets int }
+type validator struct {
+	targets int
+	queries queryBudget // the tests and $regex programs of every condition
+}
 
 // config validates the node c at path. vkFrom names the ancestor whose
 // virtual_key c inherits ("" when it inherits none): the virtual key holds
@@ -303,7 +347,7 @@ func (v *validator) config(c *Config, path string, depth int, vkFrom string) err
 			if !names[cond.Then] {
 				return configError(join(cp, "then"), "must name a target of this config")
 			}
-			m, err := compileQuery(cond.Query, join(cp, "query"), 0)
+			m, err := compileQuery(cond.Query, join(cp, "query"), 0, &v.queries)
 			if err != nil {
 				return err
 			}
