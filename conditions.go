@@ -60,7 +60,7 @@ func plainValue(v any) (any, error) {
 // (see BenchmarkConditionsWorstCase).
 const (
 	maxConditions  = 32
-	maxRegexInsts  = 2048
+	maxRegexInsts  = 1024
 	maxRegexValue  = 4 << 10
 	maxRegexValueS = "4 KiB"
 )

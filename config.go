@@ -96,6 +96,15 @@ const (
 // $lt, $lte, $in, $nin, $regex, all of which must hold; an object mixing
 // operators with other keys is refused. The keys $and and $or take arrays
 // of queries. Every entry of a query must match.
+//
+// Bounds (DESIGN §14), so that matching costs a request little: a config
+// holds at most 32 tests of a field in all its conditions (each operator
+// on a field counts one), its $regex patterns are at most 1 KiB each and
+// compile to at most 1,024 instructions in all (a{100} counts 100), and a
+// $regex is only matched against a value of at most 4 KiB: a longer one
+// is a 400 invalid_value naming the body field (or x-gateway-metadata),
+// rather than a silent non-match that would route the request elsewhere.
+// Matching stops when the caller goes away.
 type Condition struct {
 	Query map[string]any `json:"query"`
 	Then  string         `json:"then"`
@@ -105,7 +114,16 @@ type Condition struct {
 }
 
 // RetryConfig says how often an attempt is retried. Attempts is the number
-// of retries after the first try, 0 to 5.
+// of retries after the first try, 0 to 5. A request makes at most 10
+// upstream attempts in all, its targets' and their retries (DESIGN §14):
+// ParseConfig refuses a config whose worst case (a fallback's targets
+// add up, the other modes try one target) exceeds it, and execution stops
+// there whatever the plan, answering with the last failure. Each attempt
+// after the first takes a unit of the requests rate-limits policies that
+// admitted the request; when one refuses, the request stops trying and
+// answers with the last failure (the provider's answer, not a 429: the
+// request itself was admitted, and what the caller needs to know is why
+// the provider failed).
 type RetryConfig struct {
 	Attempts int `json:"attempts"`
 
@@ -138,7 +156,8 @@ const (
 	maxCacheAgeSecs   = 365 * 24 * 3600
 )
 
-// ParseConfig decodes and validates a routing config. Errors are *Error
+// ParseConfig decodes and validates a routing config, bounds included (see
+// Condition and RetryConfig). Errors are *Error
 // values (400 invalid_config) whose message names the JSON path of the
 // offending field, e.g. "targets[1].weight: must be ≥ 0". Their Param is
 // empty, since ParseConfig does not know where the JSON came from; the

@@ -51,7 +51,7 @@ func TestConditionBounds(t *testing.T) {
 		// a 4 KiB value before the bound.
 		{"a $regex too complex", conditionalConfig(`{"params.model":{"$regex":"` + strings.Repeat(`(?:a?){999}`, 6) + `x"}}`),
 			"strategy.conditions[0].query.params.model.$regex: is too complex"},
-		{"$regex programs add up", conditionalConfig(repeatQuery(3, `{"params.model":{"$regex":"(?:a?){500}x"}}`)...),
+		{"$regex programs add up", conditionalConfig(repeatQuery(3, `{"params.model":{"$regex":"(?:a?){250}x"}}`)...),
 			"strategy.conditions[2].query.params.model.$regex: is too complex"},
 	}
 	for _, tt := range tests {
@@ -74,7 +74,7 @@ func TestConditionBounds(t *testing.T) {
 		a, b := newFakeUp(t, "a"), newFakeUp(t, "b")
 		e := routeEnv(t, nil, a, b)
 		qs := repeatQuery(31, `{"metadata.tier":"silver"}`)
-		qs = append(qs, `{"params.model":{"$regex":"^(?:a?){900}m$"}}`)
+		qs = append(qs, `{"params.model":{"$regex":"^(?:a?){450}m$"}}`)
 		got := readAnswer(t, e.post(conditionalConfig(qs...), `{"model":"m"}`))
 		if got.Status != 200 || got.Body != `{"from":"a"}` {
 			t.Errorf("got %d %s, want 200 from a", got.Status, got.Body)
