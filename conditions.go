@@ -242,21 +242,32 @@ func (f *fieldTest) tooLong() error {
 
 // equalValue compares a field's value with a query's operand. Metadata
 // values are strings, so a numeric or boolean operand compares with the
-// string's meaning.
+// string's meaning (see stringNumber).
 func equalValue(v, arg any) bool {
 	if s, ok := v.(string); ok {
 		switch a := arg.(type) {
 		case string:
 			return s == a
 		case float64:
-			f, err := strconv.ParseFloat(s, 64)
-			return err == nil && f == a
+			f, ok := stringNumber(s)
+			return ok && f == a
 		case bool:
 			return s == strconv.FormatBool(a)
 		}
 		return false
 	}
 	return reflect.DeepEqual(v, arg)
+}
+
+// stringNumber reads a string compared with a numeric operand as its
+// number. A string over maxRegexValue bytes is no number: parsing reads
+// every digit, and each test would read a body field of megabytes again.
+func stringNumber(s string) (float64, bool) {
+	if len(s) > maxRegexValue {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err == nil
 }
 
 // compareValue orders a field's value against an operand: numbers
@@ -270,8 +281,8 @@ func compareValue(v, arg any) (int, bool) {
 		case float64:
 			f = x
 		case string:
-			var err error
-			if f, err = strconv.ParseFloat(x, 64); err != nil {
+			var ok bool
+			if f, ok = stringNumber(x); !ok {
 				return 0, false
 			}
 		default:

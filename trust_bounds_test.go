@@ -85,7 +85,8 @@ func TestConditionBounds(t *testing.T) {
 // TestRegexValueBound: a $regex is matched only against values of at most
 // 4 KiB; a longer one is a 400 naming the field (the body's, or
 // x-gateway-metadata), and no provider is called. Values that no $regex
-// looks at are not bounded.
+// looks at are not bounded, but a string over 4 KiB is not read as a
+// number (each numeric test would parse it again).
 func TestRegexValueBound(t *testing.T) {
 	long := strings.Repeat("a", 4<<10+1)
 	ok := strings.Repeat("a", 4<<10)
@@ -99,6 +100,7 @@ func TestRegexValueBound(t *testing.T) {
 		{"a metadata value over 4 KiB", conditionalConfig(`{"metadata.user":{"$regex":"^a+$"}}`), `{}`, `{"user":"` + long + `"}`, 400, HeaderMetadata, ""},
 		{"4 KiB is matched", conditionalConfig(`{"params.user":{"$regex":"^a+$"}}`), `{"user":"` + ok + `"}`, "", 200, "", "a"},
 		{"a long field no $regex reads", conditionalConfig(`{"params.user":"m"}`), `{"user":"` + long + `"}`, "", 200, "", "b"},
+		{"a numeric string over 4 KiB is no number", conditionalConfig(`{"params.n":{"$gt":1}}`), `{"n":"` + strings.Repeat("9", 4<<10+1) + `"}`, "", 200, "", "b"},
 		{"an earlier condition matched", conditionalConfig(`{"params.n":1}`, `{"params.user":{"$regex":"^a+$"}}`), `{"n":1,"user":"` + long + `"}`, "", 200, "", "a"},
 	}
 	for _, tt := range tests {
