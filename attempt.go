@@ -276,11 +276,14 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 // of which may be a cache fill's on another goroutine.
 type attemptBudget struct {
 	made    atomic.Int32
+	refused atomic.Bool  // a policy refused an attempt: none follows
 	limited *limitWriter // nil: no requests policy counts the attempts
 }
 
-// spent reports whether the request made all the attempts it may.
-func (b *attemptBudget) spent() bool { return b != nil && b.made.Load() >= maxAttempts }
+// spent reports whether the request may make no more attempts.
+func (b *attemptBudget) spent() bool {
+	return b != nil && (b.made.Load() >= maxAttempts || b.refused.Load())
+}
 
 // take counts one attempt, reporting false when none is left or a policy
 // refuses it. A nil budget (a loop outside a run) always allows.
@@ -288,8 +291,11 @@ func (b *attemptBudget) take(ctx context.Context) bool {
 	if b == nil {
 		return true
 	}
-	n := b.made.Load()
-	if n >= maxAttempts || n > 0 && !b.limited.takeAttempt(ctx) {
+	if b.spent() {
+		return false
+	}
+	if b.made.Load() > 0 && !b.limited.takeAttempt(ctx) {
+		b.refused.Store(true)
 		return false
 	}
 	b.made.Add(1)
@@ -345,13 +351,11 @@ func (l *attemptLoop) run() outcome {
 	for i := 0; ; i++ {
 		if !l.budget.take(ctx) {
 			// No attempt left for the request: the previous one's
-			// failure is the answer, and no other target is tried.
-			out := outcome{stop: true}
-			if i > 0 {
-				out = settle(last)
-				out.stop = true
+			// failure is the answer (see run.leaf).
+			if i == 0 {
+				return outcome{}
 			}
-			return out
+			return settle(last)
 		}
 		canRetry := i < maxRetries
 		a := &attempt{target: l.t, provider: l.prov, index: l.before + l.retries, path: l.path, rawPath: l.rawPath,
@@ -390,9 +394,7 @@ func (l *attemptLoop) run() outcome {
 			return settle(out)
 		}
 		if l.budget.spent() {
-			out = settle(out)
-			out.stop = true
-			return out
+			return settle(out) // no wait for a retry that will not be made
 		}
 		d := l.backoff(i, out.held)
 		if time.Now().Add(d).After(l.deadline) {

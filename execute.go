@@ -245,7 +245,7 @@ type outcome struct {
 	err  error         // why there is no answer
 
 	// stop says the request may make no more upstream attempts (see
-	// attemptBudget): no other target is tried.
+	// attemptBudget): no other target is tried. Set by run.leaf.
 	stop bool
 }
 
@@ -359,6 +359,7 @@ func (x *run) leaf(t *routedTarget) outcome {
 	}
 	l := &x.st.log
 	before := targetLog{l.Provider, l.VirtualKey, l.Model, l.FallbackIndex}
+	made := x.budget.made.Load()
 	index := x.tried
 	x.tried++
 	prov, err := x.g.provider(t.Provider, HeaderProvider)
@@ -398,18 +399,21 @@ func (x *run) leaf(t *routedTarget) outcome {
 		out = lp.run()
 		x.retries += lp.retries
 	}
+	if !out.done && x.budget.spent() && x.budget.made.Load() == made {
+		// A policy refused the target's first attempt: it was not tried,
+		// and the answer is the latest failure of those that were.
+		x.tried--
+		l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = before.provider, before.virtualKey, before.model, before.index
+		return outcome{err: x.lastErr, stop: true}
+	}
 	switch {
 	case out.held != nil:
 		x.lastHeld, x.lastErr = out.held, nil
 		x.lastHeldLog = targetLog{l.Provider, l.VirtualKey, l.Model, l.FallbackIndex}
 	case out.err != nil:
 		x.lastErr = out.err
-	case out.stop:
-		// A policy refused the target's first attempt: it was not tried.
-		x.tried--
-		l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = before.provider, before.virtualKey, before.model, before.index
-		out.err = x.lastErr
 	}
+	out.stop = x.budget.spent()
 	return out
 }
 

@@ -405,3 +405,26 @@ func TestAttemptsBoundAtRunTime(t *testing.T) {
 		t.Errorf("got %d %s (retries %s), want the last failure, u3's 503, after 6 retries", got.Status, got.Body, got.Retries)
 	}
 }
+
+// TestAttemptsCountedThroughTheCache: the attempts of a shared cache fill,
+// made on a goroutine of its own, count for the request that started it;
+// a refusal there stops the fallback too. On the code before, a was tried
+// three times and b answered.
+func TestAttemptsCountedThroughTheCache(t *testing.T) {
+	a := newFakeUp(t, "a", step{status: 503}, step{status: 503}, step{status: 503})
+	b := newFakeUp(t, "b")
+	e := routeEnv(t, nil, a, b)
+	if err := e.store.PutPolicy(t.Context(), &RateLimitsPolicy{ID: "7d1e0000-0000-4000-8000-0000000000ab",
+		Conditions: []PolicyCondition{{Key: "workspace_id", Value: "ws-1"}}, GroupBy: []PolicyGroupBy{{Key: "api_key"}},
+		Type: PolicyRequests, Unit: PolicyPerHour, Value: 2, Status: PolicyActive, WorkspaceID: "ws-1"}); err != nil {
+		t.Fatal(err)
+	}
+	got := readAnswer(t, e.post(`{"strategy":{"mode":"fallback"},"cache":{"mode":"simple"},
+		"targets":[{"virtual_key":"a","retry":{"attempts":2}},{"virtual_key":"b"}]}`, `{"model":"m"}`))
+	if calls := callCounts(a, b); calls["a"] != 2 || calls["b"] != 0 {
+		t.Errorf("upstream calls %v, want a twice and b never: the policy allows 2 requests an hour", calls)
+	}
+	if got.Status != 503 || got.Body != `{"from":"a"}` || got.Cache != string(CacheMiss) {
+		t.Errorf("got %d %s (cache %s), want a's 503, a MISS", got.Status, got.Body, got.Cache)
+	}
+}
