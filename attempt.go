@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -268,6 +269,39 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 }
 
+// attemptBudget counts the upstream attempts of one request, across its
+// targets and retries (a cache fill's included), against maxAttempts, and
+// has the rate-limits policies that admitted the request count each one
+// after the first (DESIGN §14). It is shared by the loops of one run, one
+// of which may be a cache fill's on another goroutine.
+type attemptBudget struct {
+	made    atomic.Int32
+	refused atomic.Bool  // a policy refused an attempt: none follows
+	limited *limitWriter // nil: no requests policy counts the attempts
+}
+
+// spent reports whether the request may make no more attempts.
+func (b *attemptBudget) spent() bool {
+	return b != nil && (b.made.Load() >= maxAttempts || b.refused.Load())
+}
+
+// take counts one attempt, reporting false when none is left or a policy
+// refuses it. A nil budget (a loop outside a run) always allows.
+func (b *attemptBudget) take(ctx context.Context) bool {
+	if b == nil {
+		return true
+	}
+	if b.spent() {
+		return false
+	}
+	if b.made.Load() > 0 && !b.limited.takeAttempt(ctx) {
+		b.refused.Store(true)
+		return false
+	}
+	b.made.Add(1)
+	return true
+}
+
 // attemptLoop makes the attempts at one target: the first try and its
 // retries. It touches no per-request state but its own fields, so a cache
 // fill may run it on another goroutine.
@@ -283,6 +317,7 @@ type attemptLoop struct {
 	timeout       time.Duration
 	cache         CacheStatus
 	before        int // retries made before this loop, for the header
+	budget        *attemptBudget
 	deadline      time.Time
 	detached      bool // a cache fill: cancellation is not the caller leaving
 	watch         bool // the cache may store the answer: note if it broke off
@@ -312,7 +347,16 @@ func (l *attemptLoop) run() outcome {
 		}
 		return out
 	}
+	var last outcome // the previous attempt's
 	for i := 0; ; i++ {
+		if !l.budget.take(ctx) {
+			// No attempt left for the request: the previous one's
+			// failure is the answer (see run.leaf).
+			if i == 0 {
+				return outcome{}
+			}
+			return settle(last)
+		}
 		canRetry := i < maxRetries
 		a := &attempt{target: l.t, provider: l.prov, index: l.before + l.retries, path: l.path, rawPath: l.rawPath,
 			cache: l.cache, timeout: l.timeout, watchBody: l.watch, translation: l.translation}
@@ -349,6 +393,9 @@ func (l *attemptLoop) run() outcome {
 		if !canRetry || (out.held != nil && !retryStatus(l.t.retry, out.held.status)) {
 			return settle(out)
 		}
+		if l.budget.spent() {
+			return settle(out) // no wait for a retry that will not be made
+		}
 		d := l.backoff(i, out.held)
 		if time.Now().Add(d).After(l.deadline) {
 			return settle(out)
@@ -362,6 +409,7 @@ func (l *attemptLoop) run() outcome {
 		if out.held != nil {
 			prev = out.held
 		}
+		last = out
 		l.retries++
 	}
 }

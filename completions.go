@@ -95,6 +95,9 @@ func (r *CompletionRequest) Validate() error {
 		return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Code: CodeMissingParameter,
 			Param: "model", Message: "you must provide a model parameter"}
 	}
+	if err := checkModel(r.Model); err != nil {
+		return err
+	}
 	if err := r.Prompt.validate(); err != nil {
 		return err
 	}
@@ -143,6 +146,15 @@ func (r *CompletionRequest) Validate() error {
 		return err
 	}
 	return floatRange("top_p", r.TopP, 0, 1)
+}
+
+// checkModel refuses a model over maxModelBytes (DESIGN §14): it becomes a
+// log field, a metrics label and a part of the cache key.
+func checkModel(m string) error {
+	if len(m) > maxModelBytes {
+		return invalidValue("model", "model must be at most "+strconv.Itoa(maxModelBytes)+" bytes")
+	}
+	return nil
 }
 
 func invalidValue(param, msg string) *Error {

@@ -72,9 +72,10 @@ func checkCompletionBody(body []byte) (model string, ok bool) {
 			switch {
 			case isNull(v):
 				model = ""
-			case v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
+			case v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) && len(v)-2 <= maxModelBytes:
 				// encoding/json would replace invalid UTF-8: the full
-				// decode reads those.
+				// decode reads those, and Validate refuses a model
+				// over its bound.
 				model = string(v[1 : len(v)-1])
 			default:
 				return false

@@ -29,7 +29,7 @@ func (g *Gateway) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		model = req.Model
 	}
 	if st := stateFrom(r.Context()); st != nil {
-		st.log.Model = model
+		st.log.Model = clipModel(model) // refused below when it is longer
 	}
 	if err != nil {
 		WriteError(w, r, err)

@@ -1,14 +1,18 @@
 package gateway
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // plainValue returns a copy of a query operand with its json.Numbers (kept
@@ -47,15 +51,87 @@ func plainValue(v any) (any, error) {
 	return v, nil
 }
 
+// Bounds on the work one request's conditions cost (DESIGN §14): a
+// config holds at most maxConditions tests of a field, its $regex patterns
+// compile to at most maxRegexInsts instructions in all, and a $regex is
+// only matched against values of at most maxRegexValue bytes. Go's regexp
+// runs in time proportional to the pattern's program times the input, so
+// the worst case of a request is about maxRegexInsts × maxRegexValue steps
+// (see BenchmarkConditionsWorstCase).
+const (
+	maxConditions  = 32
+	maxRegexInsts  = 1024
+	maxRegexValue  = 4 << 10
+	maxRegexValueS = "4 KiB"
+)
+
 // matchInput is what conditions look at: the request's metadata and the
-// top-level fields of its JSON body (nil when the body is not a JSON
-// object or was not read).
+// top-level fields of its JSON body. A field is decoded the first time a
+// test looks at it, once per request whatever the number of conditions;
+// the members of the body are found, not copied, in one pass (fields).
 type matchInput struct {
+	ctx      context.Context
 	metadata map[string]string
-	params   map[string]any
+	body     []byte // the request body; nil or not a JSON object: no params
+
+	scanned bool
+	fields  map[string][]byte // the body's top-level members, raw (slices of body)
+	decoded map[string]any    // the members decoded so far
+
+	// err stops the matching: the caller went away (ctx's error), or a
+	// value is too long for a $regex (a 400 naming the field).
+	err error
 }
 
-// matcher is a compiled query.
+// param returns the body field key, decoded as encoding/json decodes into
+// an any.
+func (in *matchInput) param(key string) (any, bool) {
+	if !in.scanned {
+		in.scanned = true
+		if len(in.body) > 0 && json.Valid(in.body) {
+			if i := skipJSONSpace(in.body, 0); in.body[i] == '{' {
+				in.fields = make(map[string][]byte)
+				eachJSONMember(in.body[i:], func(name, v []byte) bool {
+					k := string(name)
+					if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+						// Decoded as encoding/json would: escapes, and
+						// invalid UTF-8 replaced.
+						json.Unmarshal(append(append([]byte{'"'}, name...), '"'), &k)
+					}
+					in.fields[k] = v // the last of duplicate names wins, as in encoding/json
+					return true
+				})
+			}
+		}
+	}
+	if v, ok := in.decoded[key]; ok {
+		return v, true
+	}
+	raw, ok := in.fields[key]
+	if !ok {
+		return nil, false
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil, false // not reached: the body is valid JSON
+	}
+	if in.decoded == nil {
+		in.decoded = make(map[string]any)
+	}
+	in.decoded[key] = v
+	return v, true
+}
+
+// stopped reports whether matching must stop, noting in err that the
+// caller went away.
+func (in *matchInput) stopped() bool {
+	if in.err == nil && in.ctx != nil {
+		in.err = in.ctx.Err()
+	}
+	return in.err != nil
+}
+
+// matcher is a compiled query. match reports false once in.err is set.
 type matcher interface {
 	match(in *matchInput) bool
 }
@@ -78,6 +154,9 @@ func (m anyOf) match(in *matchInput) bool {
 		if s.match(in) {
 			return true
 		}
+		if in.err != nil {
+			return false
+		}
 	}
 	return false
 }
@@ -92,10 +171,13 @@ type fieldTest struct {
 }
 
 func (f *fieldTest) match(in *matchInput) bool {
+	if in.stopped() {
+		return false
+	}
 	var v any
 	var ok bool
 	if f.params {
-		v, ok = in.params[f.key]
+		v, ok = in.param(f.key)
 	} else {
 		var s string
 		s, ok = in.metadata[f.key]
@@ -119,7 +201,14 @@ func (f *fieldTest) match(in *matchInput) bool {
 		return found == (f.op == "$in")
 	case "$regex":
 		s, isString := v.(string)
-		return ok && isString && f.re.MatchString(s)
+		if !ok || !isString {
+			return false
+		}
+		if len(s) > maxRegexValue {
+			in.err = f.tooLong()
+			return false
+		}
+		return f.re.MatchString(s)
 	}
 	if !ok {
 		return false
@@ -140,23 +229,45 @@ func (f *fieldTest) match(in *matchInput) bool {
 	}
 }
 
+// tooLong is the 400 of a value too long for f's $regex: it names the body
+// field, or x-gateway-metadata for a metadata key.
+func (f *fieldTest) tooLong() error {
+	if f.params {
+		return badRequest(CodeInvalidValue, f.key, f.key+" is longer than "+maxRegexValueS+
+			", the longest value a $regex condition of the config is matched against")
+	}
+	return badRequest(CodeInvalidValue, HeaderMetadata, "metadata "+quoteShort(f.key)+" is longer than "+
+		maxRegexValueS+", the longest value a $regex condition of the config is matched against")
+}
+
 // equalValue compares a field's value with a query's operand. Metadata
 // values are strings, so a numeric or boolean operand compares with the
-// string's meaning.
+// string's meaning (see stringNumber).
 func equalValue(v, arg any) bool {
 	if s, ok := v.(string); ok {
 		switch a := arg.(type) {
 		case string:
 			return s == a
 		case float64:
-			f, err := strconv.ParseFloat(s, 64)
-			return err == nil && f == a
+			f, ok := stringNumber(s)
+			return ok && f == a
 		case bool:
 			return s == strconv.FormatBool(a)
 		}
 		return false
 	}
 	return reflect.DeepEqual(v, arg)
+}
+
+// stringNumber reads a string compared with a numeric operand as its
+// number. A string over maxRegexValue bytes is no number: parsing reads
+// every digit, and each test would read a body field of megabytes again.
+func stringNumber(s string) (float64, bool) {
+	if len(s) > maxRegexValue {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err == nil
 }
 
 // compareValue orders a field's value against an operand: numbers
@@ -170,8 +281,8 @@ func compareValue(v, arg any) (int, bool) {
 		case float64:
 			f = x
 		case string:
-			var err error
-			if f, err = strconv.ParseFloat(x, 64); err != nil {
+			var ok bool
+			if f, ok = stringNumber(x); !ok {
 				return 0, false
 			}
 		default:
@@ -213,8 +324,16 @@ func usesParams(q map[string]any) bool {
 	return false
 }
 
-// compileQuery validates a query object and compiles it.
-func compileQuery(q map[string]any, path string, depth int) (matcher, error) {
+// queryBudget counts what the queries of one config hold, against
+// maxConditions and maxRegexInsts.
+type queryBudget struct {
+	tests int // operators applied to a field
+	insts int // instructions of the compiled $regex patterns
+}
+
+// compileQuery validates a query object and compiles it, counting its
+// tests and regular expressions in b.
+func compileQuery(q map[string]any, path string, depth int, b *queryBudget) (matcher, error) {
 	if depth > maxConditionDepth {
 		return nil, configError(path, "$and and $or nest more than "+strconv.Itoa(maxConditionDepth)+" levels deep")
 	}
@@ -237,7 +356,7 @@ func compileQuery(q map[string]any, path string, depth int) (matcher, error) {
 				if !ok {
 					return nil, configError(index(kp, i), "must be a query object")
 				}
-				m, err := compileQuery(sq, index(kp, i), depth+1)
+				m, err := compileQuery(sq, index(kp, i), depth+1, b)
 				if err != nil {
 					return nil, err
 				}
@@ -251,7 +370,7 @@ func compileQuery(q map[string]any, path string, depth int) (matcher, error) {
 		case strings.HasPrefix(k, "$"):
 			return nil, configError(kp, "unknown operator; use $and or $or, or a metadata.* or params.* field")
 		default:
-			tests, err := compileField(k, v, kp)
+			tests, err := compileField(k, v, kp, b)
 			if err != nil {
 				return nil, err
 			}
@@ -264,7 +383,7 @@ func compileQuery(q map[string]any, path string, depth int) (matcher, error) {
 	return out, nil
 }
 
-func compileField(k string, v any, path string) ([]matcher, error) {
+func compileField(k string, v any, path string, b *queryBudget) ([]matcher, error) {
 	f := fieldTest{}
 	switch {
 	case strings.HasPrefix(k, "metadata.") && len(k) > len("metadata."):
@@ -292,6 +411,9 @@ func compileField(k string, v any, path string) ([]matcher, error) {
 		if err != nil {
 			return nil, configError(path, err.Error())
 		}
+		if err := b.test(path); err != nil {
+			return nil, err
+		}
 		f.op, f.arg = "$eq", arg
 		return []matcher{&f}, nil
 	}
@@ -304,6 +426,9 @@ func compileField(k string, v any, path string) ([]matcher, error) {
 		}
 		t.op, t.arg = op, arg
 		op := join(path, op)
+		if err := b.test(op); err != nil {
+			return nil, err
+		}
 		switch t.op {
 		case "$eq", "$ne":
 		case "$gt", "$gte", "$lt", "$lte":
@@ -325,6 +450,10 @@ func compileField(k string, v any, path string) ([]matcher, error) {
 			if err != nil {
 				return nil, configError(op, "must be a valid regular expression (RE2 syntax)")
 			}
+			if b.insts += regexInsts(s); b.insts > maxRegexInsts {
+				return nil, configError(op, "is too complex: the $regex patterns of a config compile to at most "+
+					strconv.Itoa(maxRegexInsts)+" instructions in all (a{100} counts 100)")
+			}
 			t.re = re
 		default:
 			return nil, configError(op, "unknown operator; use $eq $ne $gt $gte $lt $lte $in $nin $regex")
@@ -332,6 +461,29 @@ func compileField(k string, v any, path string) ([]matcher, error) {
 		out = append(out, &t)
 	}
 	return out, nil
+}
+
+// test counts one test of a field, at path, against maxConditions.
+func (b *queryBudget) test(path string) error {
+	if b.tests++; b.tests > maxConditions {
+		return configError(path, "a config holds at most "+strconv.Itoa(maxConditions)+
+			" conditions, counting each operator applied to a field, over all its strategies")
+	}
+	return nil
+}
+
+// regexInsts returns the size of the program a valid pattern compiles to,
+// which with the input's length bounds the time a match takes.
+func regexInsts(pattern string) int {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0 // not reached: regexp.Compile accepted it
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0
+	}
+	return len(prog.Inst)
 }
 
 func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }

@@ -96,6 +96,15 @@ const (
 // $lt, $lte, $in, $nin, $regex, all of which must hold; an object mixing
 // operators with other keys is refused. The keys $and and $or take arrays
 // of queries. Every entry of a query must match.
+//
+// Bounds (DESIGN §14), so that matching costs a request little: a config
+// holds at most 32 tests of a field in all its conditions (each operator
+// on a field counts one), its $regex patterns are at most 1 KiB each and
+// compile to at most 1,024 instructions in all (a{100} counts 100), and a
+// $regex is only matched against a value of at most 4 KiB: a longer one
+// is a 400 invalid_value naming the body field (or x-gateway-metadata),
+// rather than a silent non-match that would route the request elsewhere.
+// Matching stops when the caller goes away.
 type Condition struct {
 	Query map[string]any `json:"query"`
 	Then  string         `json:"then"`
@@ -105,7 +114,16 @@ type Condition struct {
 }
 
 // RetryConfig says how often an attempt is retried. Attempts is the number
-// of retries after the first try, 0 to 5.
+// of retries after the first try, 0 to 5. A request makes at most 10
+// upstream attempts in all, its targets' and their retries (DESIGN §14):
+// ParseConfig refuses a config whose worst case (a fallback's targets
+// add up, the other modes try one target) exceeds it, and execution stops
+// there whatever the plan, answering with the last failure. Each attempt
+// after the first takes a unit of the requests rate-limits policies that
+// admitted the request; when one refuses, the request stops trying and
+// answers with the last failure (the provider's answer, not a 429: the
+// request itself was admitted, and what the caller needs to know is why
+// the provider failed).
 type RetryConfig struct {
 	Attempts int `json:"attempts"`
 
@@ -134,10 +152,12 @@ const (
 	maxConditionDepth = 8       // nesting of $and / $or
 	maxRegexLen       = 1024    // bytes of a $regex pattern
 	maxTimeoutMillis  = 3600000 // request_timeout: one hour
+	maxAttempts       = 10      // upstream attempts of one request: targets × retries (DESIGN §14)
 	maxCacheAgeSecs   = 365 * 24 * 3600
 )
 
-// ParseConfig decodes and validates a routing config. Errors are *Error
+// ParseConfig decodes and validates a routing config, bounds included (see
+// Condition and RetryConfig). Errors are *Error
 // values (400 invalid_config) whose message names the JSON path of the
 // offending field, e.g. "targets[1].weight: must be ≥ 0". Their Param is
 // empty, since ParseConfig does not know where the JSON came from; the
@@ -159,11 +179,54 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := v.config(&c, "", 0, ""); err != nil {
 		return nil, err
 	}
+	if _, err := c.attempts("", 0); err != nil {
+		return nil, err
+	}
 	return &c, nil
 }
 
+// attempts returns the most upstream attempts a request may make through
+// the valid node c at path, whose inherited retry attempts are retries:
+// its own try and retries for a leaf, the sum over the targets of a
+// fallback, the largest for the other modes (one target each). More than
+// maxAttempts is an error naming the smallest node that exceeds it.
+// (Execution stops at maxAttempts whatever the config: see attemptBudget.)
+func (c *Config) attempts(path string, retries int) (int, error) {
+	if c.Retry != nil {
+		retries = c.Retry.Attempts
+	}
+	if len(c.Targets) == 0 {
+		return 1 + retries, nil // at most 6: retry.attempts is 0 to 5
+	}
+	n := 0
+	for i, t := range c.Targets {
+		m, err := t.attempts(index(join(path, "targets"), i), retries)
+		if err != nil {
+			return 0, err
+		}
+		switch mode := c.mode(); {
+		case mode == ModeFallback:
+			n += m
+		case mode == ModeSingle:
+			if i == 0 {
+				n = m
+			}
+		default:
+			n = max(n, m)
+		}
+	}
+	if n > maxAttempts {
+		return 0, configError(join(path, "targets"), "a request may make up to "+strconv.Itoa(n)+
+			" upstream attempts through these targets and their retries; a config allows at most "+strconv.Itoa(maxAttempts))
+	}
+	return n, nil
+}
+
 // validator walks a config once, counting its targets.
-type validator struct{ targets int }
+type validator struct {
+	targets int
+	queries queryBudget // the tests and $regex programs of every condition
+}
 
 // config validates the node c at path. vkFrom names the ancestor whose
 // virtual_key c inherits ("" when it inherits none): the virtual key holds
@@ -303,7 +366,7 @@ func (v *validator) config(c *Config, path string, depth int, vkFrom string) err
 			if !names[cond.Then] {
 				return configError(join(cp, "then"), "must name a target of this config")
 			}
-			m, err := compileQuery(cond.Query, join(cp, "query"), 0)
+			m, err := compileQuery(cond.Query, join(cp, "query"), 0, &v.queries)
 			if err != nil {
 				return err
 			}

@@ -124,7 +124,7 @@ func customRecord(cl *customLog, many bool, i int, id Identity, now time.Time, l
 		Model string `json:"model"`
 	}
 	if json.Unmarshal(cl.Request.Body, &req) == nil {
-		rec.Model = req.Model
+		rec.Model = clipModel(req.Model) // only observed: clipped, not refused
 	}
 	var res struct {
 		Model string `json:"model"`
@@ -136,7 +136,7 @@ func customRecord(cl *customLog, many bool, i int, id Identity, now time.Time, l
 	}
 	if json.Unmarshal(cl.Response.Body, &res) == nil {
 		if rec.Model == "" {
-			rec.Model = res.Model
+			rec.Model = clipModel(res.Model)
 		}
 		u := res.Usage
 		if u.Prompt >= 0 && u.Completion >= 0 && u.Total >= 0 {

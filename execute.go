@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Defaults of the retry settings in Options.
@@ -50,7 +51,8 @@ const maxSmallBody = 64 << 10
 // (override_params, params.* conditions), or when it is small, walks the
 // plan's strategies, and answers the caller once.
 func (g *Gateway) execute(w http.ResponseWriter, r *http.Request, st *requestState, plan *planNode, body []byte) result {
-	x := &run{g: g, w: w, r: r, st: st, body: body, baseModel: st.log.Model}
+	x := &run{g: g, w: w, r: r, st: st, body: body, baseModel: st.log.Model,
+		budget: &attemptBudget{limited: st.limited}}
 	st.log.ConfigID = plan.config
 	x.path, x.rawPath = g.providerPath(r)
 	x.cacheRoute = g.cache != nil && r.Method == http.MethodPost && cacheablePath(x.path)
@@ -74,6 +76,16 @@ func (g *Gateway) execute(w http.ResponseWriter, r *http.Request, st *requestSta
 		// body in one write, where a body it must stream from the caller
 		// costs a second write, and a second packet to the provider.
 		if !x.readBody(false) {
+			return x.result()
+		}
+	}
+	if x.body != nil && r.Method == http.MethodPost && cacheablePath(x.path) {
+		// The model of a body the gateway reads on the OpenAI routes (for
+		// the cache key, a translation, the log) is bounded; one that
+		// streams unread is the provider's to refuse.
+		x.bodyModel, x.bodyModelRead = requestModel(x.body), true
+		if err := checkModel(x.bodyModel); err != nil {
+			x.fail(err)
 			return x.result()
 		}
 	}
@@ -118,8 +130,7 @@ type run struct {
 	translateRoute bool      // POST /chat/completions or /embeddings: Translators translate it
 	deadline       time.Time // no retry wait may end after it
 
-	params     map[string]any // top-level fields of a JSON body, for conditions
-	paramsRead bool
+	match *matchInput // what conditions look at, made by the first conditional node
 
 	own      bool // the caller was answered with an error of the gateway's own
 	cacheHit bool // the caller was answered from the cache
@@ -127,6 +138,8 @@ type run struct {
 	frames   []*planNode   // fallback ancestors that still have targets to try
 	retries  int           // retries made so far
 	lastHeld *heldResponse // the latest provider answer not sent
+	lastErr  error         // the latest target's failure, when it is later than lastHeld
+	budget   *attemptBudget
 
 	// For the request log: the targets tried so far, what the log said
 	// of the target whose answer lastHeld is, and the model the request
@@ -164,7 +177,22 @@ func (x *run) logTarget(t *routedTarget, index int, body []byte, overridden bool
 		m = x.baseModel
 	}
 	l := &x.st.log
-	l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = t.Provider, t.VirtualKey, m, index
+	l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = t.Provider, t.VirtualKey, clipModel(m), index
+}
+
+// clipModel cuts a model that is only observed (peeked in a pass-through
+// body for the request log and the metrics) to maxModelBytes, at a rune
+// boundary, so that a long one never becomes a log field or a label.
+// Where the gateway uses the model it refuses a longer one (checkModel).
+func clipModel(m string) string {
+	if len(m) <= maxModelBytes {
+		return m
+	}
+	i := maxModelBytes
+	for i > 0 && !utf8.RuneStart(m[i]) {
+		i--
+	}
+	return m[:i]
 }
 
 // readBody buffers the request body up to MaxBodyBytes. A longer body goes
@@ -215,6 +243,10 @@ type outcome struct {
 	done bool          // the caller has its answer, or went away
 	held *heldResponse // a provider answer, not yet sent
 	err  error         // why there is no answer
+
+	// stop says the request may make no more upstream attempts (see
+	// attemptBudget): no other target is tried. Set by run.leaf.
+	stop bool
 }
 
 // heldResponse is a complete provider answer kept in memory: one held back
@@ -243,7 +275,7 @@ func (x *run) node(n *planNode) outcome {
 			if more {
 				x.frames = x.frames[:len(x.frames)-1]
 			}
-			if !more || out.done || !n.movesOn(out) {
+			if !more || out.done || out.stop || !n.movesOn(out) {
 				return out
 			}
 		}
@@ -252,6 +284,9 @@ func (x *run) node(n *planNode) outcome {
 	case ModeConditional:
 		c, err := x.choose(n)
 		if err != nil {
+			if x.r.Context().Err() != nil {
+				return outcome{done: true} // the caller went away
+			}
 			return outcome{err: err}
 		}
 		return x.node(c)
@@ -282,18 +317,25 @@ func (x *run) pick(n *planNode) *planNode {
 }
 
 // choose returns the child of a conditional node named by the first
-// matching condition, or by the default.
+// matching condition, or by the default. Matching stops when the caller
+// leaves (the error is the context's), or at a value too long for a
+// $regex (a 400 naming the field).
 func (x *run) choose(n *planNode) (*planNode, error) {
-	if !x.paramsRead {
-		x.paramsRead = true
-		if len(x.body) > 0 {
-			json.Unmarshal(x.body, &x.params) // not a JSON object: no params
-		}
+	in := x.match
+	if in == nil {
+		in = &matchInput{ctx: x.r.Context(), metadata: x.st.opts.Metadata, body: x.body}
+		x.match = in
 	}
-	in := &matchInput{metadata: x.st.opts.Metadata, params: x.params}
 	name := n.def
 	for _, c := range n.conditions {
-		if c.match != nil && c.match.match(in) {
+		if c.match == nil {
+			continue
+		}
+		matched := c.match.match(in)
+		if in.err != nil {
+			return nil, in.err
+		}
+		if matched {
 			name = c.Then
 			break
 		}
@@ -309,7 +351,15 @@ func (x *run) choose(n *planNode) (*planNode, error) {
 }
 
 // leaf runs one target: the cache, then the attempts with their retries.
+// Once the request spent its attempts (see attemptBudget), it tries
+// nothing and reports the latest failure, with stop set.
 func (x *run) leaf(t *routedTarget) outcome {
+	if x.budget.spent() {
+		return outcome{err: x.lastErr, stop: true}
+	}
+	l := &x.st.log
+	before := targetLog{l.Provider, l.VirtualKey, l.Model, l.FallbackIndex}
+	made := x.budget.made.Load()
 	index := x.tried
 	x.tried++
 	prov, err := x.g.provider(t.Provider, HeaderProvider)
@@ -331,29 +381,39 @@ func (x *run) leaf(t *routedTarget) outcome {
 			body = tl.Body
 		}
 	}
-	l := x.loop(t, prov, body)
+	lp := x.loop(t, prov, body)
 	if tl != nil {
-		l.translation = tl
-		l.path, l.rawPath = tl.Path, tl.RawPath
-		if l.rawPath == "" {
-			l.rawPath = escapedPath(tl.Path)
+		lp.translation = tl
+		lp.path, lp.rawPath = tl.Path, tl.RawPath
+		if lp.rawPath == "" {
+			lp.rawPath = escapedPath(tl.Path)
 		}
 	}
 	var out outcome
 	if x.cacheRoute && x.replay && t.cache != nil {
-		out = x.cached(l)
+		out = x.cached(lp)
 	} else {
 		if t.cache != nil {
-			x.st.log.CacheStatus = CacheDisabled // logged only where a config asked for the cache
+			l.CacheStatus = CacheDisabled // logged only where a config asked for the cache
 		}
-		out = l.run()
-		x.retries += l.retries
+		out = lp.run()
+		x.retries += lp.retries
 	}
-	if out.held != nil {
-		x.lastHeld = out.held
-		l := &x.st.log
+	if !out.done && x.budget.spent() && x.budget.made.Load() == made {
+		// A policy refused the target's first attempt: it was not tried,
+		// and the answer is the latest failure of those that were.
+		x.tried--
+		l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = before.provider, before.virtualKey, before.model, before.index
+		return outcome{err: x.lastErr, stop: true}
+	}
+	switch {
+	case out.held != nil:
+		x.lastHeld, x.lastErr = out.held, nil
 		x.lastHeldLog = targetLog{l.Provider, l.VirtualKey, l.Model, l.FallbackIndex}
+	case out.err != nil:
+		x.lastErr = out.err
 	}
+	out.stop = x.budget.spent()
 	return out
 }
 
@@ -361,7 +421,7 @@ func (x *run) leaf(t *routedTarget) outcome {
 func (x *run) loop(t *routedTarget, prov Provider, body []byte) *attemptLoop {
 	l := &attemptLoop{
 		g: x.g, w: x.w, r: x.r, t: t, prov: prov, path: x.path, rawPath: x.rawPath,
-		replay: x.replay, cache: CacheDisabled, before: x.retries, deadline: x.deadline,
+		replay: x.replay, cache: CacheDisabled, before: x.retries, deadline: x.deadline, budget: x.budget,
 		timeout: t.requestTimeout,
 	}
 	if x.replay {

@@ -282,6 +282,28 @@ func badAuthorization() error {
 	return invalidHeader("Authorization", "must be Bearer followed by the provider token")
 }
 
+// mergedMetadataFits reports whether md merged over defaults keeps the
+// bounds of x-gateway-metadata (64 keys, 8 KiB of keys and values), so
+// that stored defaults written before their own bound was checked (or by a
+// store that does not check it) are never copied into a request log over
+// it. It looks at no more than 64 keys of each.
+func mergedMetadataFits(defaults, md map[string]string) bool {
+	if len(defaults) > maxMetadataKeys {
+		return false
+	}
+	keys, n := len(md), 0
+	for k, v := range md {
+		n += len(k) + len(v)
+	}
+	for k, v := range defaults {
+		if _, ok := md[k]; !ok {
+			keys++
+			n += len(k) + len(v)
+		}
+	}
+	return keys <= maxMetadataKeys && n <= maxMetadataBytes
+}
+
 // parse fills o from the gateway headers of h. badAuth reports an
 // Authorization that is not a bearer token: it is refused only where the
 // token would be used, since beside a virtual key the caller's
@@ -313,6 +335,8 @@ func (o *RequestOptions) parse(h http.Header, defaults map[string]string) (badAu
 	switch {
 	case len(defaults) == 0:
 		o.Metadata = md
+	case !mergedMetadataFits(defaults, md):
+		return false, invalidHeader(HeaderMetadata, "merged over the API key's default metadata, must have at most 64 keys and 8 KiB")
 	case len(md) == 0:
 		// A copy: the request log's sink owns the record's map, and the
 		// key's defaults are shared by every request with that key.

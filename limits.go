@@ -198,6 +198,7 @@ func (l *limits) take(w http.ResponseWriter, r *http.Request, st *requestState, 
 		}
 		lw.note(h, d.Remaining)
 	}
+	st.limited = lw
 	if lw.tokens != nil {
 		// Ask the transport for the encoding it decodes itself, so that
 		// the usage in the response can be read.
@@ -448,6 +449,32 @@ func (lw *limitWriter) settle(res result) {
 			lw.l.errLog.WarnContext(ctx, "gateway: rate limiter charge", "err", err)
 		}
 	}
+}
+
+// takeAttempt takes one more unit from every requests policy that admitted
+// the request, for an upstream attempt beyond the first (a retry, or
+// another target): DESIGN §14 counts each attempt, and admission took the
+// first. It reports false, taking nothing, when a policy refuses or the
+// Limiter fails (logged): the request then makes no more attempts. A nil
+// lw takes nothing and reports true.
+func (lw *limitWriter) takeAttempt(ctx context.Context) bool {
+	if lw == nil {
+		return true
+	}
+	for i, h := range lw.hits {
+		if h.p.Type != PolicyRequests {
+			continue
+		}
+		d, err := lw.l.limiter.Take(ctx, h.key, h.limit, 1)
+		if err != nil {
+			lw.l.errLog.WarnContext(ctx, "gateway: rate limiter, retry or fallback", "policy", h.p.ID, "err", err)
+		}
+		if err != nil || !d.Allowed {
+			lw.refund(lw.hits[:i])
+			return false
+		}
+	}
+	return true
 }
 
 // refund gives back the unit each requests policy among hits took.

@@ -215,6 +215,8 @@ type requestState struct {
 	admitted bool   // a Limits stage in front of the Gateway applied the policies
 	result   result // what route and execute came to, for that Limits stage
 
+	limited *limitWriter // the policies that admitted the request: they count its extra upstream attempts
+
 	// The answer's usage, read as it goes to the caller through rw (see
 	// usageStart), for the request log and for tokens policies.
 	logged    bool // the Gateway makes a log record of the request
