@@ -20,14 +20,16 @@
 // A person signs in with a gateway API key that holds logs.read. The key
 // stays on the server, in a session held in memory; the browser gets only
 // a random 256-bit session id in a cookie that is HttpOnly, SameSite=Strict,
-// scoped to the console's path, Secure on TLS requests (or always, with
-// Options.SecureCookies), and lasts Options.SessionTTL (12 hours). Every
+// scoped to the console's path, Secure (unless Options.LoopbackOnly says
+// the console is reached on loopback only, and the request is plain
+// HTTP), and lasts Options.SessionTTL (12 hours). Every
 // form carries a per-session CSRF token, compared in constant time. Every
 // answer carries Content-Security-Policy: default-src 'self' (no inline
 // script or style is used), X-Content-Type-Options: nosniff, Referrer-Policy:
-// no-referrer and, for pages, Cache-Control: no-store. Failed sign-ins are
-// limited per client address (the connection's peer: X-Forwarded-For is
-// not trusted) and in total, and refused with 429 beyond that. Sessions
+// no-referrer and, for pages, Cache-Control: no-store. A correct key
+// always signs in; wrong keys are counted per client address (the
+// connection's peer: X-Forwarded-For is not trusted) and in total, and
+// answered 429 beyond the limits. Sessions
 // live in one process: replicas behind a load balancer need sticky
 // sessions, and a restart signs everyone out.
 package console
@@ -52,10 +54,14 @@ type Options struct {
 	// calls the API. Empty means "/v1"; "/" means the root.
 	APIPrefix string
 
-	// SecureCookies marks the session cookie Secure on every request,
-	// for a console behind a proxy that terminates TLS. False marks it
-	// Secure only on requests that arrived over TLS.
-	SecureCookies bool
+	// LoopbackOnly says that the host serves the console on loopback
+	// addresses only (127.0.0.1, ::1): its cookies are then marked Secure
+	// only on requests that arrived over TLS, so that a browser on the
+	// same machine keeps them over plain http://127.0.0.1. False (a
+	// console reachable from elsewhere, which belongs behind TLS, often a
+	// proxy that terminates it) marks every cookie Secure: a browser never
+	// sends it over plain HTTP, where the session id could be read.
+	LoopbackOnly bool
 
 	// SessionTTL is how long a session lasts from sign-in. Zero means 12
 	// hours.
@@ -65,13 +71,13 @@ type Options struct {
 	// ends the session closest to its end. Zero means 10000.
 	MaxSessions int
 
-	// SignInFailures is how many failed sign-ins one client address may
-	// make per minute before it is refused with 429 until the minute
-	// ends. Zero means 5.
+	// SignInFailures is how many wrong keys one client address may send
+	// per minute before its wrong keys are answered 429 instead of 401
+	// until the minute ends. A correct key always signs in. Zero means 5.
 	SignInFailures int
 
-	// GlobalSignInFailures is how many failed sign-ins all clients
-	// together may make per minute. Zero means 100.
+	// GlobalSignInFailures is the same bound for all clients together.
+	// Zero means 100.
 	GlobalSignInFailures int
 
 	// Now returns the current time. Nil means time.Now; tests move the

@@ -114,11 +114,13 @@ func (c *console) session(r *http.Request) (*session, string) {
 	return ss, ck.Value
 }
 
-// secure reports whether cookies set in answer to r must be Secure.
-func (c *console) secure(r *http.Request) bool { return c.opts.SecureCookies || r.TLS != nil }
+// secure reports whether cookies set in answer to r must be Secure:
+// always, but on plain-HTTP requests to a console served on loopback
+// only (Options.LoopbackOnly).
+func (c *console) secure(r *http.Request) bool { return !c.opts.LoopbackOnly || r.TLS != nil }
 
 // setCookie sets a console cookie: HttpOnly, SameSite=Strict, scoped to
-// the console's path, Secure under TLS; maxAge < 0 deletes it.
+// the console's path, Secure (see secure); maxAge < 0 deletes it.
 func (c *console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge time.Duration) {
 	ck := &http.Cookie{Name: name, Value: value, Path: c.base + "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: int(maxAge / time.Second)}

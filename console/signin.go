@@ -27,22 +27,19 @@ func (c *console) showSignIn(w http.ResponseWriter, r *http.Request, status int,
 }
 
 // signIn checks the key the form gives against the API (it must
-// authenticate and hold logs.read) and starts a session for it. Failed
-// attempts are counted per client address and in total; beyond the
-// limits the form is refused with 429 before the key is even tried.
+// authenticate and hold logs.read) and starts a session for it. A
+// correct key always signs in (DESIGN §14): keys are 128-bit random, so
+// throttling them would only lock out the people sharing an address with
+// someone who mistyped. Wrong keys are counted per client address and in
+// total; beyond the limits they are answered 429 with Retry-After rather
+// than 401, which tells a script to slow down, but the key is still
+// checked first.
 func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	form := r.PostFormValue("csrf")
 	ck, err := r.Cookie(preSessionCookie)
 	if err != nil || !sameToken(form, ck.Value) {
 		c.showSignIn(w, r, http.StatusForbidden, "The form's security token is missing or stale. Try again.")
-		return
-	}
-	client := clientAddr(r)
-	if ok, wait := c.limiter.allowed(client); !ok {
-		secs := int(wait/time.Second) + 1
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		c.showSignIn(w, r, http.StatusTooManyRequests, "Too many failed sign-ins. Try again in "+strconv.Itoa(secs)+" seconds.")
 		return
 	}
 	key := strings.TrimSpace(r.PostFormValue("key"))
@@ -56,11 +53,18 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	switch statusOf(err) {
 	case 0, http.StatusNotFound:
 	case http.StatusUnauthorized:
+		client := clientAddr(r)
+		ok, wait := c.limiter.allowed(client)
 		c.limiter.fail(client)
+		if !ok {
+			secs := int(wait/time.Second) + 1
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			c.showSignIn(w, r, http.StatusTooManyRequests, "Too many wrong keys. Try again in "+strconv.Itoa(secs)+" seconds.")
+			return
+		}
 		c.showSignIn(w, r, http.StatusUnauthorized, "That key is not a valid gateway API key.")
 		return
 	case http.StatusForbidden:
-		c.limiter.fail(client)
 		c.showSignIn(w, r, http.StatusForbidden, "That key may not read logs (it lacks the logs.read scope); the console needs a key with the read scopes.")
 		return
 	default:
@@ -85,8 +89,8 @@ func (c *console) signOut(w http.ResponseWriter, r *http.Request, _ *session) {
 	http.Redirect(w, r, c.base+"/signin", http.StatusSeeOther)
 }
 
-// clientAddr is the address of the connection's peer, which the
-// sign-in limits count by. Forwarding headers are not trusted: anyone
+// clientAddr is the address of the connection's peer, by which wrong
+// sign-ins are counted. Forwarding headers are not trusted: anyone
 // could set them.
 func clientAddr(r *http.Request) string {
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
