@@ -72,9 +72,13 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, old := c.session(r); old != "" {
-		c.sessions.end(old) // a new sign-in replaces the browser's session
+		c.sessions.end(r.Context(), old) // a new sign-in replaces the browser's session
 	}
-	id, _ := c.sessions.create(key)
+	id, _, err := c.sessions.create(r.Context(), key)
+	if err != nil {
+		c.showSignIn(w, r, http.StatusInternalServerError, "The console could not start a session: its session store failed. Try again.")
+		return
+	}
 	c.setCookie(w, r, preSessionCookie, "", -1)
 	c.setCookie(w, r, sessionCookie, id, c.opts.SessionTTL)
 	http.Redirect(w, r, c.base+"/", http.StatusSeeOther)
@@ -83,7 +87,7 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 // signOut ends the session and forgets its cookie.
 func (c *console) signOut(w http.ResponseWriter, r *http.Request, _ *session) {
 	if _, id := c.session(r); id != "" {
-		c.sessions.end(id)
+		c.sessions.end(r.Context(), id)
 	}
 	c.setCookie(w, r, sessionCookie, "", -1)
 	http.Redirect(w, r, c.base+"/signin", http.StatusSeeOther)
@@ -104,7 +108,7 @@ func clientAddr(r *http.Request) string {
 func (c *console) apiFailed(w http.ResponseWriter, r *http.Request, s *session, err error) bool {
 	if statusOf(err) == http.StatusUnauthorized {
 		if _, id := c.session(r); id != "" {
-			c.sessions.end(id)
+			c.sessions.end(r.Context(), id)
 		}
 		c.setCookie(w, r, sessionCookie, "", -1)
 		http.Redirect(w, r, c.base+"/signin", http.StatusSeeOther)

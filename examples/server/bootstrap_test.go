@@ -373,3 +373,102 @@ func TestRunConsoleCookies(t *testing.T) {
 		})
 	}
 }
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// consoleSignIn signs in to the console at base with key and returns the
+// session cookie.
+func consoleSignIn(t *testing.T, base, key string) *http.Cookie {
+	t.Helper()
+	res, err := http.DefaultTransport.RoundTrip(mustRequest(t, "GET", base+"/console/signin", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := csrfRE.FindStringSubmatch(readAll(t, res))
+	if m == nil || len(res.Cookies()) == 0 {
+		t.Fatalf("the sign-in page: %d, no form token or cookie", res.StatusCode)
+	}
+	req := mustRequest(t, "POST", base+"/console/signin", url.Values{"key": {key}, "csrf": {m[1]}}.Encode())
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, ck := range res.Cookies() {
+		req.AddCookie(ck)
+	}
+	res, err = http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, res)
+	for _, ck := range res.Cookies() {
+		if ck.Name == "gateway_console" && ck.Value != "" {
+			return ck
+		}
+	}
+	t.Fatalf("sign-in: %d without a session cookie", res.StatusCode)
+	return nil
+}
+
+func mustRequest(t *testing.T, method, url, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// consolePage returns the status of GET path on the console with the
+// session cookie ck (303: sent to the sign-in page).
+func consolePage(t *testing.T, base, path string, ck *http.Cookie) int {
+	t.Helper()
+	req := mustRequest(t, "GET", base+path, "")
+	req.AddCookie(ck)
+	res, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, res)
+	return res.StatusCode
+}
+
+// TestRunConsoleSessionsInDatabase: on a database the console's sessions
+// are kept there, so that a restart (or another replica) keeps a
+// signed-in person signed in; the key they signed in with is in no file
+// of the database (DESIGN §14).
+func TestRunConsoleSessionsInDatabase(t *testing.T) {
+	t.Setenv(masterKeyEnv, "")
+	const key = "gw-console-session-key-7c1d"
+	t.Setenv(apiKeyEnv, key)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "gw.db")
+	r := startRun(t, "-db", db)
+	ck := consoleSignIn(t, r.base, key)
+	if st := consolePage(t, r.base, "/console/logs", ck); st != http.StatusOK {
+		t.Fatalf("the console's logs page: %d, want 200", st)
+	}
+	r.stop(t)
+
+	r2 := startRun(t, "-db", db)
+	if st := consolePage(t, r2.base, "/console/logs", ck); st != http.StatusOK {
+		t.Errorf("the console's logs page after a restart: %d, want 200 (the session kept)", st)
+	}
+	r2.stop(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "gw.db*"))
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), key) {
+			t.Errorf("%s holds the signed-in key", filepath.Base(name))
+		}
+	}
+
+	// In memory, a restart signs everyone out.
+	m := startRun(t)
+	ck = consoleSignIn(t, m.base, key)
+	m.stop(t)
+	m2 := startRun(t)
+	if st := consolePage(t, m2.base, "/console/logs", ck); st != http.StatusSeeOther {
+		t.Errorf("in memory, the console's logs page after a restart: %d, want 303 to the sign-in page", st)
+	}
+}

@@ -19,9 +19,11 @@ const consolePath = "/console"
 // listens on a loopback address only: the console's cookies are then not
 // marked Secure, so that a browser on the same machine keeps them over
 // plain http://127.0.0.1; on any other address they are, since the
-// console is then meant to be reached through TLS.
-func withConsole(api, next http.Handler, loopback bool) http.Handler {
-	c := console.New(api, console.Options{Path: consolePath, LoopbackOnly: loopback})
+// console is then meant to be reached through TLS. sessions keeps the
+// console's sessions (the database, so that replicas share them and a
+// restart signs nobody out); nil keeps them in memory.
+func withConsole(api, next http.Handler, loopback bool, sessions console.SessionStore) http.Handler {
+	c := console.New(api, console.Options{Path: consolePath, LoopbackOnly: loopback, Sessions: sessions})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == consolePath || strings.HasPrefix(r.URL.Path, consolePath+"/") {
 			c.ServeHTTP(w, r)

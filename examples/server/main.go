@@ -206,7 +206,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	var ready atomic.Bool
 	ready.Store(true)
 	srv := &http.Server{
-		Handler:           serverHandler(withConsole(g, tr.handler(g), loopbackOnly(ln.Addr())), &serving, *writeTimeout, &ready, st.ping),
+		Handler:           serverHandler(withConsole(g, tr.handler(g), loopbackOnly(ln.Addr()), st.consoleSessions()), &serving, *writeTimeout, &ready, st.ping),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/console"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -221,6 +222,15 @@ func (b *backend) putAPIKey(ctx context.Context, k gateway.APIKey) error {
 		return b.db.PutAPIKey(ctx, &k)
 	}
 	b.mem.AddAPIKey(k)
+	return nil
+}
+
+// consoleSessions returns the store of the console's sessions: the
+// database, or nil (in memory) for :memory:.
+func (b *backend) consoleSessions() console.SessionStore {
+	if b.db != nil {
+		return b.db
+	}
 	return nil
 }
 
