@@ -70,7 +70,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
-	configPath := fs.String("config", "", "JSON config `file` (API keys, virtual keys, configs, policies, custom hosts); with a -db database, its entries are created or replaced there at start-up and others left alone")
+	configPath := fs.String("config", "", "JSON config `file` (API keys, virtual keys, configs, policies, custom hosts) whose entries are created or replaced in the -db store at every start, others left alone; an api_keys entry without workspace_id is an organisation key")
 	demo := fs.Bool("demo", false, "also start a fake OpenAI-compatible provider on loopback, add the virtual key demo for it and print a curl command that calls it")
 	drain := fs.Duration("drain", defaultDrain, "how long the server keeps serving after SIGINT or SIGTERM with /readyz answering 503, before it closes its listener")
 	grace := fs.Duration("grace", 30*time.Second, "how long in-flight requests and streams may run once the listener is closed")
@@ -78,8 +78,8 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	requestLog := fs.String("request-log", "stdout", "where the JSON line per request goes: `stdout` or off")
 	adminAddr := fs.String("admin-addr", "", "`address` of the operators' listener serving /metrics and /debug/pprof/ (empty: none)")
 	pricesPath := fs.String("prices", "", "JSON `file` of model prices in USD per 1M tokens, {\"provider/model\": {\"input\": 2.5, \"output\": 10}}, replacing the built-in table")
-	dbFlag := fs.String("db", defaultDB, "the `DSN` of the database that keeps the gateway's state: a SQLite file path or sqlite:PATH, a postgres:// URL, or :memory: for none (nothing survives a restart). "+
-		"With or without -config (whose entries are created or replaced there at every start); only -demo without -db runs in memory")
+	dbFlag := fs.String("db", defaultDB, "the `DSN` of the database that keeps the gateway's state: a SQLite file path or sqlite:PATH, a postgres:// URL, or :memory: for none (nothing survives a restart); "+
+		"the default holds with or without -config, and only -demo without -db runs in memory")
 	publicURL := fs.String("public-url", "", "the `URL` at which clients reach this gateway, such as https://gateway.example.com, that the signed URLs it hands out (log export downloads) start with "+
 		"(empty: they are relative paths); never taken from a request's Host or X-Forwarded-* headers")
 	storeLogs := fs.Bool("store-logs", true, "keep every data-plane request's record in the store, for GET /logs (false: the -request-log line only)")
