@@ -81,6 +81,19 @@ type Options struct {
 	// exports and serve each other's downloads. MemoryStore implements it.
 	LogExports LogExportStore
 
+	// PublicURL is where clients reach the gateway, such as
+	// https://gateway.example.com (an absolute URL without query), which
+	// the signed URLs it hands out start with (a log export's
+	// signed_url). Empty means relative URLs. It is never taken from a
+	// request's Host or X-Forwarded-* headers, which callers choose.
+	PublicURL string
+
+	// URLSigningKey is the HMAC-SHA256 key of those signed URLs. Replicas
+	// that serve each other's URLs need the same key; it must be secret
+	// and should be derived for this use alone (never a master key
+	// itself). Nil means a random key per process.
+	URLSigningKey []byte
+
 	// Limiter keeps the buckets of rate-limits policies and of API keys'
 	// rate_limits (APIKey.RateLimits). Nil means a MemoryLimiter of this
 	// gateway's own; replicas that must share limits need a shared

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -31,10 +30,13 @@ const logExportObject = "export"
 //
 // Every route needs logs.read, and the POST and PUT routes logs.write
 // too. A workspace key sees its workspace's exports only; another's is
-// 404. The download's signed_url names the content route of the same
-// gateway, which takes the same x-gateway-api-key: no credential is put
-// in the URL. Without Options.LogExports and Options.Logs every route
-// answers 404.
+// 404. The download's signed_url names the content route on
+// Options.PublicURL (a relative path without it) with an expiry an hour
+// away and an HMAC-SHA256 signature under Options.URLSigningKey: whoever
+// holds it may download that export's records, without an API key, until
+// it expires (see serveSignedExport); the content route takes the
+// x-gateway-api-key as well. Without Options.LogExports and Options.Logs
+// every route answers 404.
 func (g *Gateway) logExportRoutes(p string) {
 	for _, r := range []struct{ path, action, allow string }{
 		{"/logs/exports", "", "GET, POST"},
@@ -409,16 +411,12 @@ func (g *Gateway) downloadLogExport(w http.ResponseWriter, r *http.Request, e *L
 	if e.Status != ExportSuccess {
 		return exportStateConflict(e, "its records can be downloaded once it has succeeded")
 	}
-	// The URL goes back to the caller alone, so the caller's own Host
-	// and X-Forwarded-Proto (set by a TLS-terminating proxy) are trusted
-	// to say where it reached the gateway.
-	u := url.URL{Scheme: "http", Host: r.Host, Path: g.prefix + "/logs/exports/" + e.ID + "/content"}
-	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
-		u.Scheme = "https"
-	}
+	// The host is the operator's (Options.PublicURL), never the
+	// request's Host or X-Forwarded-* headers, which the caller chooses.
+	w.Header().Set("Cache-Control", "no-store") // the URL is a credential
 	writeJSON(w, http.StatusOK, struct {
 		SignedURL string `json:"signed_url"`
-	}{u.String()})
+	}{g.signedExportURL(e.ID)})
 	return nil
 }
 

@@ -386,7 +386,11 @@ type StoreFile struct {
 }
 
 // APIKeyEntry is a gateway API key as written in a StoreFile: the key
-// itself, or the lower-case hex of its SHA-256 digest.
+// itself, or the lower-case hex of its SHA-256 digest. An entry without
+// WorkspaceID is an organisation key (DESIGN §14): with the admin role it
+// holds every scope over every workspace, so it can create workspaces
+// (POST /admin/workspaces) and read the organisation-wide audit log; an
+// entry with WorkspaceID is a key of that workspace.
 type APIKeyEntry struct {
 	ID            string            `json:"id"`
 	Key           string            `json:"key,omitempty"`
@@ -447,6 +451,9 @@ func (s *MemoryStore) Load(f *StoreFile) error {
 	for i, e := range f.APIKeys {
 		k := APIKey{ID: e.ID, WorkspaceID: e.WorkspaceID, Role: e.Role, Disabled: e.Disabled, Metadata: e.Metadata,
 			DefaultConfig: e.DefaultConfig, Scopes: e.Scopes, ExpiresAt: e.ExpiresAt}
+		if e.WorkspaceID == "" {
+			k.Type = KeyOrganisation // the operator's key over every workspace
+		}
 		for j, s := range e.Scopes {
 			if !ValidScope(s) {
 				return fmt.Errorf("gateway: store file: api_keys[%d].scopes[%d]: unknown scope %q", i, j, s)

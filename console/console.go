@@ -18,18 +18,21 @@
 // # Security
 //
 // A person signs in with a gateway API key that holds logs.read. The key
-// stays on the server, in a session held in memory; the browser gets only
-// a random 256-bit session id in a cookie that is HttpOnly, SameSite=Strict,
-// scoped to the console's path, Secure on TLS requests (or always, with
-// Options.SecureCookies), and lasts Options.SessionTTL (12 hours). Every
-// form carries a per-session CSRF token, compared in constant time. Every
-// answer carries Content-Security-Policy: default-src 'self' (no inline
-// script or style is used), X-Content-Type-Options: nosniff, Referrer-Policy:
-// no-referrer and, for pages, Cache-Control: no-store. Failed sign-ins are
-// limited per client address (the connection's peer: X-Forwarded-For is
-// not trusted) and in total, and refused with 429 beyond that. Sessions
-// live in one process: replicas behind a load balancer need sticky
-// sessions, and a restart signs everyone out.
+// stays on the server, in a session (see Options.Sessions); the browser
+// gets only a random 256-bit session id in a cookie that is HttpOnly,
+// SameSite=Strict, scoped to the console's path, Secure (unless
+// Options.LoopbackOnly says the console is reached on loopback only and
+// the request is plain HTTP), and lasts Options.SessionTTL (12 hours).
+// Every form carries a per-session CSRF token, compared in constant time.
+// Every answer carries Content-Security-Policy: default-src 'self' (no
+// inline script or style is used), X-Content-Type-Options: nosniff,
+// Referrer-Policy: no-referrer and, for pages, Cache-Control: no-store. A
+// correct key always signs in; wrong keys are counted per client address
+// (the connection's peer: X-Forwarded-For is not trusted) and in total,
+// and answered 429 beyond the limits. Sessions live in Options.Sessions
+// (the gateway's database, with sqlstore, the key sealed) so that
+// replicas share them, or else in one process: replicas behind a load
+// balancer then need sticky sessions, and a restart signs everyone out.
 package console
 
 import (
@@ -52,26 +55,38 @@ type Options struct {
 	// calls the API. Empty means "/v1"; "/" means the root.
 	APIPrefix string
 
-	// SecureCookies marks the session cookie Secure on every request,
-	// for a console behind a proxy that terminates TLS. False marks it
-	// Secure only on requests that arrived over TLS.
-	SecureCookies bool
+	// LoopbackOnly says that the host serves the console on loopback
+	// addresses only (127.0.0.1, ::1): its cookies are then marked Secure
+	// only on requests that arrived over TLS, so that a browser on the
+	// same machine keeps them over plain http://127.0.0.1. False (a
+	// console reachable from elsewhere, which belongs behind TLS, often a
+	// proxy that terminates it) marks every cookie Secure: a browser never
+	// sends it over plain HTTP, where the session id could be read.
+	LoopbackOnly bool
 
 	// SessionTTL is how long a session lasts from sign-in. Zero means 12
 	// hours.
 	SessionTTL time.Duration
 
-	// MaxSessions bounds the sessions held at once; signing in beyond it
-	// ends the session closest to its end. Zero means 10000.
+	// Sessions keeps the sessions, so that replicas share them and a
+	// restart signs nobody out: sqlstore.Store does, in the gateway's
+	// database, with the signed-in keys sealed. Nil means in this
+	// process's memory: replicas then need sticky sessions, and a restart
+	// signs everyone out.
+	Sessions SessionStore
+
+	// MaxSessions bounds the sessions held at once in memory (without
+	// Sessions); signing in beyond it ends the session closest to its
+	// end. Zero means 10000.
 	MaxSessions int
 
-	// SignInFailures is how many failed sign-ins one client address may
-	// make per minute before it is refused with 429 until the minute
-	// ends. Zero means 5.
+	// SignInFailures is how many wrong keys one client address may send
+	// per minute before its wrong keys are answered 429 instead of 401
+	// until the minute ends. A correct key always signs in. Zero means 5.
 	SignInFailures int
 
-	// GlobalSignInFailures is how many failed sign-ins all clients
-	// together may make per minute. Zero means 100.
+	// GlobalSignInFailures is the same bound for all clients together.
+	// Zero means 100.
 	GlobalSignInFailures int
 
 	// Now returns the current time. Nil means time.Now; tests move the
@@ -132,7 +147,11 @@ func New(api http.Handler, opts Options) http.Handler {
 	if c.opts.Now == nil {
 		c.opts.Now = time.Now
 	}
-	c.sessions = newSessions(c.opts.MaxSessions, c.opts.SessionTTL, c.opts.Now)
+	store := c.opts.Sessions
+	if store == nil {
+		store = newMemorySessions(c.opts.MaxSessions, c.opts.Now)
+	}
+	c.sessions = &sessions{store: store, ttl: c.opts.SessionTTL, now: c.opts.Now}
 	c.limiter = newFailureLimiter(c.opts.SignInFailures, c.opts.GlobalSignInFailures, time.Minute, c.opts.Now)
 	c.pages = parsePages()
 	static, _ := fs.Sub(files, "static")

@@ -11,7 +11,7 @@ import (
 )
 
 func TestSignInCookie(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, Options{LoopbackOnly: true})
 	b := e.browser()
 	if p := b.get("/console/"); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/signin" {
 		t.Fatalf("signed out overview: %d %q, want 303 to the sign-in page", p.status, p.header.Get("Location"))
@@ -47,29 +47,36 @@ func TestSignInCookie(t *testing.T) {
 	}
 }
 
+// TestSecureCookie: cookies are Secure unless the console is served on
+// loopback only (DESIGN §14), and always under TLS.
 func TestSecureCookie(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		opts  Options
-		start func(http.Handler) *httptest.Server
+		name   string
+		opts   Options
+		start  func(http.Handler) *httptest.Server
+		secure bool
 	}{
-		{"tls", Options{}, httptest.NewTLSServer},
-		{"option", Options{SecureCookies: true}, httptest.NewServer},
+		{"tls", Options{}, httptest.NewTLSServer, true},
+		{"plain HTTP, not loopback only", Options{}, httptest.NewServer, true},
+		{"plain HTTP, loopback only", Options{LoopbackOnly: true}, httptest.NewServer, false},
+		{"tls, loopback only", Options{LoopbackOnly: true}, httptest.NewTLSServer, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnvServer(t, tc.opts, tc.start)
 			b := e.browser()
-			p := b.get("/console/signin")
-			for _, ck := range (&http.Response{Header: p.header}).Cookies() {
-				if !ck.Secure {
-					t.Errorf("cookie %s not Secure", ck.Name)
-				}
+			p := b.signIn(ws1Key) // the form's page, then the form
+			if p.status != http.StatusSeeOther {
+				t.Fatalf("sign-in: %d %s", p.status, p.body)
 			}
-			if tc.name == "tls" {
-				p = b.signIn(ws1Key)
-				for _, ck := range (&http.Response{Header: p.header}).Cookies() {
-					if ck.Name == sessionCookie && !ck.Secure {
-						t.Errorf("session cookie not Secure under TLS")
+			form := b.get("/console/signin")
+			for _, p := range []page{form, b.signIn(ws1Key)} {
+				cookies := (&http.Response{Header: p.header}).Cookies()
+				if len(cookies) == 0 {
+					t.Fatal("no cookie set")
+				}
+				for _, ck := range cookies {
+					if ck.Secure != tc.secure {
+						t.Errorf("cookie %s: Secure %v, want %v", ck.Name, ck.Secure, tc.secure)
 					}
 				}
 			}
@@ -207,7 +214,9 @@ func TestSecurityHeaders(t *testing.T) {
 	}
 }
 
-func TestBruteForceLimited(t *testing.T) {
+// TestSignInNeverLocksOut: wrong keys beyond the limit are answered 429,
+// but a correct key from the same address still signs in (DESIGN §14).
+func TestSignInNeverLocksOut(t *testing.T) {
 	e := newEnv(t, Options{})
 	b := e.browser()
 	for i := range 5 {
@@ -215,13 +224,19 @@ func TestBruteForceLimited(t *testing.T) {
 			t.Fatalf("guess %d: %d, want 401", i, p.status)
 		}
 	}
-	p := b.signIn(ws1Key)
+	p := b.signIn("gw-guess")
 	if p.status != http.StatusTooManyRequests || p.header.Get("Retry-After") == "" {
-		t.Fatalf("sign-in after 5 failures: %d (Retry-After %q), want 429 with Retry-After", p.status, p.header.Get("Retry-After"))
+		t.Fatalf("a wrong key after 5 failures: %d (Retry-After %q), want 429 with Retry-After", p.status, p.header.Get("Retry-After"))
+	}
+	if p := b.signIn(ws1Key); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/" {
+		t.Errorf("the correct key after 6 failures: %d, want 303 to the console", p.status)
+	}
+	if p := b.get("/console/logs"); p.status != http.StatusOK {
+		t.Errorf("logs after signing in: %d, want 200", p.status)
 	}
 	e.clock.add(time.Minute)
-	if p := b.signIn(ws1Key); p.status != http.StatusSeeOther {
-		t.Errorf("sign-in a minute later: %d, want 303", p.status)
+	if p := b.signIn("gw-guess"); p.status != http.StatusUnauthorized {
+		t.Errorf("a wrong key a minute later: %d, want 401", p.status)
 	}
 }
 
@@ -247,7 +262,10 @@ func TestBruteForceGlobal(t *testing.T) {
 			t.Fatalf("guess from address %d: %d", i, got)
 		}
 	}
-	if got := try("198.51.100.7:1000", ws1Key); got != http.StatusTooManyRequests {
-		t.Errorf("sign-in from a fresh address after 3 failures in all: %d, want 429", got)
+	if got := try("198.51.100.7:1000", "gw-guess"); got != http.StatusTooManyRequests {
+		t.Errorf("a wrong key from a fresh address after 3 failures in all: %d, want 429", got)
+	}
+	if got := try("198.51.100.7:1000", ws1Key); got != http.StatusSeeOther {
+		t.Errorf("the correct key from a fresh address after 3 failures in all: %d, want 303", got)
 	}
 }

@@ -6,8 +6,9 @@ import (
 )
 
 // failureLimiter counts failed sign-ins per client address and in total
-// over fixed windows, so that keys cannot be guessed quickly. It is safe
-// for concurrent use.
+// over fixed windows, so that scripted guessing is answered 429 beyond
+// its limits. It never refuses a correct key (see console.signIn). It is
+// safe for concurrent use.
 type failureLimiter struct {
 	perClient, global int
 	window            time.Duration

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -8,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/modelgateway/gateway"
 )
 
 // Cookie names. The session cookie holds the session's random id only;
@@ -25,20 +28,31 @@ type session struct {
 	expires time.Time
 }
 
-// sessions holds the sessions of one console, by the SHA-256 digest of
-// their ids, so that a lookup's timing says nothing of stored ids. It is
-// safe for concurrent use.
-type sessions struct {
-	max int
-	ttl time.Duration
-	now func() time.Time
-
-	mu   sync.Mutex // guards byID
-	byID map[[sha256.Size]byte]*session
+// SessionStore keeps the console's sessions, so that replicas behind a
+// load balancer share them and a restart signs nobody out
+// (sqlstore.Store implements it in the gateway's database). A session is
+// stored under the SHA-256 digest of its id: the id itself, the cookie's
+// value, is never given to the store. key is the gateway API key the
+// person signed in with, which the store must not keep in plaintext
+// (sqlstore seals it under its master key); csrf is the session's form
+// token; expires is when it ends (the console checks it too, with its own
+// clock).
+//
+// ConsoleSession returns gateway.ErrNotFound for a digest it does not
+// hold (an expired session may be forgotten at any time), and
+// DeleteConsoleSession returns nil for one. Implementations must be safe
+// for concurrent use.
+type SessionStore interface {
+	CreateConsoleSession(ctx context.Context, digest [sha256.Size]byte, key, csrf string, expires time.Time) error
+	ConsoleSession(ctx context.Context, digest [sha256.Size]byte) (key, csrf string, expires time.Time, err error)
+	DeleteConsoleSession(ctx context.Context, digest [sha256.Size]byte) error
 }
 
-func newSessions(max int, ttl time.Duration, now func() time.Time) *sessions {
-	return &sessions{max: max, ttl: ttl, now: now, byID: make(map[[sha256.Size]byte]*session)}
+// sessions are the console's sessions in their store.
+type sessions struct {
+	store SessionStore
+	ttl   time.Duration
+	now   func() time.Time
 }
 
 // randomToken returns 256 random bits, base64url-encoded.
@@ -49,56 +63,93 @@ func randomToken() string {
 }
 
 // create starts a session for key and returns its id and the session.
-// At MaxSessions, expired sessions are dropped first, then the one
-// closest to its end.
-func (s *sessions) create(key string) (string, *session) {
+func (s *sessions) create(ctx context.Context, key string) (string, *session, error) {
 	id := randomToken()
-	now := s.now()
-	ss := &session{key: key, csrf: randomToken(), expires: now.Add(s.ttl)}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.byID) >= s.max {
-		var oldest [sha256.Size]byte
-		var first time.Time
-		for d, o := range s.byID {
-			if !now.Before(o.expires) {
-				delete(s.byID, d)
-				continue
-			}
-			if first.IsZero() || o.expires.Before(first) {
-				oldest, first = d, o.expires
-			}
-		}
-		if len(s.byID) >= s.max {
-			delete(s.byID, oldest)
-		}
+	ss := &session{key: key, csrf: randomToken(), expires: s.now().Add(s.ttl)}
+	if err := s.store.CreateConsoleSession(ctx, sha256.Sum256([]byte(id)), ss.key, ss.csrf, ss.expires); err != nil {
+		return "", nil, err
 	}
-	s.byID[sha256.Sum256([]byte(id))] = ss
-	return id, ss
+	return id, ss, nil
 }
 
-// get returns the live session of id.
-func (s *sessions) get(id string) (*session, bool) {
+// get returns the live session of id. A session the store cannot read
+// is taken as none: the person is asked to sign in again.
+func (s *sessions) get(ctx context.Context, id string) (*session, bool) {
 	d := sha256.Sum256([]byte(id))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, ok := s.byID[d]
-	if !ok {
+	key, csrf, expires, err := s.store.ConsoleSession(ctx, d)
+	if err != nil {
 		return nil, false
 	}
-	if !s.now().Before(ss.expires) {
-		delete(s.byID, d)
+	if !s.now().Before(expires) {
+		s.store.DeleteConsoleSession(ctx, d)
 		return nil, false
 	}
-	return ss, true
+	return &session{key: key, csrf: csrf, expires: expires}, true
 }
 
 // end ends the session of id, if any.
-func (s *sessions) end(id string) {
-	d := sha256.Sum256([]byte(id))
-	s.mu.Lock()
-	delete(s.byID, d)
-	s.mu.Unlock()
+func (s *sessions) end(ctx context.Context, id string) {
+	s.store.DeleteConsoleSession(ctx, sha256.Sum256([]byte(id)))
+}
+
+// memorySessions is the SessionStore of a console without
+// Options.Sessions: a map by digest in this process, of at most max
+// sessions. It is safe for concurrent use.
+type memorySessions struct {
+	max int
+	now func() time.Time
+
+	mu   sync.Mutex // guards byID
+	byID map[[sha256.Size]byte]session
+}
+
+func newMemorySessions(max int, now func() time.Time) *memorySessions {
+	return &memorySessions{max: max, now: now, byID: make(map[[sha256.Size]byte]session)}
+}
+
+// CreateConsoleSession implements SessionStore. At max sessions, expired
+// sessions are dropped first, then the one closest to its end.
+func (m *memorySessions) CreateConsoleSession(_ context.Context, d [sha256.Size]byte, key, csrf string, expires time.Time) error {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.byID) >= m.max {
+		var oldest [sha256.Size]byte
+		var first time.Time
+		for od, o := range m.byID {
+			if !now.Before(o.expires) {
+				delete(m.byID, od)
+				continue
+			}
+			if first.IsZero() || o.expires.Before(first) {
+				oldest, first = od, o.expires
+			}
+		}
+		if len(m.byID) >= m.max {
+			delete(m.byID, oldest)
+		}
+	}
+	m.byID[d] = session{key: key, csrf: csrf, expires: expires}
+	return nil
+}
+
+// ConsoleSession implements SessionStore.
+func (m *memorySessions) ConsoleSession(_ context.Context, d [sha256.Size]byte) (string, string, time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ss, ok := m.byID[d]
+	if !ok {
+		return "", "", time.Time{}, gateway.ErrNotFound
+	}
+	return ss.key, ss.csrf, ss.expires, nil
+}
+
+// DeleteConsoleSession implements SessionStore.
+func (m *memorySessions) DeleteConsoleSession(_ context.Context, d [sha256.Size]byte) error {
+	m.mu.Lock()
+	delete(m.byID, d)
+	m.mu.Unlock()
+	return nil
 }
 
 // session returns the signed-in session of r.
@@ -107,18 +158,20 @@ func (c *console) session(r *http.Request) (*session, string) {
 	if err != nil || len(ck.Value) != 43 {
 		return nil, ""
 	}
-	ss, ok := c.sessions.get(ck.Value)
+	ss, ok := c.sessions.get(r.Context(), ck.Value)
 	if !ok {
 		return nil, ""
 	}
 	return ss, ck.Value
 }
 
-// secure reports whether cookies set in answer to r must be Secure.
-func (c *console) secure(r *http.Request) bool { return c.opts.SecureCookies || r.TLS != nil }
+// secure reports whether cookies set in answer to r must be Secure:
+// always, but on plain-HTTP requests to a console served on loopback
+// only (Options.LoopbackOnly).
+func (c *console) secure(r *http.Request) bool { return !c.opts.LoopbackOnly || r.TLS != nil }
 
 // setCookie sets a console cookie: HttpOnly, SameSite=Strict, scoped to
-// the console's path, Secure under TLS; maxAge < 0 deletes it.
+// the console's path, Secure (see secure); maxAge < 0 deletes it.
 func (c *console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge time.Duration) {
 	ck := &http.Cookie{Name: name, Value: value, Path: c.base + "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: int(maxAge / time.Second)}

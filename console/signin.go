@@ -27,22 +27,19 @@ func (c *console) showSignIn(w http.ResponseWriter, r *http.Request, status int,
 }
 
 // signIn checks the key the form gives against the API (it must
-// authenticate and hold logs.read) and starts a session for it. Failed
-// attempts are counted per client address and in total; beyond the
-// limits the form is refused with 429 before the key is even tried.
+// authenticate and hold logs.read) and starts a session for it. A
+// correct key always signs in (DESIGN §14): keys are 128-bit random, so
+// throttling them would only lock out the people sharing an address with
+// someone who mistyped. Wrong keys are counted per client address and in
+// total; beyond the limits they are answered 429 with Retry-After rather
+// than 401, which tells a script to slow down, but the key is still
+// checked first.
 func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	form := r.PostFormValue("csrf")
 	ck, err := r.Cookie(preSessionCookie)
 	if err != nil || !sameToken(form, ck.Value) {
 		c.showSignIn(w, r, http.StatusForbidden, "The form's security token is missing or stale. Try again.")
-		return
-	}
-	client := clientAddr(r)
-	if ok, wait := c.limiter.allowed(client); !ok {
-		secs := int(wait/time.Second) + 1
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		c.showSignIn(w, r, http.StatusTooManyRequests, "Too many failed sign-ins. Try again in "+strconv.Itoa(secs)+" seconds.")
 		return
 	}
 	key := strings.TrimSpace(r.PostFormValue("key"))
@@ -56,11 +53,18 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	switch statusOf(err) {
 	case 0, http.StatusNotFound:
 	case http.StatusUnauthorized:
+		client := clientAddr(r)
+		ok, wait := c.limiter.allowed(client)
 		c.limiter.fail(client)
+		if !ok {
+			secs := int(wait/time.Second) + 1
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			c.showSignIn(w, r, http.StatusTooManyRequests, "Too many wrong keys. Try again in "+strconv.Itoa(secs)+" seconds.")
+			return
+		}
 		c.showSignIn(w, r, http.StatusUnauthorized, "That key is not a valid gateway API key.")
 		return
 	case http.StatusForbidden:
-		c.limiter.fail(client)
 		c.showSignIn(w, r, http.StatusForbidden, "That key may not read logs (it lacks the logs.read scope); the console needs a key with the read scopes.")
 		return
 	default:
@@ -68,9 +72,13 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, old := c.session(r); old != "" {
-		c.sessions.end(old) // a new sign-in replaces the browser's session
+		c.sessions.end(r.Context(), old) // a new sign-in replaces the browser's session
 	}
-	id, _ := c.sessions.create(key)
+	id, _, err := c.sessions.create(r.Context(), key)
+	if err != nil {
+		c.showSignIn(w, r, http.StatusInternalServerError, "The console could not start a session: its session store failed. Try again.")
+		return
+	}
 	c.setCookie(w, r, preSessionCookie, "", -1)
 	c.setCookie(w, r, sessionCookie, id, c.opts.SessionTTL)
 	http.Redirect(w, r, c.base+"/", http.StatusSeeOther)
@@ -79,14 +87,14 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 // signOut ends the session and forgets its cookie.
 func (c *console) signOut(w http.ResponseWriter, r *http.Request, _ *session) {
 	if _, id := c.session(r); id != "" {
-		c.sessions.end(id)
+		c.sessions.end(r.Context(), id)
 	}
 	c.setCookie(w, r, sessionCookie, "", -1)
 	http.Redirect(w, r, c.base+"/signin", http.StatusSeeOther)
 }
 
-// clientAddr is the address of the connection's peer, which the
-// sign-in limits count by. Forwarding headers are not trusted: anyone
+// clientAddr is the address of the connection's peer, by which wrong
+// sign-ins are counted. Forwarding headers are not trusted: anyone
 // could set them.
 func clientAddr(r *http.Request) string {
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
@@ -100,7 +108,7 @@ func clientAddr(r *http.Request) string {
 func (c *console) apiFailed(w http.ResponseWriter, r *http.Request, s *session, err error) bool {
 	if statusOf(err) == http.StatusUnauthorized {
 		if _, id := c.session(r); id != "" {
-			c.sessions.end(id)
+			c.sessions.end(r.Context(), id)
 		}
 		c.setCookie(w, r, sessionCookie, "", -1)
 		http.Redirect(w, r, c.base+"/signin", http.StatusSeeOther)

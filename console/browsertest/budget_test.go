@@ -18,7 +18,7 @@ func budget(t *testing.T, ctx context.Context, s *server) {
 		ID  string `json:"id"`
 		Key string `json:"key"`
 	}
-	if st := s.api(adminKey, "POST", "/api-keys/workspace/service", `{"name":"budgeted","scopes":["completions.write"]}`, &key); st != 200 {
+	if st := s.api(adminKey, "POST", "/api-keys/workspace/service", `{"name":"budgeted","workspace_id":"default","scopes":["completions.write"]}`, &key); st != 200 {
 		t.Fatalf("creating the budgeted key: %d", st)
 	}
 	policy := `{"name":"Browser budget","conditions":[{"key":"api_key","value":"` + key.ID + `"}],` +

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -133,21 +134,23 @@ func TestRunStoreErrors(t *testing.T) {
 	}
 }
 
-// TestRunDefaultDB: the -db a server runs with, given its flags.
+// TestRunDefaultDB: the -db a server runs with, given its flags: gateway.db
+// with or without -config; :memory: only for -demo without -db.
 func TestRunDefaultDB(t *testing.T) {
 	for _, tc := range []struct {
-		value        string
-		set          bool
-		configOrDemo bool
-		want         string
+		value string
+		set   bool
+		demo  bool
+		want  string
 	}{
-		{"", false, false, "gateway.db"},
-		{"", false, true, ":memory:"},
-		{"x.db", true, true, "x.db"},
+		{"gateway.db", false, false, "gateway.db"},
+		{"gateway.db", false, true, ":memory:"},
+		{"x.db", true, false, "x.db"},
+		{":memory:", true, true, ":memory:"},
 		{":memory:", true, false, ":memory:"},
 	} {
-		if got := chooseDB(tc.value, tc.set, tc.configOrDemo); got != tc.want {
-			t.Errorf("chooseDB(%q, set %v, config or demo %v) = %q, want %q", tc.value, tc.set, tc.configOrDemo, got, tc.want)
+		if got := chooseDB(tc.value, tc.set, tc.demo); got != tc.want {
+			t.Errorf("chooseDB(%q, set %v, demo %v) = %q, want %q", tc.value, tc.set, tc.demo, got, tc.want)
 		}
 	}
 }
@@ -210,15 +213,15 @@ func TestRunDurableInProcess(t *testing.T) {
 	if out := r.stderr.String(); strings.Contains(out, "gw-in-process") || strings.Contains(out, "generated") {
 		t.Errorf("stderr mentions a key:\n%s", out)
 	}
-	// The key is in the database, admin of the workspace default.
+	// The key is in the database, the organisation admin key.
 	s, err := sqlstore.Open(context.Background(), db, sqlstore.Options{MasterKey: readMasterKeyFile(t, db+".key")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	k, err := s.APIKey(context.Background(), gateway.HashAPIKey("gw-in-process"))
-	if err != nil || k.ID != "key-default" || k.WorkspaceID != "default" || k.Role != gateway.RoleAdmin {
-		t.Errorf("stored key: %+v, %v; want key-default, admin of default", k, err)
+	if err != nil || k.ID != "key-default" || k.WorkspaceID != "" || k.Type != gateway.KeyOrganisation || k.Role != gateway.RoleAdmin {
+		t.Errorf("stored key: %+v, %v; want key-default, organisation admin", k, err)
 	}
 }
 
@@ -256,7 +259,7 @@ func postJSON(t *testing.T, url, key, body string) (int, string) {
 // the control plane answered 2xx for (an API key, a virtual key, their
 // audit records) survives kill -9, the master key
 // file is created once (mode 0600) and reused, another key is refused at
-// start-up, and -config without -db leaves no database behind.
+// start-up, and -config without -db keeps its state in gateway.db.
 func TestServerDurableState(t *testing.T) {
 	bin := buildServer(t)
 
@@ -348,19 +351,41 @@ func TestServerDurableState(t *testing.T) {
 		}
 	})
 
-	t.Run("-config without -db leaves no database", func(t *testing.T) {
+	t.Run("-config without -db keeps its state in gateway.db", func(t *testing.T) {
 		dir := t.TempDir()
-		cfg := writeFile(t, t.TempDir(), "gateway.json", `{"api_keys": [{"id": "k", "key": "gw-config-only"}]}`)
-		p := startProcIn(t, dir, bin, nil, "-addr", "127.0.0.1:0", "-drain", "0s", "-config", cfg)
-		base := baseURL(t, p.stderr, p.done)
-		res := call(t, "GET", base+"/v1/models", "", map[string]string{"x-gateway-api-key": "gw-config-only"})
-		readAll(t, res)
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		if code := p.exit(t); code != 0 {
-			t.Errorf("exit code %d, want 0; stderr:\n%s", code, p.stderr)
+		cfg := writeFile(t, t.TempDir(), "gateway.json", `{"api_keys": [{"id": "k", "key": "gw-config-admin", "role": "admin"}]}`)
+		args := []string{"-addr", "127.0.0.1:0", "-drain", "0s", "-config", cfg}
+		stateLine := "gateway: state kept in the SQLite database " + filepath.Join(dir, "gateway.db")
+		p1 := startProcIn(t, dir, bin, nil, args...)
+		base := baseURL(t, p1.stderr, p1.done)
+		p1.stderr.wait(t, "state line", p1.done, func(s string) bool { return s == stateLine })
+		status, body := postJSON(t, base+"/v1/api-keys/workspace/service", "gw-config-admin",
+			`{"name": "made over HTTP", "workspace_id": "ws-1", "scopes": ["completions.write"]}`)
+		var created struct{ Key string }
+		if err := json.Unmarshal([]byte(body), &created); status != http.StatusOK || err != nil || created.Key == "" {
+			t.Fatalf("creating an API key: %d %s", status, body)
 		}
-		if names := dirEntries(t, dir); len(names) != 0 {
-			t.Errorf("the working directory holds %q, want nothing", names)
+		p1.cmd.Process.Signal(syscall.SIGTERM)
+		if code := p1.exit(t); code != 0 {
+			t.Errorf("exit code %d, want 0; stderr:\n%s", code, p1.stderr)
+		}
+
+		p2 := startProcIn(t, dir, bin, nil, args...)
+		base = baseURL(t, p2.stderr, p2.done)
+		p2.stderr.wait(t, "state line", p2.done, func(s string) bool { return s == stateLine })
+		for _, key := range []string{created.Key, "gw-config-admin"} {
+			res := call(t, "GET", base+"/v1/models", "", map[string]string{"x-gateway-api-key": key})
+			if body := readAll(t, res); res.StatusCode != http.StatusBadRequest || errorCode(t, body) != "missing_provider" {
+				t.Errorf("after the restart: %d %s, want 400 missing_provider (authenticated)", res.StatusCode, body)
+			}
+		}
+		p2.cmd.Process.Signal(syscall.SIGTERM)
+		p2.exit(t)
+		if out := p1.stderr.String() + p2.stderr.String(); strings.Contains(out, "generated") {
+			t.Errorf("a key was generated beside the config file's:\n%s", out)
+		}
+		if names := dirEntries(t, dir); !slices.Contains(names, "gateway.db") || !slices.Contains(names, "gateway.db.key") {
+			t.Errorf("the working directory holds %q, want gateway.db and its key file", names)
 		}
 	})
 
@@ -369,7 +394,7 @@ func TestServerDurableState(t *testing.T) {
 		p1 := startProcIn(t, dir, bin, nil, "-addr", "127.0.0.1:0", "-drain", "0s")
 		baseURL(t, p1.stderr, p1.done)
 		line := p1.stderr.wait(t, "generated key", p1.done, func(s string) bool { return strings.Contains(s, "generated API key") })
-		m := regexp.MustCompile(`generated API key (gw-[A-Za-z0-9]+) \(admin of the workspace default\), stored in gateway.db;`).FindStringSubmatch(line)
+		m := regexp.MustCompile(`generated API key (gw-[A-Za-z0-9]+) \(the organisation admin key key-default\), stored in gateway.db; it is not printed again$`).FindStringSubmatch(line)
 		if m == nil {
 			t.Fatalf("unexpected line %q", line)
 		}

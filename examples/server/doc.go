@@ -3,7 +3,7 @@
 //	go run ./examples/server [-addr 127.0.0.1:8080] [-db DSN] [-config FILE] [-redis URL] [-demo]
 //		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-store-logs=true]
 //		[-log-retention 720h] [-log-bodies] [-log-body-max 16384] [-prices FILE]
-//		[-admin-addr ADDR] [-otel-endpoint URL]
+//		[-admin-addr ADDR] [-otel-endpoint URL] [-public-url URL]
 //
 // -db names where the gateway keeps its state (API keys, virtual keys,
 // configs, policies, workspaces, the audit log and request logs, which
@@ -15,13 +15,15 @@
 //     replicas may share;
 //   - :memory: no durable state: everything lives as long as the process.
 //
-// The default is gateway.db in the working directory, except when -config
-// or -demo is given without -db: then it is :memory:. A config file alone
-// thus says exactly which keys, virtual keys, configs and policies exist,
-// as it always did, and repeated runs in one directory never meet the
-// state an earlier run left; a demo's fake provider and virtual key live
-// only as long as the process anyway. Give -db explicitly to apply a
-// config file to a database.
+// The default is gateway.db in the working directory, with or without
+// -config, so that keys, virtual keys and configs made over HTTP or in the
+// console survive a restart. Only -demo without -db runs in memory: a
+// demo's fake provider and virtual key live only as long as the process
+// (-demo with a database is refused). At start the server prints one line
+// saying where its state is kept: "gateway: state kept in the SQLite
+// database /abs/path/gateway.db", "… in the Postgres database
+// postgres://host/db" (never a user or password), or "… in memory:
+// nothing survives a restart".
 //
 // A database keeps provider credentials sealed under a master key: the
 // 32 bytes of GATEWAY_MASTER_KEY (64 hex digits or base64) when it is set.
@@ -35,16 +37,18 @@
 // open the database stops the server at start-up. No key is ever written
 // to a log.
 //
-// Without -config the server serves one admin API key, "key-default" of
-// the workspace "default": the value of GATEWAY_API_KEY, or a random key
-// generated at start-up and printed once on standard error. On a
-// database, GATEWAY_API_KEY is stored so (replacing an earlier
-// key-default) unless the database holds that key already, and a key is
-// generated only when the database holds no API key at all (its first
-// start): later starts print none and use the stored keys. Callers then
-// name the provider with x-gateway-provider and send their provider token
-// in Authorization, or create virtual keys, configs and more keys through
-// the control plane.
+// A store that holds no API key at all (a new database, or :memory:),
+// once the config file is applied, gets one organisation admin key,
+// "key-default": the value of GATEWAY_API_KEY, or a random key generated
+// at start-up and printed once on standard error (only its digest is
+// stored). An organisation admin key holds every scope over every
+// workspace: it creates workspaces (POST /v1/admin/workspaces), their keys,
+// and reads the organisation-wide audit log. A store that holds keys gets
+// none: GATEWAY_API_KEY is not added again (a warning says so when it is
+// not one of the stored keys), so a key rotated or deleted over HTTP stays
+// rotated or deleted. Callers then name the provider with
+// x-gateway-provider and send their provider token in Authorization, or
+// create virtual keys, configs and more keys through the control plane.
 //
 // -demo makes the server work offline, for a first try: it also starts the
 // fake OpenAI-compatible provider of package gatewaytest on a loopback port,
@@ -52,20 +56,25 @@
 // on standard error a curl command that sends a chat completion through the
 // gateway and gets 200. The command carries the API key: a generated one is
 // written out, one from GATEWAY_API_KEY is written as "$GATEWAY_API_KEY" so
-// that it is not printed. -demo combines with -config: the file's entries
-// are loaded as usual, and the demo key is added beside them (in the
-// workspace "default") unless GATEWAY_API_KEY is already one of the file's
+// that it is not printed. -demo combines with -config (still in memory):
+// the file's entries are loaded as usual, and when they hold keys a
+// member key, "key-demo" of the workspace "default", is added beside them
+// for the command unless GATEWAY_API_KEY is already one of the file's
 // keys.
 //
 // With -config it loads API keys, virtual keys, saved configs, rate-limits
 // policies and the custom-host allowlist from a JSON file (see DESIGN §7 and
-// §8 for the complete field list). On a database each entry the file
-// names is created or replaced at every start, and the entries it does
-// not name (those made through the control plane, say) are left alone;
-// the custom-host allowlist is read from the file, never stored:
+// §8 for the complete field list). The file is the operator's: each entry
+// it names is created or replaced at every start (a file key rotated over
+// HTTP gets the file's value back), and the entries it does not name
+// (those made through the control plane, say) are left alone; the
+// custom-host allowlist is read from the file, never stored. An api_keys
+// entry without workspace_id is an organisation key; one with
+// workspace_id is that workspace's:
 //
 //	{
-//	  "api_keys": [{"id": "key-admin", "key": "${GATEWAY_API_KEY}", "workspace_id": "ws-1", "role": "admin"}],
+//	  "api_keys": [{"id": "key-org", "key": "${GATEWAY_ORG_KEY}", "role": "admin"},
+//	               {"id": "key-ws-1", "key": "${WS1_ADMIN_KEY}", "workspace_id": "ws-1", "role": "admin"}],
 //	  "virtual_keys": [{"slug": "openai-prod", "provider": "openai", "api_key": "${OPENAI_API_KEY}",
 //	                    "base_url": "https://api.openai.com/v1", "workspace_id": "ws-1"}],
 //	  "configs": [{"id": "pc-default", "config": {"virtual_key": "openai-prod"}}],
@@ -118,7 +127,20 @@
 // /console/ serves the web console (package
 // github.com/modelgateway/gateway/console): sign in with a gateway API key
 // that holds logs.read to see traffic, logs, keys, configs, policies and
-// the audit log, read and changed through the gateway's own API.
+// the audit log, read and changed through the gateway's own API. A correct
+// key always signs in. Its cookies are Secure unless -addr is a loopback
+// address: on any other address the console is meant to be reached through
+// TLS (a proxy in front that terminates it), since browsers do not send
+// Secure cookies over plain HTTP.
+//
+// -public-url is the URL at which clients reach the gateway, such as
+// https://gateway.example.com; the signed URLs the gateway hands out (a
+// log export's signed_url, which downloads that export without a key for
+// an hour) start with it, and are relative paths without it. They are
+// never built from a request's Host or X-Forwarded-* headers, which the
+// caller chooses. Their HMAC key is derived from the database's master
+// key, so that replicas sharing GATEWAY_MASTER_KEY accept each other's
+// URLs and a restart keeps them valid; in memory it is random per process.
 //
 // On SIGINT or SIGTERM the server first drains for -drain (5 s by default):
 // /readyz answers 503 at once, so that load balancers take the server out

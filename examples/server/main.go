@@ -70,7 +70,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
-	configPath := fs.String("config", "", "JSON config `file` (API keys, virtual keys, configs, policies, custom hosts); with a -db database, its entries are created or replaced there at start-up and others left alone")
+	configPath := fs.String("config", "", "JSON config `file` (API keys, virtual keys, configs, policies, custom hosts) whose entries are created or replaced in the -db store at every start, others left alone; an api_keys entry without workspace_id is an organisation key")
 	demo := fs.Bool("demo", false, "also start a fake OpenAI-compatible provider on loopback, add the virtual key demo for it and print a curl command that calls it")
 	drain := fs.Duration("drain", defaultDrain, "how long the server keeps serving after SIGINT or SIGTERM with /readyz answering 503, before it closes its listener")
 	grace := fs.Duration("grace", 30*time.Second, "how long in-flight requests and streams may run once the listener is closed")
@@ -78,9 +78,10 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	requestLog := fs.String("request-log", "stdout", "where the JSON line per request goes: `stdout` or off")
 	adminAddr := fs.String("admin-addr", "", "`address` of the operators' listener serving /metrics and /debug/pprof/ (empty: none)")
 	pricesPath := fs.String("prices", "", "JSON `file` of model prices in USD per 1M tokens, {\"provider/model\": {\"input\": 2.5, \"output\": 10}}, replacing the built-in table")
-	dbFlag := fs.String("db", "", "the `DSN` of the database that keeps the gateway's state: a SQLite file path or sqlite:PATH, a postgres:// URL, or :memory: for none. "+
-		"Default: gateway.db in the working directory, except when -config or -demo is given without -db: then :memory:, "+
-		"so that the config file alone says which keys, virtual keys, configs and policies exist, and no run meets the state an earlier one left")
+	dbFlag := fs.String("db", defaultDB, "the `DSN` of the database that keeps the gateway's state: a SQLite file path or sqlite:PATH, a postgres:// URL, or :memory: for none (nothing survives a restart); "+
+		"the default holds with or without -config, and only -demo without -db runs in memory")
+	publicURL := fs.String("public-url", "", "the `URL` at which clients reach this gateway, such as https://gateway.example.com, that the signed URLs it hands out (log export downloads) start with "+
+		"(empty: they are relative paths); never taken from a request's Host or X-Forwarded-* headers")
 	storeLogs := fs.Bool("store-logs", true, "keep every data-plane request's record in the store, for GET /logs (false: the -request-log line only)")
 	logBodies := fs.Bool("log-bodies", false, "keep each data-plane request's body and its answer's in its stored record, for GET /logs/{id}: capped (-log-body-max), credentials redacted")
 	logBodyMax := fs.Int("log-body-max", 16<<10, "the most `bytes` of each body -log-bodies keeps")
@@ -109,12 +110,15 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	spec, err := parseDB(chooseDB(*dbFlag, flagSet(fs, "db"), *configPath != "" || *demo))
+	spec, err := parseDB(chooseDB(*dbFlag, flagSet(fs, "db"), *demo))
 	if err != nil {
 		return err
 	}
 	if *demo && spec.kind != dbMemory {
 		return errors.New("gateway: -demo keeps its fake provider and virtual key in memory, and runs only with -db :memory: (its default)")
+	}
+	if err := checkPublicURL(*publicURL); err != nil {
+		return err
 	}
 	var file *gateway.StoreFile
 	if *configPath != "" {
@@ -143,6 +147,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeBackend(st, stderr) // after the gateway has stopped
+	fmt.Fprintf(stderr, "gateway: state kept %s\n", spec.where())
 	key, err := loadState(ctx, st, file, *configPath, *demo, stderr)
 	if err != nil {
 		return err
@@ -162,6 +167,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 
 	setStores(&opts, st.store())
+	opts.PublicURL, opts.URLSigningKey = *publicURL, st.urlSigningKey
 	if !*storeLogs {
 		opts.Logs = nil
 	}
@@ -200,7 +206,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	var ready atomic.Bool
 	ready.Store(true)
 	srv := &http.Server{
-		Handler:           serverHandler(withConsole(g, tr.handler(g)), &serving, *writeTimeout, &ready, st.ping),
+		Handler:           serverHandler(withConsole(g, tr.handler(g), loopbackOnly(ln.Addr()), st.consoleSessions()), &serving, *writeTimeout, &ready, st.ping),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -312,33 +318,6 @@ func newGateway(opts gateway.Options, allow []string, sink gateway.LogSink, errL
 	opts.LogSink = sink
 	opts.ErrorLog = errLog
 	return gateway.New(opts)
-}
-
-// loadState fills the store st at start-up: with the config file's
-// entries (file, read from path; nil without -config), created or
-// replaced, the other stored entries left alone; then with the API key
-// the server announces, when it serves one (see loadAPIKey and
-// storedAPIKey), which it returns.
-func loadState(ctx context.Context, st *backend, file *gateway.StoreFile, path string, demo bool, stderr io.Writer) (apiKey, error) {
-	if file != nil {
-		if err := st.load(ctx, file); err != nil {
-			return apiKey{}, fmt.Errorf("%w (in %s)", err, path)
-		}
-		has, err := st.hasAPIKeys(ctx)
-		if err != nil {
-			return apiKey{}, fmt.Errorf("gateway: -db %s: %w", st.name, err)
-		}
-		if !has {
-			fmt.Fprintf(stderr, "gateway: warning: %s has no api_keys; every request will be refused\n", path)
-		}
-	}
-	switch {
-	case st.durable() && file == nil:
-		return storedAPIKey(ctx, st, stderr)
-	case !st.durable() && (file == nil || demo):
-		return loadAPIKey(st.mem, file == nil, stderr), nil
-	}
-	return apiKey{}, nil
 }
 
 // closeBackend closes the store once the server has stopped, and reports

@@ -580,7 +580,7 @@ func TestServerBinary(t *testing.T) {
 		p := startProc(t, bin, nil, "-addr", "127.0.0.1:0", "-drain", "0s", "-db", ":memory:")
 		base := baseURL(t, p.stderr, p.done)
 		line := p.stderr.wait(t, "generated key", p.done, func(s string) bool { return strings.Contains(s, "generated API key") })
-		m := regexp.MustCompile(`generated API key (gw-[A-Za-z0-9]+); set GATEWAY_API_KEY to keep it$`).FindStringSubmatch(line)
+		m := regexp.MustCompile(`generated API key (gw-[A-Za-z0-9]+) \(the organisation admin key key-default\); set GATEWAY_API_KEY to keep it$`).FindStringSubmatch(line)
 		if m == nil {
 			t.Fatalf("unexpected line %q", line)
 		}
@@ -622,13 +622,19 @@ type running struct {
 // it is stopped and waited for.
 func startRun(t *testing.T, args ...string) *running {
 	t.Helper()
+	return startRunArgs(t, append([]string{"-addr", "127.0.0.1:0", "-drain", "0s", "-db", ":memory:"}, args...)...)
+}
+
+// startRunArgs is startRun with args alone.
+func startRunArgs(t *testing.T, args ...string) *running {
+	t.Helper()
 	r := &running{stdout: newLines(), stderr: newLines(), done: make(chan struct{})}
 	ctx, shutdown := context.WithCancel(context.Background())
 	force, hurry := context.WithCancel(context.Background())
 	r.shutdown, r.force = shutdown, hurry
 	go func() {
 		defer close(r.done)
-		r.err = run(ctx, force, append([]string{"-addr", "127.0.0.1:0", "-drain", "0s", "-db", ":memory:"}, args...), r.stdout, r.stderr)
+		r.err = run(ctx, force, args, r.stdout, r.stderr)
 	}()
 	t.Cleanup(func() {
 		shutdown()
@@ -690,6 +696,7 @@ func TestRunErrors(t *testing.T) {
 		{"negative grace", []string{"-grace", "-1s"}, "-grace"},
 		{"negative drain", []string{"-drain", "-1s"}, "-drain"},
 		{"-demo beside a virtual key demo", []string{"-demo", "-config", file("demo.json", `{"virtual_keys": [{"slug": "demo", "provider": "openai"}]}`)}, "virtual key named demo"},
+		{"bad -public-url", []string{"-public-url", "gateway.example.com"}, "-public-url"},
 		{"bad flag", []string{"-port", "80"}, "-port"},
 		{"extra argument", []string{"serve"}, `"serve"`},
 	} {

@@ -152,7 +152,7 @@ func TestRunPostgres(t *testing.T) {
 	if status, body := probe(t, "GET", r.base, "/readyz"); status != 200 {
 		t.Errorf("/readyz on Postgres: %d %q, want 200", status, body)
 	}
-	status, body := postJSON(t, r.base+"/v1/api-keys/workspace/service", "gw-pg-admin", `{"name": "pg", "scopes": ["completions.write"]}`)
+	status, body := postJSON(t, r.base+"/v1/api-keys/workspace/service", "gw-pg-admin", `{"name": "pg", "workspace_id": "default", "scopes": ["completions.write"]}`)
 	var created struct{ Key string }
 	if err := json.Unmarshal([]byte(body), &created); status != http.StatusOK || err != nil || created.Key == "" {
 		t.Fatalf("creating an API key: %d %s", status, body)

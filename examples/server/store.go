@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -9,15 +10,17 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/console"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
-// defaultDB is the -db of a server started with neither -db, -config nor
-// -demo: a SQLite file in the working directory.
+// defaultDB is the -db of a server started without -db (and without
+// -demo): a SQLite file in the working directory.
 const defaultDB = "gateway.db"
 
 // memoryDB is the -db value that keeps state in memory only.
@@ -44,18 +47,15 @@ type dbSpec struct {
 }
 
 // chooseDB returns the -db value the server runs with: flagValue when -db
-// was given (set), else :memory: when -config or -demo was given (a file
-// that says exactly which keys exist, or a throwaway demo, must not meet
-// the state of an earlier run), else gateway.db.
-func chooseDB(flagValue string, set, configOrDemo bool) string {
-	switch {
-	case set:
-		return flagValue
-	case configOrDemo:
+// was given (set), else :memory: with -demo (a throwaway demo, whose fake
+// provider and virtual key live as long as the process), else
+// flagValue, which is then gateway.db, with or without -config (DESIGN
+// §14: keys and virtual keys made over HTTP must survive a restart).
+func chooseDB(flagValue string, set, demo bool) string {
+	if demo && !set {
 		return memoryDB
-	default:
-		return defaultDB
 	}
+	return flagValue
 }
 
 // parseDB parses a -db value: :memory:, a postgres:// or postgresql://
@@ -83,6 +83,23 @@ func parseDB(v string) (dbSpec, error) {
 	return dbSpec{kind: dbSQLite, dsn: "sqlite:" + path, path: path, name: path}, nil
 }
 
+// where says where the state of spec is kept, for the line the server
+// prints at start: the database, never its password.
+func (spec dbSpec) where() string {
+	switch spec.kind {
+	case dbSQLite:
+		path := spec.path
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		return "in the SQLite database " + path
+	case dbPostgres:
+		return "in the Postgres database " + spec.name
+	default:
+		return "in memory: nothing survives a restart"
+	}
+}
+
 // postgresName names the Postgres database of dsn in messages: its host
 // and database, without the user, password or parameters.
 func postgresName(dsn string) string {
@@ -99,6 +116,11 @@ type backend struct {
 	mem  *gateway.MemoryStore
 	db   *sqlstore.Store
 	name string // how messages name the database (see dbSpec.name)
+
+	// urlSigningKey is gateway.Options.URLSigningKey: derived from the
+	// database's master key, so that replicas sharing it accept each
+	// other's signed URLs; nil for :memory: (a random key per process).
+	urlSigningKey []byte
 }
 
 // openBackend opens the store spec names. For a database it finds the
@@ -126,7 +148,17 @@ func openBackend(ctx context.Context, spec dbSpec, logRetention time.Duration, e
 	if key.created {
 		fmt.Fprintf(stderr, "gateway: created master key file %s; back it up with the database\n", key.file)
 	}
-	return &backend{db: db, name: spec.name}, nil
+	return &backend{db: db, name: spec.name, urlSigningKey: urlSigningKey(key.value)}, nil
+}
+
+// urlSigningKey derives the key that signs the gateway's URLs from the
+// master key: HMAC-SHA256 of a fixed label under it, so that the master
+// key itself signs nothing and cannot be learnt from a signature, while
+// every replica holding the master key derives the same key.
+func urlSigningKey(master []byte) []byte {
+	m := hmac.New(sha256.New, master)
+	m.Write([]byte("modelgateway: URL signing key v1"))
+	return m.Sum(nil)
 }
 
 // openError explains why the database of spec did not open with key.
@@ -190,6 +222,15 @@ func (b *backend) putAPIKey(ctx context.Context, k gateway.APIKey) error {
 		return b.db.PutAPIKey(ctx, &k)
 	}
 	b.mem.AddAPIKey(k)
+	return nil
+}
+
+// consoleSessions returns the store of the console's sessions: the
+// database, or nil (in memory) for :memory:.
+func (b *backend) consoleSessions() console.SessionStore {
+	if b.db != nil {
+		return b.db
+	}
 	return nil
 }
 
