@@ -165,6 +165,7 @@ func (x *run) logTarget(t *routedTarget, index int, body []byte, overridden bool
 	}
 	l := &x.st.log
 	l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = t.Provider, t.VirtualKey, m, index
+	x.st.noteTarget(&t.Target)
 }
 
 // readBody buffers the request body up to MaxBodyBytes. A longer body goes
