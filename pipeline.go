@@ -164,13 +164,16 @@ func (g *Gateway) finish(ctx context.Context, st *requestState) {
 		}
 		rec.BytesIn = st.body.n
 		rec.BytesOut = st.rw.n
+		rec.CacheStatus = st.rw.cache // as the caller saw it: none when no answer went out
 		g.logUsage(st, &rec)
 		if u := st.upgraded; u != nil {
 			// A switched protocol (WebSocket): the session lasted until
-			// either side closed; its bytes flowed past the recorder.
+			// either side closed; its bytes, and its 101's header, went
+			// past the recorder.
 			rec.Status = http.StatusSwitchingProtocols
 			rec.BytesIn += u.in.Load()
 			rec.BytesOut += u.out.Load()
+			rec.CacheStatus = cacheStatusSent(st.rw.ResponseWriter.Header())
 		}
 		if st.bodies != nil && !st.control {
 			st.bodies.fill(&rec, st.rw.ResponseWriter.Header())
@@ -251,12 +254,13 @@ type responseRecorder struct {
 	st     *requestState
 	status int
 	n      int64
+	cache  CacheStatus // the x-gateway-cache-status sent, once the answer started
 }
 
 func (w *responseRecorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
-		w.st.usageStart(w.ResponseWriter.Header())
+		w.answered()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -264,7 +268,7 @@ func (w *responseRecorder) WriteHeader(code int) {
 func (w *responseRecorder) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
-		w.st.usageStart(w.ResponseWriter.Header())
+		w.answered()
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.n += int64(n)
@@ -275,6 +279,27 @@ func (w *responseRecorder) Write(p []byte) (int, error) {
 		w.st.captureResponse(p[:n])
 	}
 	return n, err
+}
+
+// answered notes what the caller is told as the answer's header goes out:
+// the cache status the request log carries, and how to read the usage.
+func (w *responseRecorder) answered() {
+	h := w.ResponseWriter.Header()
+	w.cache = cacheStatusSent(h)
+	w.st.usageStart(h)
+}
+
+// cacheStatusHeader is the canonical form of HeaderCacheStatus.
+var cacheStatusHeader = http.CanonicalHeaderKey(HeaderCacheStatus)
+
+// cacheStatusSent returns the x-gateway-cache-status of the answer header
+// h: what the request log records, whatever the stages noted on the way
+// (DESIGN §14: the record carries the cache status the caller saw).
+func cacheStatusSent(h http.Header) CacheStatus {
+	if v := h[cacheStatusHeader]; len(v) > 0 {
+		return CacheStatus(v[0])
+	}
+	return ""
 }
 
 // Flush sends buffered data to the client.

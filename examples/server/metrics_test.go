@@ -38,7 +38,7 @@ func TestRunMetrics(t *testing.T) {
 	}
 	body := readAll(t, res)
 	for _, want := range []string{
-		`gateway_requests_total{cache_status="",model=`,
+		`gateway_requests_total{cache_status="DISABLED",model=`, // the x-gateway-cache-status the caller got
 		`status_class="2xx"} 1`,
 		`gateway_request_logs_dropped_total 0`,
 		`go_goroutines`,
