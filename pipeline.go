@@ -72,12 +72,15 @@ func (g *Gateway) begin(next http.Handler) http.Handler {
 
 // authenticate is the Authenticate stage with the gateway's key store,
 // whose failures reach the error log. A key checked in front of the
-// Gateway stands.
+// Gateway stands. A request it refuses is counted (AuthFailures) and
+// marked unauthenticated: it is no request log (see finish).
 func (g *Gateway) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := stateFrom(r.Context())
 		if st.identity.KeyID == "" {
 			if err := authenticate(r, g.opts.Keys, st); err != nil {
+				st.unauthenticated = true
+				g.authFailures.count(err)
 				g.fail(w, r, "key store", err)
 				return
 			}
@@ -140,13 +143,18 @@ func cleanPath(p string) string {
 // of ctx (WithLogHook), then to the log queues. A handler aborted with
 // http.ErrAbortHandler is logged, then the panic goes on to net/http, which
 // drops the connection.
+//
+// A request that failed authentication reaches the log hook only: it is
+// counted (AuthFailures), never queued for the LogSink nor stored, so
+// that anonymous callers can neither fill the LogStore nor crowd the
+// records of real requests out of the log queues (DESIGN §14).
 func (g *Gateway) finish(ctx context.Context, st *requestState) {
 	p := recover()
 	if p != nil && p != http.ErrAbortHandler {
 		panic(p)
 	}
 	hook := logHookFrom(ctx)
-	if g.logging() || hook != nil {
+	if hook != nil || g.logging() && !st.unauthenticated {
 		rec := st.log
 		rec.Time = st.start
 		rec.Latency = time.Since(st.start)
@@ -181,7 +189,9 @@ func (g *Gateway) finish(ctx context.Context, st *requestState) {
 		if hook != nil {
 			hook(&rec)
 		}
-		g.sendLog(&rec, !st.control)
+		if !st.unauthenticated {
+			g.sendLog(&rec, !st.control)
+		}
 	}
 	if p != nil {
 		panic(p)
@@ -214,9 +224,10 @@ type requestState struct {
 	upgraded *upgradedConn // the provider's side of a switched protocol, once answered 101
 	idleCut  atomic.Bool   // the answer was cut: the provider went silent past the stream idle timeout
 
-	control  bool   // a control-plane request: audited, not a request log of the LogStore
-	admitted bool   // a Limits stage in front of the Gateway applied the policies
-	result   result // what route and execute came to, for that Limits stage
+	control         bool   // a control-plane request: audited, not a request log of the LogStore
+	unauthenticated bool   // it failed authentication: counted (AuthFailures), not a request log
+	admitted        bool   // a Limits stage in front of the Gateway applied the policies
+	result          result // what route and execute came to, for that Limits stage
 
 	// The answer's usage, read as it goes to the caller through rw (see
 	// usageStart), for the request log and for tokens policies.

@@ -1,14 +1,96 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
-// The request-log rules of DESIGN §14.
+// The request-log rules of DESIGN §14: requests that fail authentication
+// are counted, not logged; records carry the cache status the caller saw.
+// (Kept bodies lose the credentials the gateway injected: logbodies_test.go;
+// only WebSocket upgrades pass: upgrade_test.go.)
+
+// TestUnauthenticatedNotLogged: requests with no key, an unknown key or an
+// expired one reach neither the LogStore (GET /logs, which the analytics
+// read too) nor the LogSink; AuthFailures counts them by what the caller was told.
+func TestUnauthenticatedNotLogged(t *testing.T) {
+	e := newLogsEnv(t)
+	e.store.AddAPIKey(APIKey{ID: "key-expired", Digest: HashAPIKey("gw-expired-key"), WorkspaceID: "ws-1",
+		ExpiresAt: time.Now().Add(-time.Minute)})
+	chat := `{"model":"gpt-4o","messages":[]}`
+	for _, c := range []struct {
+		name   string
+		header []string
+		code   string
+	}{
+		{"no key", nil, CodeMissingAPIKey},
+		{"unknown key", []string{HeaderAPIKey + ": gw-nobody"}, CodeInvalidAPIKey},
+		{"expired key", []string{HeaderAPIKey + ": gw-expired-key"}, CodeInvalidAPIKey},
+		{"two keys", []string{HeaderAPIKey + ": " + coreKey, HeaderAPIKey + ": " + coreKey}, CodeInvalidAPIKey},
+	} {
+		res := e.do("POST", "/v1/chat/completions", strings.NewReader(chat), append(c.header, HeaderVirtualKey+": vk-up")...)
+		if res.StatusCode != 401 || deref(decodeError(t, res).Error.Code) != c.code {
+			t.Errorf("%s: %d, want 401 %s", c.name, res.StatusCode, c.code)
+		}
+	}
+	res := e.do("GET", "/v1/logs", nil) // the control plane too
+	if res.StatusCode != 401 {
+		t.Errorf("GET /logs without a key: %d", res.StatusCode)
+	}
+	res = e.do("POST", "/v1/chat/completions", strings.NewReader(chat), HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": vk-up")
+	if res.StatusCode != 200 {
+		t.Fatalf("authenticated request: %d", res.StatusCode)
+	}
+	e.gw.Close() // every queued record reaches the store and the sink
+
+	var l logsList
+	if st, b := e.getJSON("gw-logs-org", "/v1/logs", &l); st != 200 {
+		t.Fatalf("GET /logs: %d %s", st, b)
+	}
+	if len(l.Data) != 1 || l.Data[0].ResponseStatusCode != 200 || l.Data[0].APIKeyID != "key-member" {
+		t.Errorf("stored records = %+v, want the authenticated request's alone", l.Data)
+	}
+	if recs := e.logs.Query(LogFilter{}); len(recs) != 1 || recs[0].Status != 200 {
+		t.Errorf("the LogSink got %d records (%+v), want the authenticated request's alone", len(recs), recs)
+	}
+	if got, want := e.gw.AuthFailures(), (AuthFailures{Missing: 2, Invalid: 3}); got != want {
+		t.Errorf("AuthFailures = %+v, want %+v", got, want)
+	}
+}
+
+// TestUnauthenticatedFloodKeepsLogQueue: a flood of requests without a
+// key while the LogStore stalls drops no record: they never enter the log
+// queues, which stay free for the records of real requests.
+func TestUnauthenticatedFloodKeepsLogQueue(t *testing.T) {
+	st := &stallStore{release: make(chan struct{})}
+	e := newCoreEnv(t, newCoreUpstream(t, nil), func(o *Options) { o.Logs = st; o.LogQueueSize = 4 })
+	for i := range 40 {
+		if res := e.do("POST", "/v1/chat/completions", strings.NewReader(`{}`), HeaderAPIKey+": gw-guess-"+fmt.Sprint(i)); res.StatusCode != 401 {
+			t.Fatalf("request %d: %d, want 401", i, res.StatusCode)
+		}
+	}
+	if d := e.gw.DroppedLogs(); d != 0 {
+		t.Errorf("DroppedLogs = %d after a flood of unauthenticated requests, want 0", d)
+	}
+	res := e.do("POST", "/v1/chat/completions", strings.NewReader(`{}`), HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": vk-up")
+	if res.StatusCode != 200 {
+		t.Fatalf("authenticated request: %d", res.StatusCode)
+	}
+	close(st.release)
+	e.gw.Close()
+	recs, _ := st.Logs(context.Background(), &LogQuery{})
+	if len(recs) != 1 || recs[0].KeyID != "key-member" {
+		t.Errorf("stored %d records, want the authenticated request's alone", len(recs))
+	}
+	if f := e.gw.AuthFailures(); f.Invalid != 40 {
+		t.Errorf("AuthFailures = %+v, want 40 invalid", f)
+	}
+}
 
 // TestLogCacheStatusAsSent: for every x-gateway-cache-status a caller
 // gets (and for none), the stored record's cache_status, read back with
