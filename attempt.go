@@ -143,6 +143,10 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	if err := a.provider.Rewrite(&a.pr); err != nil {
 		a.err = err
 		out.URL = &url.URL{Scheme: "http", Host: "provider.invalid"}
+	} else if g.opts.LogBodies {
+		if st := stateFrom(in.Context()); st != nil {
+			st.noteUpstream(a.pr.Out.Header) // a provider's own credentials, scrubbed from the kept bodies
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -245,4 +246,50 @@ func authenticate(r *http.Request, keys KeyStore, st *requestState) error {
 func invalidKey() error {
 	return &Error{Status: http.StatusUnauthorized, Type: TypeInvalidRequest, Code: CodeInvalidAPIKey,
 		Message: "invalid gateway API key"}
+}
+
+// AuthFailures counts the requests a Gateway refused because they failed
+// authentication, by what the caller was told. Such requests are not
+// request logs (neither the LogSink's nor the LogStore's, so neither the
+// analytics'): an anonymous flood must not fill the store nor crowd real
+// records out of the log queues (DESIGN §14). These counts are how they
+// are seen; the prometheus sub-module exports them.
+type AuthFailures struct {
+	// Missing counts the 401 missing_api_key: no gateway API key sent.
+	Missing int64
+	// Invalid counts the 401 invalid_api_key: an unknown, disabled or
+	// expired key, a rotated key's previous value past its grace, or
+	// more than one key.
+	Invalid int64
+	// Error counts the requests whose key could not be checked because
+	// the key store failed (answered 500).
+	Error int64
+}
+
+// AuthFailures returns how many requests g refused for failing
+// authentication since it was made.
+func (g *Gateway) AuthFailures() AuthFailures {
+	return AuthFailures{Missing: g.authFailures.missing.Load(), Invalid: g.authFailures.invalid.Load(),
+		Error: g.authFailures.failed.Load()}
+}
+
+// authFailureCounts are a Gateway's AuthFailures as they are counted.
+type authFailureCounts struct {
+	missing, invalid, failed atomic.Int64
+}
+
+// count counts a refusal of the authentication stage with err.
+func (c *authFailureCounts) count(err error) {
+	var code string
+	if ge := (*Error)(nil); errors.As(err, &ge) {
+		code = ge.Code
+	}
+	switch code {
+	case CodeMissingAPIKey:
+		c.missing.Add(1)
+	case CodeInvalidAPIKey:
+		c.invalid.Add(1)
+	default:
+		c.failed.Add(1)
+	}
 }

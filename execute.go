@@ -178,6 +178,7 @@ func (x *run) logTarget(t *routedTarget, index int, body []byte, overridden bool
 	}
 	l := &x.st.log
 	l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = t.Provider, t.VirtualKey, clipModel(m), index
+	x.st.noteTarget(&t.Target)
 }
 
 // clipModel cuts a model that is only observed (peeked in a pass-through

@@ -48,7 +48,9 @@ type Options struct {
 	// implements it.
 	Audit AuditStore
 
-	// Logs keeps every data-plane request's record, to be asked later
+	// Logs keeps every authenticated data-plane request's record (one
+	// that failed authentication is counted by AuthFailures instead), to
+	// be asked later
 	// through GET /logs and GET /logs/{id}, and takes custom logs from
 	// POST /logs (nil: those routes answer 404). Records reach it in
 	// batches from a goroutine of the gateway's, through a queue of
@@ -179,7 +181,8 @@ type Options struct {
 	// LogSink receives one RequestLog per request, from a goroutine of the
 	// gateway's own so that a slow sink never delays a response; records
 	// are handed over in order, in batches gathered for at most 5ms. Nil
-	// means no request logs.
+	// means no request logs. A request that failed authentication is no
+	// request log: AuthFailures counts it.
 	LogSink LogSink
 
 	// LogQueueSize is how many records may wait for a slow LogSink before
@@ -256,6 +259,8 @@ type Gateway struct {
 
 	prices PriceTable // Options.Prices resolved; read-only
 	ids    uuidGen    // request log ids
+
+	authFailures authFailureCounts // requests refused by the authentication stage (AuthFailures)
 
 	limits     *limits       // the limits stage
 	budgets    *budgets      // the usage-limits stage

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -47,17 +48,65 @@ func (g *Gateway) captureBodies(r *http.Request, st *requestState) {
 	c := &bodyCapture{max: max, reqType: r.Header.Get("Content-Type"), reqCoding: r.Header.Get("Content-Encoding")}
 	for _, name := range credentialHeaders {
 		for _, v := range r.Header[name] {
-			v = strings.TrimSpace(v)
-			if scheme, tok, ok := strings.Cut(v, " "); ok && (strings.EqualFold(scheme, "basic") || strings.EqualFold(scheme, "bearer")) {
-				v = strings.TrimSpace(tok)
-			}
-			if len(v) >= 8 {
-				c.secrets = append(c.secrets, v)
-			}
+			c.addSecret(credentialValue(v))
 		}
 	}
 	st.bodies = c
 	st.body.st = st
+}
+
+// addSecret adds v to the secrets scrubbed from the bodies kept, once; a
+// value under 8 bytes is too short to tell from ordinary text.
+func (c *bodyCapture) addSecret(v string) {
+	if len(v) < 8 || slices.Contains(c.secrets, v) {
+		return
+	}
+	c.secrets = append(c.secrets, v)
+}
+
+// noteTarget adds the credentials the gateway itself sends to t (the
+// provider token, from a virtual key, a config or the caller's bearer
+// token, and the AWS key pair and session token) to the secrets scrubbed
+// from st's kept bodies, so that a provider echoing one in its answer
+// does not put it in the log (DESIGN §14). It runs on the request's
+// goroutine, for each target tried; without kept bodies it does nothing.
+func (st *requestState) noteTarget(t *Target) {
+	if st.bodies == nil {
+		return
+	}
+	for _, v := range []string{t.APIKey, t.Host.AccessKeyID, t.Host.SecretAccessKey, t.Host.SessionToken} {
+		st.bodies.addSecret(v)
+	}
+}
+
+// injectedHeaders are the upstream request headers in which a Provider
+// puts a credential of its own (Bedrock's signature and session token,
+// a custom Provider's key).
+var injectedHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "X-Amz-Security-Token"}
+
+// noteUpstream adds the credentials of out, an upstream request its
+// Provider rewrote, to the secrets scrubbed from st's kept bodies: those
+// the Provider put there itself, which noteTarget cannot know. Without
+// kept bodies it does nothing.
+func (st *requestState) noteUpstream(out http.Header) {
+	if st.bodies == nil {
+		return
+	}
+	for _, name := range injectedHeaders {
+		for _, v := range out[name] {
+			st.bodies.addSecret(credentialValue(v))
+		}
+	}
+}
+
+// credentialValue returns the credential of a header value: the token of
+// a Basic or Bearer authorization, else the value, trimmed.
+func credentialValue(v string) string {
+	v = strings.TrimSpace(v)
+	if scheme, tok, ok := strings.Cut(v, " "); ok && (strings.EqualFold(scheme, "basic") || strings.EqualFold(scheme, "bearer")) {
+		v = strings.TrimSpace(tok)
+	}
+	return v
 }
 
 // add appends what of p fits under max to *buf.

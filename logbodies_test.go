@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -295,5 +296,80 @@ func BenchmarkLogBodies(b *testing.B) {
 				"X-Gateway-Virtual-Key": {"vk"},
 			})
 		})
+	}
+}
+
+// Secrets the gateway injects upstream in TestLogBodiesRedactInjected.
+const (
+	injectedVKSecret     = "sk-injected-vk-9c2e41f0b7"
+	injectedConfigSecret = "sk-injected-config-55ab03"
+	injectedKindSecret   = "kind-own-secret-7781d2"
+	injectedCallerSecret = "sk-caller-bearer-3f9a61"
+)
+
+// TestLogBodiesRedactInjected: a provider echoing the credential the
+// gateway sent it (a virtual key's, a config's api_key, one its Provider
+// adds, the caller's bearer token passed on) in its answer: the caller
+// gets the answer unchanged, the kept response body has it redacted.
+func TestLogBodiesRedactInjected(t *testing.T) {
+	echo := func(w http.ResponseWriter, r *http.Request) {
+		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if k := r.Header.Get("X-Api-Key"); k != "" {
+			tok = k
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"chatcmpl-echo","object":"chat.completion","model":"gpt-4o",`+
+			`"error_detail":"Incorrect API key provided: %s","echo":%q,`+
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"you sent %s"},"finish_reason":"stop"}]}`, tok, tok, tok)
+	}
+	e := newBodiesEnv(t, true, 0, echo)
+	// A second gateway on the same store, with a provider kind that adds
+	// its own credential, and the same echoing upstream.
+	kind := ProviderFunc(func(pr *ProxyRequest) error {
+		u, _ := url.Parse(e.up.URL + "/v1")
+		pr.SetURL(u)
+		pr.Out.Header.Set("X-Api-Key", injectedKindSecret)
+		return nil
+	})
+	e2 := newCoreEnv(t, e.up, func(o *Options) {
+		o.Keys, o.VirtualKeys, o.Configs, o.Policies = e.store, e.store, e.store, e.store
+		o.Logs, o.LogBodies = e.store, true
+		o.Providers = map[string]Provider{"echo-kind": kind}
+	})
+	e.store.AddVirtualKey(VirtualKey{Slug: "vk-echo", Provider: "openai", APIKey: injectedVKSecret, BaseURL: e.up.URL + "/v1", WorkspaceID: "ws-1"})
+	e.store.AddVirtualKey(VirtualKey{Slug: "vk-kind", Provider: "echo-kind", WorkspaceID: "ws-1"})
+	cfg := `{"provider":"openai","api_key":"` + injectedConfigSecret + `","custom_host":"` + e.up.URL + `/v1"}`
+	for _, c := range []struct {
+		name, secret string
+		env          *coreEnv
+		headers      []string
+	}{
+		{"virtual key", injectedVKSecret, e, []string{HeaderVirtualKey + ": vk-echo"}},
+		{"config api_key", injectedConfigSecret, e, []string{HeaderConfig + ": " + cfg}},
+		{"provider's own", injectedKindSecret, e2, []string{HeaderVirtualKey + ": vk-kind"}},
+		{"caller's bearer", injectedCallerSecret, e, []string{HeaderProvider + ": openai", HeaderCustomHost + ": " + e.up.URL + "/v1",
+			"Authorization: Bearer " + injectedCallerSecret}},
+	} {
+		before, _ := e.store.Logs(context.Background(), &LogQuery{})
+		res := c.env.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o","messages":[]}`),
+			append([]string{HeaderAPIKey + ": " + coreKey, "Content-Type: application/json"}, c.headers...)...)
+		answer, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 200 || strings.Count(string(answer), c.secret) != 3 {
+			t.Errorf("%s: the caller got %d %s, want the provider's answer unchanged", c.name, res.StatusCode, answer)
+			continue
+		}
+		waitLogs(t, e.store, len(before)+1)
+		recs, _ := e.store.Logs(context.Background(), &LogQuery{Limit: 1})
+		rec, err := e.store.Log(context.Background(), "", recs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, got := e.getJSON(coreAdminKey, "/v1/logs/"+rec.ID, nil)
+		if rec.ResponseBody == "" || strings.Contains(rec.ResponseBody+rec.RequestBody, c.secret) || strings.Contains(got, c.secret) {
+			t.Errorf("%s: the kept answer holds the injected secret: %s", c.name, got)
+		}
+		if !strings.Contains(rec.ResponseBody, "you sent "+redacted) {
+			t.Errorf("%s: kept answer = %s, want the secret replaced by %s", c.name, rec.ResponseBody, redacted)
+		}
 	}
 }

@@ -125,7 +125,7 @@ func TestLogFieldsJSONAnswer(t *testing.T) {
 		t.Fatalf("status %d", res.StatusCode)
 	}
 	rec := e.next()
-	checkFields(t, rec, usageFields{VirtualKey: "vk-up", Provider: "openai", Model: "gpt-4o", Status: 200,
+	checkFields(t, rec, usageFields{CacheStatus: CacheDisabled, VirtualKey: "vk-up", Provider: "openai", Model: "gpt-4o", Status: 200,
 		Prompt: 100, Completion: 20, Total: 120, CachedPrompt: 40, Cost: gpt4oCost})
 	if rec.TTFB <= 0 {
 		t.Errorf("ttfb %v, want the time to the answer's first byte", rec.TTFB)
@@ -160,7 +160,7 @@ func TestLogFieldsCompressedAnswer(t *testing.T) {
 	if res.Header.Get("Content-Encoding") != "gzip" || body != zipped.String() {
 		t.Fatalf("the caller got %q encoded %q, want the provider's gzipped answer", body, res.Header.Get("Content-Encoding"))
 	}
-	checkFields(t, e.next(), usageFields{VirtualKey: "vk-up", Provider: "openai", Model: "gpt-4o", Status: 200,
+	checkFields(t, e.next(), usageFields{CacheStatus: CacheDisabled, VirtualKey: "vk-up", Provider: "openai", Model: "gpt-4o", Status: 200,
 		Prompt: 100, Completion: 20, Total: 120, CachedPrompt: 40, Cost: gpt4oCost})
 }
 
@@ -187,7 +187,7 @@ func TestLogFieldsStream(t *testing.T) {
 	if res.StatusCode != 200 || !strings.HasSuffix(body, "data: [DONE]\n\n") {
 		t.Fatalf("status %d body %q", res.StatusCode, body)
 	}
-	checkFields(t, e.next(), usageFields{VirtualKey: "vk-up", Provider: "openai", Model: "gpt-4o-mini-2024-07-18", Status: 200,
+	checkFields(t, e.next(), usageFields{CacheStatus: CacheDisabled, VirtualKey: "vk-up", Provider: "openai", Model: "gpt-4o-mini-2024-07-18", Status: 200,
 		Prompt: 9, Completion: 3, Total: 12, Cost: (9*0.15 + 3*0.60) / 1e6})
 }
 
@@ -256,7 +256,7 @@ func TestLogFieldsRetryRescued(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d", res.StatusCode)
 	}
-	checkFields(t, e.next(), usageFields{VirtualKey: "vk-up", Provider: "openai", Model: "gpt-4o", Status: 200, Attempts: 1,
+	checkFields(t, e.next(), usageFields{CacheStatus: CacheDisabled, VirtualKey: "vk-up", Provider: "openai", Model: "gpt-4o", Status: 200, Attempts: 1,
 		Prompt: 100, Completion: 20, Total: 120, CachedPrompt: 40, Cost: gpt4oCost, Rescued: true})
 }
 
@@ -280,14 +280,14 @@ func TestLogFieldsFallbackSavedConfig(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d", res.StatusCode)
 	}
-	checkFields(t, e.next(), usageFields{VirtualKey: "vk-up", ConfigID: "cfg-fallback", Provider: "openai", Model: "gpt-4o", Status: 200,
+	checkFields(t, e.next(), usageFields{CacheStatus: CacheDisabled, VirtualKey: "vk-up", ConfigID: "cfg-fallback", Provider: "openai", Model: "gpt-4o", Status: 200,
 		FallbackIndex: 1, Prompt: 100, Completion: 20, Total: 120, CachedPrompt: 40, Cost: gpt4oCost, Rescued: true})
 
 	res, _ = e.post(`{"model":"gpt-4o"}`, "x-gateway-config: cfg-none")
 	if res.StatusCode != 500 {
 		t.Fatalf("status %d, want the first target's 500", res.StatusCode)
 	}
-	checkFields(t, e.next(), usageFields{VirtualKey: "vk-bad", ConfigID: "cfg-none", Provider: "openai", Model: "gpt-4o", Status: 500})
+	checkFields(t, e.next(), usageFields{CacheStatus: CacheDisabled, VirtualKey: "vk-bad", ConfigID: "cfg-none", Provider: "openai", Model: "gpt-4o", Status: 500})
 }
 
 // TestLogFieldsInlineConfig: an inline config is no saved config.
@@ -313,7 +313,7 @@ func TestLogFieldsAnthropic(t *testing.T) {
 		if res.StatusCode != 200 || !strings.Contains(body, `"prompt_tokens":15`) {
 			t.Fatalf("status %d body %s", res.StatusCode, body)
 		}
-		checkFields(t, e.next(), usageFields{VirtualKey: "vk-anth", Provider: "anthropic", Model: "claude-3-5-sonnet-20241022", Status: 200,
+		checkFields(t, e.next(), usageFields{CacheStatus: CacheDisabled, VirtualKey: "vk-anth", Provider: "anthropic", Model: "claude-3-5-sonnet-20241022", Status: 200,
 			Prompt: 15, Completion: 7, Total: 22, CachedPrompt: 5, Cost: (10*3 + 5*0.30 + 7*15.0) / 1e6})
 	})
 	t.Run("stream", func(t *testing.T) {
@@ -344,7 +344,7 @@ func TestLogFieldsAnthropic(t *testing.T) {
 		if usage.PromptTokens == 0 {
 			t.Fatalf("the translated stream has no usage chunk: %s", body)
 		}
-		checkFields(t, rec, usageFields{VirtualKey: "vk-anth", Provider: "anthropic", Model: "claude-sonnet-4-20250514", Status: 200,
+		checkFields(t, rec, usageFields{CacheStatus: CacheDisabled, VirtualKey: "vk-anth", Provider: "anthropic", Model: "claude-sonnet-4-20250514", Status: 200,
 			Prompt: usage.PromptTokens, Completion: usage.CompletionTokens, Total: usage.PromptTokens + usage.CompletionTokens,
 			Cost: (float64(usage.PromptTokens)*3 + float64(usage.CompletionTokens)*15) / 1e6})
 	})
@@ -373,7 +373,7 @@ func TestLogFieldsGeminiFallback(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
-	checkFields(t, e.next(), usageFields{VirtualKey: "vk-vertex", Provider: "vertex-ai", Model: "gemini-2.5-flash", Status: 200,
+	checkFields(t, e.next(), usageFields{CacheStatus: CacheDisabled, VirtualKey: "vk-vertex", Provider: "vertex-ai", Model: "gemini-2.5-flash", Status: 200,
 		FallbackIndex: 1, Rescued: true, Prompt: 1000, Completion: 150, Total: 1150, CachedPrompt: 600,
 		Cost: (400*0.30 + 600*0.03 + 150*2.50) / 1e6})
 }
@@ -401,6 +401,7 @@ func TestLogFieldsPrices(t *testing.T) {
 			e.post(`{"model":"`+tc.model+`"}`, "x-gateway-virtual-key: vk-up")
 			want := tc.want
 			want.VirtualKey, want.Provider, want.Status, want.Prompt, want.Completion, want.Total = "vk-up", "openai", 200, 1000, 500, 1500
+			want.CacheStatus = CacheDisabled
 			checkFields(t, e.next(), want)
 		})
 	}

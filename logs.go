@@ -56,6 +56,10 @@ type RequestLog struct {
 	Cost        float64 `json:"cost,omitempty"`
 	CostUnknown bool    `json:"cost_unknown,omitempty"`
 
+	// CacheStatus is the x-gateway-cache-status the caller got (HIT,
+	// MISS, REFRESH, DISABLED), taken from the answer's header as it went
+	// out; empty when the answer had none (the gateway's own errors
+	// before routing, an unreachable provider) or none went out.
 	CacheStatus CacheStatus `json:"cache_status,omitempty"`
 	Attempts    int         `json:"attempts"` // retries made after the first try
 	// FallbackIndex is the index, among the targets a fallback config
@@ -81,7 +85,10 @@ type RequestLog struct {
 
 // LogSink receives request logs. The gateway calls Log from a single
 // goroutine of its own, in request completion order, after the response has
-// been sent; rec is the sink's to keep.
+// been sent; rec is the sink's to keep. Requests that failed
+// authentication never reach it (DESIGN §14): they are counted by
+// Gateway.AuthFailures, so that anonymous callers cannot crowd real
+// records out of its queue.
 type LogSink interface {
 	Log(rec *RequestLog)
 }

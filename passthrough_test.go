@@ -410,13 +410,16 @@ func TestRequestLogs(t *testing.T) {
 	got.Latency, got.Time, got.ID, got.TTFB = 0, time.Time{}, "", 0
 	want := RequestLog{TraceID: "tr-1", Metadata: map[string]string{"_user": "u1"}, KeyID: "key-member", WorkspaceID: "ws-1",
 		VirtualKey: "vk-up", Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Query: "api_key=REDACTED&x=1", Status: 200,
-		BytesIn: 5, BytesOut: 10}
+		BytesIn: 5, BytesOut: 10, CacheStatus: CacheDisabled}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("log record (-want +got):\n%s", diff)
 	}
-	bad := e.logs.Query(LogFilter{TraceID: "tr-2"})
-	if len(bad) != 1 || bad[0].Status != 401 || bad[0].ErrorCode != CodeInvalidAPIKey {
-		t.Errorf("401 record = %+v", bad)
+	// A request that failed authentication is counted, not logged.
+	if bad := e.logs.Query(LogFilter{TraceID: "tr-2"}); len(bad) != 0 {
+		t.Errorf("401 records = %+v, want none", bad)
+	}
+	if f := e.gw.AuthFailures(); f.Invalid != 1 {
+		t.Errorf("AuthFailures = %+v, want 1 invalid", f)
 	}
 	if n := len(e.logs.Query(LogFilter{Metadata: map[string]string{"_user": "u1"}})); n != 1 {
 		t.Errorf("metadata filter matched %d records, want 1", n)

@@ -72,7 +72,8 @@ func (g *Gateway) begin(next http.Handler) http.Handler {
 
 // authenticate is the Authenticate stage with the gateway's key store,
 // whose failures reach the error log. A key checked in front of the
-// Gateway stands.
+// Gateway stands. A request it refuses is counted (AuthFailures) and
+// marked unauthenticated: it is no request log (see finish).
 func (g *Gateway) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := stateFrom(r.Context())
@@ -81,6 +82,8 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 				return // a signed URL stands for the key (logexportsign.go)
 			}
 			if err := authenticate(r, g.opts.Keys, st); err != nil {
+				st.unauthenticated = true
+				g.authFailures.count(err)
 				g.fail(w, r, "key store", err)
 				return
 			}
@@ -143,13 +146,18 @@ func cleanPath(p string) string {
 // of ctx (WithLogHook), then to the log queues. A handler aborted with
 // http.ErrAbortHandler is logged, then the panic goes on to net/http, which
 // drops the connection.
+//
+// A request that failed authentication reaches the log hook only: it is
+// counted (AuthFailures), never queued for the LogSink nor stored, so
+// that anonymous callers can neither fill the LogStore nor crowd the
+// records of real requests out of the log queues (DESIGN §14).
 func (g *Gateway) finish(ctx context.Context, st *requestState) {
 	p := recover()
 	if p != nil && p != http.ErrAbortHandler {
 		panic(p)
 	}
 	hook := logHookFrom(ctx)
-	if g.logging() || hook != nil {
+	if hook != nil || g.logging() && !st.unauthenticated {
 		rec := st.log
 		rec.Time = st.start
 		rec.Latency = time.Since(st.start)
@@ -167,13 +175,16 @@ func (g *Gateway) finish(ctx context.Context, st *requestState) {
 		}
 		rec.BytesIn = st.body.n
 		rec.BytesOut = st.rw.n
+		rec.CacheStatus = st.rw.cache // as the caller saw it: none when no answer went out
 		g.logUsage(st, &rec)
 		if u := st.upgraded; u != nil {
 			// A switched protocol (WebSocket): the session lasted until
-			// either side closed; its bytes flowed past the recorder.
+			// either side closed; its bytes, and its 101's header, went
+			// past the recorder.
 			rec.Status = http.StatusSwitchingProtocols
 			rec.BytesIn += u.in.Load()
 			rec.BytesOut += u.out.Load()
+			rec.CacheStatus = cacheStatusSent(st.rw.ResponseWriter.Header())
 		}
 		if st.bodies != nil && !st.control {
 			st.bodies.fill(&rec, st.rw.ResponseWriter.Header())
@@ -181,7 +192,9 @@ func (g *Gateway) finish(ctx context.Context, st *requestState) {
 		if hook != nil {
 			hook(&rec)
 		}
-		g.sendLog(&rec, !st.control)
+		if !st.unauthenticated {
+			g.sendLog(&rec, !st.control)
+		}
 	}
 	if p != nil {
 		panic(p)
@@ -214,9 +227,10 @@ type requestState struct {
 	upgraded *upgradedConn // the provider's side of a switched protocol, once answered 101
 	idleCut  atomic.Bool   // the answer was cut: the provider went silent past the stream idle timeout
 
-	control  bool   // a control-plane request: audited, not a request log of the LogStore
-	admitted bool   // a Limits stage in front of the Gateway applied the policies
-	result   result // what route and execute came to, for that Limits stage
+	control         bool   // a control-plane request: audited, not a request log of the LogStore
+	unauthenticated bool   // it failed authentication: counted (AuthFailures), not a request log
+	admitted        bool   // a Limits stage in front of the Gateway applied the policies
+	result          result // what route and execute came to, for that Limits stage
 
 	limited *limitWriter // the policies that admitted the request: they count its extra upstream attempts
 
@@ -256,12 +270,13 @@ type responseRecorder struct {
 	st     *requestState
 	status int
 	n      int64
+	cache  CacheStatus // the x-gateway-cache-status sent, once the answer started
 }
 
 func (w *responseRecorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
-		w.st.usageStart(w.ResponseWriter.Header())
+		w.answered()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -269,7 +284,7 @@ func (w *responseRecorder) WriteHeader(code int) {
 func (w *responseRecorder) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
-		w.st.usageStart(w.ResponseWriter.Header())
+		w.answered()
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.n += int64(n)
@@ -280,6 +295,27 @@ func (w *responseRecorder) Write(p []byte) (int, error) {
 		w.st.captureResponse(p[:n])
 	}
 	return n, err
+}
+
+// answered notes what the caller is told as the answer's header goes out:
+// the cache status the request log carries, and how to read the usage.
+func (w *responseRecorder) answered() {
+	h := w.ResponseWriter.Header()
+	w.cache = cacheStatusSent(h)
+	w.st.usageStart(h)
+}
+
+// cacheStatusHeader is the canonical form of HeaderCacheStatus.
+var cacheStatusHeader = http.CanonicalHeaderKey(HeaderCacheStatus)
+
+// cacheStatusSent returns the x-gateway-cache-status of the answer header
+// h: what the request log records, whatever the stages noted on the way
+// (DESIGN §14: the record carries the cache status the caller saw).
+func cacheStatusSent(h http.Header) CacheStatus {
+	if v := h[cacheStatusHeader]; len(v) > 0 {
+		return CacheStatus(v[0])
+	}
+	return ""
 }
 
 // Flush sends buffered data to the client.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 )
 
@@ -11,19 +12,39 @@ import (
 // OpenAI Realtime API, say) passes through like any other request.
 var websocketHeaders = []string{"Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Protocol", "Sec-Websocket-Extensions"}
 
-// keepUpgrade carries a protocol upgrade over to the upstream request's
+// keepUpgrade carries a WebSocket upgrade over to the upstream request's
 // header h: the Connection and Upgrade that httputil.ReverseProxy put on
 // the outgoing request (it does so only when the caller's Connection
 // header names upgrade) before the gateway replaced its headers, and the
 // caller's Sec-WebSocket-* headers. up is that Upgrade value.
+//
+// Only WebSocket passes (DESIGN §14): an upgrade to any other protocol
+// (h2c, TLS, anything) is a hop-by-hop header like the Connection that
+// names it, and is dropped with it, so that the request goes on as a
+// plain one, which the ReverseProxy then refuses to switch.
 func keepUpgrade(h, in http.Header, up string) {
+	if !websocketUpgrade(up) {
+		return
+	}
 	h["Connection"] = []string{"Upgrade"}
-	h["Upgrade"] = []string{up}
+	h["Upgrade"] = []string{"websocket"}
 	for _, n := range websocketHeaders {
 		if v := in[n]; v != nil {
 			h[n] = v
 		}
 	}
+}
+
+// websocketUpgrade reports whether the Upgrade value up names the
+// protocol token websocket, in any case (RFC 6455 §4.2.1), among the
+// protocols it lists.
+func websocketUpgrade(up string) bool {
+	for tok := range strings.SplitSeq(up, ",") {
+		if strings.EqualFold(strings.TrimSpace(tok), "websocket") {
+			return true
+		}
+	}
+	return false
 }
 
 // upgradedConn is the provider's side of a switched protocol (a 101

@@ -171,3 +171,65 @@ func TestWebSocketRefused(t *testing.T) {
 		t.Errorf("the provider saw %d handshakes, want 1", n)
 	}
 }
+
+// TestUpgradeOnlyWebSocket: a request asking to upgrade to another
+// protocol than WebSocket goes on as a plain request: neither Upgrade nor
+// Connection reach the provider. A WebSocket upgrade named in any case
+// still switches.
+func TestUpgradeOnlyWebSocket(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	for _, proto := range []string{"foo/1.0", "h2c", "TLS/1.2", "websocketx"} {
+		res := e.do("GET", "/v1/models", nil, HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": vk-up",
+			"Connection: Upgrade", "Upgrade: "+proto)
+		if res.StatusCode != 200 {
+			t.Errorf("Upgrade: %s: %d, want the plain request's 200", proto, res.StatusCode)
+		}
+		recv := up.received()
+		h := recv[len(recv)-1].Header
+		if v := h.Values("Upgrade"); len(v) > 0 {
+			t.Errorf("Upgrade: %s reached the provider as %q", proto, v)
+		}
+		for _, v := range h.Values("Connection") {
+			if strings.Contains(strings.ToLower(v), "upgrade") {
+				t.Errorf("Upgrade: %s: the provider got Connection: %s", proto, v)
+			}
+		}
+	}
+
+	// WebSocket, in another case: the upgrade passes and the provider
+	// switches.
+	ws := newCoreUpstream(t, echoUpgrades(t, make(chan struct{}, 1)))
+	e.store.AddVirtualKey(VirtualKey{Slug: "vk-ws", Provider: "openai", APIKey: "sk-ws", BaseURL: ws.URL + "/v1", WorkspaceID: "ws-1"})
+	_, _, res := dialUpgradeAs(t, e.srv.URL, "/v1/realtime", "WebSocket", HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": vk-ws")
+	if res.StatusCode != http.StatusSwitchingProtocols {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("Upgrade: WebSocket: %d %s, want 101", res.StatusCode, b)
+	}
+}
+
+// dialUpgradeAs is dialUpgrade with the Upgrade value given.
+func dialUpgradeAs(t *testing.T, srvURL, path, proto string, headers ...string) (net.Conn, *bufio.Reader, *http.Response) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(srvURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var req strings.Builder
+	req.WriteString("GET " + path + " HTTP/1.1\r\nHost: gateway.test\r\nConnection: Upgrade\r\nUpgrade: " + proto + "\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n")
+	for _, h := range headers {
+		req.WriteString(h + "\r\n")
+	}
+	req.WriteString("\r\n")
+	if _, err := io.WriteString(c, req.String()); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, br, res
+}

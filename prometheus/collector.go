@@ -278,6 +278,40 @@ func (c *Collector) DroppedLogs(g *gateway.Gateway) prom.Collector {
 		func() float64 { return float64(g.DroppedLogs()) })
 }
 
+// AuthFailures returns a collector of the counter
+// <namespace>_unauthenticated_requests_total{code}: the requests g refused
+// because they failed authentication (gateway.Gateway.AuthFailures), read
+// at each scrape. code is missing_api_key or invalid_api_key (the 401 the
+// caller got), or key_store_error (the key store failed: 500). Such
+// requests are no request logs, so the Collector's other series never see
+// them: this counter is how they are seen. Register it once g exists, as
+// DroppedLogs. It panics if g is nil.
+func (c *Collector) AuthFailures(g *gateway.Gateway) prom.Collector {
+	if g == nil {
+		panic("prometheus: AuthFailures of a nil *gateway.Gateway")
+	}
+	return &authFailures{g: g, desc: prom.NewDesc(prom.BuildFQName(c.ns, "", "unauthenticated_requests_total"),
+		"Requests the gateway refused because they failed authentication, by the error code answered; not request logs.",
+		[]string{"code"}, nil)}
+}
+
+// authFailures exports a gateway's AuthFailures.
+type authFailures struct {
+	g    *gateway.Gateway
+	desc *prom.Desc
+}
+
+// Describe implements prometheus.Collector.
+func (a *authFailures) Describe(ch chan<- *prom.Desc) { ch <- a.desc }
+
+// Collect implements prometheus.Collector.
+func (a *authFailures) Collect(ch chan<- prom.Metric) {
+	f := a.g.AuthFailures()
+	ch <- prom.MustNewConstMetric(a.desc, prom.CounterValue, float64(f.Missing), "missing_api_key")
+	ch <- prom.MustNewConstMetric(a.desc, prom.CounterValue, float64(f.Invalid), "invalid_api_key")
+	ch <- prom.MustNewConstMetric(a.desc, prom.CounterValue, float64(f.Error), "key_store_error")
+}
+
 // NewRegistry returns a prometheus.Registry holding the Go runtime
 // collector (go_*) and the process collector (process_*), to which a
 // Collector and its DroppedLogs are then added.

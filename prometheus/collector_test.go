@@ -58,6 +58,7 @@ type env struct {
 	metrics *httptest.Server // Handler(reg)
 	reg     *prom.Registry
 	buf     *gateway.LogBuffer
+	col     *gwprom.Collector
 }
 
 // newEnv starts a gateway with two API keys on a virtual key "openai":
@@ -82,10 +83,11 @@ func newEnv(t *testing.T, opts gwprom.Options) *env {
 	e := &env{buf: &gateway.LogBuffer{}, reg: gwprom.NewRegistry()}
 	opts.Next = e.buf
 	col := gwprom.NewCollector(opts)
+	e.col = col
 	e.reg.MustRegister(col)
 	e.gw = gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Policies: store, LogSink: col})
 	t.Cleanup(func() { e.gw.Close() })
-	e.reg.MustRegister(col.DroppedLogs(e.gw))
+	e.reg.MustRegister(col.DroppedLogs(e.gw), col.AuthFailures(e.gw))
 	e.srv = httptest.NewServer(e.gw)
 	t.Cleanup(e.srv.Close)
 	e.metrics = httptest.NewServer(gwprom.Handler(e.reg))
@@ -116,7 +118,9 @@ func (e *env) chat(t *testing.T, key, model string) int {
 // TestCollectorCountsRequests drives real requests through a gateway and
 // scrapes /metrics: each request is counted once, under the labels of the
 // record the next sink got; its duration is observed under its provider
-// and status class; the rate-limited one is counted as such.
+// and status class; the rate-limited one is counted as such, and the one
+// with a wrong key only as an unauthenticated request (it is no request
+// log).
 //
 // The model and cache status of a record are whatever the gateway filled
 // in, so the expected requests_total is derived from the records; the
@@ -141,8 +145,8 @@ func TestCollectorCountsRequests(t *testing.T) {
 	e.gw.Close() // hands every record to the sink
 
 	recs := e.buf.Query(gateway.LogFilter{})
-	if len(recs) != 6 {
-		t.Fatalf("the next sink got %d records, want 6", len(recs))
+	if len(recs) != 5 {
+		t.Fatalf("the next sink got %d records, want 5 (all but the wrong key's)", len(recs))
 	}
 	want := `
 # HELP gateway_rate_limited_requests_total Requests the gateway refused with 429 under a rate-limits policy.
@@ -154,10 +158,15 @@ gateway_budget_exhausted_requests_total 0
 # HELP gateway_request_logs_dropped_total Request logs the gateway dropped because its log queue was full.
 # TYPE gateway_request_logs_dropped_total counter
 gateway_request_logs_dropped_total 0
+# HELP gateway_unauthenticated_requests_total Requests the gateway refused because they failed authentication, by the error code answered; not request logs.
+# TYPE gateway_unauthenticated_requests_total counter
+gateway_unauthenticated_requests_total{code="invalid_api_key"} 1
+gateway_unauthenticated_requests_total{code="key_store_error"} 0
+gateway_unauthenticated_requests_total{code="missing_api_key"} 0
 ` + requestsTotal(recs)
 	if err := testutil.ScrapeAndCompare(e.metrics.URL, strings.NewReader(want),
-		"gateway_requests_total", "gateway_rate_limited_requests_total",
-		"gateway_budget_exhausted_requests_total", "gateway_request_logs_dropped_total"); err != nil {
+		"gateway_requests_total", "gateway_rate_limited_requests_total", "gateway_budget_exhausted_requests_total",
+		"gateway_request_logs_dropped_total", "gateway_unauthenticated_requests_total"); err != nil {
 		t.Error(err)
 	}
 
@@ -165,7 +174,7 @@ gateway_request_logs_dropped_total 0
 	for labels, want := range map[string]uint64{
 		"provider=openai,status_class=2xx": 3,
 		"provider=openai,status_class=4xx": 1, // no-such-model
-		"provider=,status_class=4xx":       2, // the wrong key and the rate-limited request, refused before routing
+		"provider=,status_class=4xx":       1, // the rate-limited request, refused before routing
 	} {
 		if counts[labels] != want {
 			t.Errorf("request_duration_seconds{%s} count = %d, want %d (all: %v)", labels, counts[labels], want, counts)
@@ -389,7 +398,8 @@ func TestDroppedLogs(t *testing.T) {
 	dropped := col.DroppedLogs(gw)
 
 	get := func() {
-		r := httptest.NewRequest("GET", "/v1/models", nil) // 401: no key
+		r := httptest.NewRequest("GET", "/v1/models", nil) // 400: no provider
+		r.Header.Set(gateway.HeaderAPIKey, memberKey)
 		gw.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	get()
@@ -399,6 +409,33 @@ func TestDroppedLogs(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(dropped); got != 2 {
 		t.Errorf("request_logs_dropped_total = %v, want 2", got)
+	}
+}
+
+// TestAuthFailures: requests that fail authentication are counted by
+// AuthFailures, by the code the caller got, and never reach the
+// Collector's request series nor the next sink: they are no request logs.
+func TestAuthFailures(t *testing.T) {
+	e := newEnv(t, gwprom.Options{})
+	for _, key := range []string{"", "gw-wrong", "gw-wrong-again", memberKey} {
+		e.chat(t, key, "gpt-4o")
+	}
+	e.gw.Close() // hands every queued record to the collector
+	want := `
+# HELP gateway_unauthenticated_requests_total Requests the gateway refused because they failed authentication, by the error code answered; not request logs.
+# TYPE gateway_unauthenticated_requests_total counter
+gateway_unauthenticated_requests_total{code="invalid_api_key"} 2
+gateway_unauthenticated_requests_total{code="key_store_error"} 0
+gateway_unauthenticated_requests_total{code="missing_api_key"} 1
+`
+	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), "gateway_unauthenticated_requests_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(e.col, "gateway_requests_total"); n != 1 {
+		t.Errorf("gateway_requests_total has %d series, want the authenticated request's alone", n)
+	}
+	if recs := e.buf.Query(gateway.LogFilter{}); len(recs) != 1 || recs[0].Status != 200 {
+		t.Errorf("the next sink got %+v, want the authenticated request's record alone", recs)
 	}
 }
 

@@ -9,7 +9,7 @@
 //	col := prometheus.NewCollector(prometheus.Options{Next: sink})
 //	reg.MustRegister(col)
 //	gw := gateway.New(gateway.Options{LogSink: col, ...})
-//	reg.MustRegister(col.DroppedLogs(gw))
+//	reg.MustRegister(col.DroppedLogs(gw), col.AuthFailures(gw))
 //	admin.Handle("/metrics", prometheus.Handler(reg))
 //
 // The series, with the default namespace "gateway":
@@ -23,12 +23,20 @@
 //	gateway_rate_limited_requests_total                                    counter
 //	gateway_budget_exhausted_requests_total                                counter
 //	gateway_request_logs_dropped_total                                     counter (Collector.DroppedLogs)
+//	gateway_unauthenticated_requests_total{code}                           counter (Collector.AuthFailures)
 //
 // status_class is 1xx, 2xx, 3xx, 4xx or 5xx, or 499 for a request whose
 // caller went away before the answer, kept apart from the 4xx the
 // gateway answered. cache_status is the
 // x-gateway-cache-status of the answer (HIT, MISS, REFRESH, DISABLED), or
 // empty for a request refused before it was routed.
+//
+// A request that failed authentication (no key, an unknown, disabled or
+// expired one) is no request log: the gateway hands it to no LogSink, so
+// the series above never count it, and an anonymous flood cannot crowd
+// real records out of the log queue. gateway_unauthenticated_requests_total
+// counts those requests by the code the caller got (missing_api_key,
+// invalid_api_key, key_store_error).
 //
 // # Cardinality
 //

@@ -96,15 +96,22 @@
 //
 // Standard output carries one JSON line per request (trace id, key id,
 // provider, status, latency, bytes; never a credential), unless
-// -request-log off turns it off; a line costs about 3 µs of CPU.
+// -request-log off turns it off; a line costs about 3 µs of CPU. A
+// request that fails authentication (no key, a wrong or expired one) has
+// no line and no stored record: it is counted in /metrics
+// (gateway_unauthenticated_requests_total), so that anonymous traffic
+// cannot fill the database nor crowd real records out of the log queue.
 // -log-bodies also keeps, in each stored record, the request's body and
 // its answer's (GET /logs/{id} shows them): the first -log-body-max
 // bytes of each (default 16384), credentials redacted (headers are never
 // kept; the values of names such as api_key, password, secret, token and
-// authorization in JSON and form bodies are "[REDACTED]"). It is off by
-// default: bodies carry what callers send their models.
+// authorization in JSON and form bodies are "[REDACTED]", and so is every
+// copy of a credential the gateway sent the provider, should its answer
+// echo it). It is off by default: bodies carry what callers send their
+// models.
 // -admin-addr serves /metrics (Prometheus: requests, durations, tokens,
-// cost, refusals, dropped logs, the Go runtime) and /debug/pprof/ on a
+// cost, refusals, unauthenticated requests, dropped logs, the Go
+// runtime) and /debug/pprof/ on a
 // listener of its own; it asks for no key, so keep it on a private
 // address. -prices FILE replaces the built-in price table that gives
 // each request log its cost. -otel-endpoint URL (an OpenTelemetry

@@ -12,8 +12,8 @@ import (
 
 // gatewayMetrics is what /metrics of the admin listener serves: the
 // request logs counted by a prometheus Collector (which passes each on to
-// the -request-log sink), the gateway's dropped logs, and the Go runtime
-// and process collectors.
+// the -request-log sink), the gateway's dropped logs and requests that
+// failed authentication, and the Go runtime and process collectors.
 type gatewayMetrics struct {
 	reg       *prometheus.Registry
 	collector *gwprom.Collector
@@ -27,9 +27,10 @@ func newGatewayMetrics(next gateway.LogSink) *gatewayMetrics {
 	return m
 }
 
-// watch adds g's own counters (dropped request logs).
+// watch adds g's own counters (dropped request logs, requests refused
+// for failing authentication).
 func (m *gatewayMetrics) watch(g *gateway.Gateway) {
-	m.reg.MustRegister(m.collector.DroppedLogs(g))
+	m.reg.MustRegister(m.collector.DroppedLogs(g), m.collector.AuthFailures(g))
 }
 
 // handler serves the metrics in Prometheus's text format; nil m serves 404.

@@ -11,7 +11,8 @@ import (
 
 // TestRunMetrics: with -admin-addr, /metrics on the admin listener counts
 // the gateway's requests, priced by the -prices table, and the request
-// log line still goes to standard output.
+// log line still goes to standard output; a request with a wrong key is
+// counted as unauthenticated, with no log line.
 func TestRunMetrics(t *testing.T) {
 	t.Setenv("GATEWAY_API_KEY", "gw-metrics-key")
 	prices := filepath.Join(t.TempDir(), "prices.json")
@@ -23,7 +24,18 @@ func TestRunMetrics(t *testing.T) {
 	admin := adminRE.FindStringSubmatch(r.stderr.wait(t, "admin line", r.done, adminRE.MatchString))[1]
 	line := r.stderr.wait(t, "curl command", r.done, func(s string) bool { return strings.HasPrefix(s, "curl ") })
 	req := curlRequest(t, shellWords(t, line, map[string]string{"GATEWAY_API_KEY": "gw-metrics-key"}))
-	res, err := http.DefaultClient.Do(req)
+	// A request with a wrong key first: counted, not a log line.
+	bad := curlRequest(t, shellWords(t, line, map[string]string{"GATEWAY_API_KEY": "gw-wrong-key"}))
+	res, err := http.DefaultClient.Do(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, res)
+	badTrace := res.Header.Get("x-gateway-trace-id")
+	if res.StatusCode != 401 || badTrace == "" {
+		t.Fatalf("wrong key: %d, trace %q", res.StatusCode, badTrace)
+	}
+	res, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,15 +44,20 @@ func TestRunMetrics(t *testing.T) {
 	if res.StatusCode != 200 || rec.Status != 200 {
 		t.Fatalf("demo request: %d, log line %+v", res.StatusCode, rec)
 	}
+	if out := r.stdout.String(); strings.Contains(out, badTrace) { // lines come in the order requests end
+		t.Errorf("the wrong key's request has a log line:\n%s", out)
+	}
 	res, err = http.Get(admin + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := readAll(t, res)
 	for _, want := range []string{
-		`gateway_requests_total{cache_status="",model=`,
+		`gateway_requests_total{cache_status="DISABLED",model=`, // the x-gateway-cache-status the caller got
 		`status_class="2xx"} 1`,
 		`gateway_request_logs_dropped_total 0`,
+		`gateway_unauthenticated_requests_total{code="invalid_api_key"} 1`,
+		`gateway_unauthenticated_requests_total{code="missing_api_key"} 0`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(body, want) {
