@@ -58,7 +58,7 @@ func startServer(t *testing.T, bin string, config any) string {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-config", path, "-drain", "0s", "-grace", "5s")
-	cmd.Dir = t.TempDir() // where its default database, gateway.db, goes
+	cmd.Dir = t.TempDir()   // where its default database, gateway.db, goes
 	cmd.Stdout = io.Discard // one JSON line per request
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
