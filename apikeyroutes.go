@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -174,6 +176,9 @@ func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store API
 	if k.ExpiresAt, err = expiresAt(c.ExpiresAt, now); err != nil {
 		return err
 	}
+	if err := passOnLimits(r.Context(), store, id, &k); err != nil {
+		return err
+	}
 	plain := newGatewayKey()
 	k.Digest = HashAPIKey(plain)
 	if err := store.CreateAPIKey(r.Context(), &k); err != nil {
@@ -233,6 +238,50 @@ func (g *Gateway) getAPIKey(w http.ResponseWriter, r *http.Request, store APIKey
 	}
 	writeJSON(w, http.StatusOK, k.wire())
 	return nil
+}
+
+// passOnLimits makes a key created by a key that carries rate_limits,
+// usage_limits or an expiry carry them too: a key may not lift its own
+// limits (DESIGN §14), so neither may it mint an unlimited twin. Absent
+// limits are the creator's and other ones are refused (403 naming the
+// field); the new key expires no later than its creator. A creator the
+// store does not hold (a key the host authenticates some other way) passes
+// nothing on.
+func passOnLimits(ctx context.Context, store APIKeyStore, id Identity, k *APIKey) error {
+	if id.KeyID == "" {
+		return nil
+	}
+	creator, err := store.APIKeyByID(ctx, id.KeyID)
+	if errors.Is(err, ErrNotFound) || err == nil && creator == nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name      string
+		own, made *json.RawMessage
+	}{{"rate_limits", &creator.RateLimits, &k.RateLimits}, {"usage_limits", &creator.UsageLimits, &k.UsageLimits}} {
+		switch {
+		case len(*f.own) == 0:
+		case len(*f.made) == 0:
+			*f.made = bytes.Clone(*f.own)
+		case !sameJSON(*f.own, *f.made):
+			return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: f.name,
+				Message: "a key with " + f.name + " creates keys only with the same " + f.name}
+		}
+	}
+	if !creator.ExpiresAt.IsZero() && (k.ExpiresAt.IsZero() || k.ExpiresAt.After(creator.ExpiresAt)) {
+		k.ExpiresAt = creator.ExpiresAt
+	}
+	return nil
+}
+
+// sameJSON reports whether a and b are the same JSON text but for
+// insignificant white space.
+func sameJSON(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // changeAPIKey reads key kid, lets change alter it and writes it back,

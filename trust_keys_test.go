@@ -346,3 +346,50 @@ func TestUsageLimitsPolicyNameBounds(t *testing.T) {
 	cpWant(e, 200, coreAdminKey, "POST", "/v1/policies/usage-limits", body, &p)
 	cpErr(e, 400, coreAdminKey, "PUT", "/v1/policies/usage-limits/"+p.ID, `{"name":"a\u001bb"}`, "name", policyCodeInvalid)
 }
+
+// TestAPIKeysPassOnLimits: a key with limits and an expiry cannot mint an
+// unlimited twin: what it creates carries its rate_limits and
+// usage_limits and expires no later than it does.
+func TestAPIKeysPassOnLimits(t *testing.T) {
+	e := newAKEnv(t)
+	exp := time.Now().Add(24 * time.Hour).UTC().Truncate(time.Second)
+	var c akCreated
+	e.want(200, coreAdminKey, "POST", "/v1/api-keys/workspace/service", `{"name":"limited",
+		"scopes":["api_keys.read","api_keys.write","completions.write"],
+		"rate_limits":[{"type":"requests","unit":"rpm","value":10}],"usage_limits":{"type":"cost","credit_limit":1},
+		"expires_at":"`+exp.Format(time.RFC3339)+`"}`, &c)
+
+	var twin akCreated
+	e.want(200, c.Key, "POST", "/v1/api-keys/workspace/service", `{"name":"twin","scopes":["completions.write"]}`, &twin)
+	var got akObject
+	e.want(200, coreAdminKey, "GET", "/v1/api-keys/"+twin.ID, "", &got)
+	if !strings.Contains(string(got.RateLimits), `"value":10`) || !strings.Contains(string(got.UsageLimits), `"credit_limit":1`) ||
+		!got.ExpiresAt.Equal(exp) {
+		t.Fatalf("a key made by a limited key: %+v, want its creator's limits and expiry", got)
+	}
+
+	later := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
+	e.want(200, c.Key, "POST", "/v1/api-keys/workspace/service", `{"name":"later","scopes":["completions.write"],
+		"expires_at":"`+later+`"}`, &twin)
+	var laterGot akObject
+	e.want(200, coreAdminKey, "GET", "/v1/api-keys/"+twin.ID, "", &laterGot)
+	if !laterGot.ExpiresAt.Equal(exp) {
+		t.Errorf("expires_at %v, want the creator's %v", laterGot.ExpiresAt, exp)
+	}
+	e.wantPermission("rate_limits", c.Key, "POST", "/v1/api-keys/workspace/service",
+		`{"name":"wide","scopes":["completions.write"],"rate_limits":[{"type":"requests","unit":"rpm","value":1000}]}`)
+	e.wantPermission("usage_limits", c.Key, "POST", "/v1/api-keys/workspace/service",
+		`{"name":"rich","scopes":["completions.write"],"usage_limits":{"type":"cost","credit_limit":1000}}`)
+	// The same limits, written otherwise, are the same.
+	e.want(200, c.Key, "POST", "/v1/api-keys/workspace/service", `{"name":"same","scopes":["completions.write"],
+		"rate_limits":[ {"type":"requests", "unit":"rpm", "value":10} ]}`, &twin)
+
+	// A key without limits passes none on.
+	var free akCreated
+	e.want(200, coreAdminKey, "POST", "/v1/api-keys/workspace/service", `{"name":"free","scopes":["completions.write"]}`, &free)
+	var freeGot akObject
+	e.want(200, coreAdminKey, "GET", "/v1/api-keys/"+free.ID, "", &freeGot)
+	if len(freeGot.RateLimits) != 0 || len(freeGot.UsageLimits) != 0 || !freeGot.ExpiresAt.IsZero() {
+		t.Errorf("a key made by an unlimited admin: %+v, want no limits", freeGot)
+	}
+}
