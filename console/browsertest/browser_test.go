@@ -224,8 +224,17 @@ func testConsole(t *testing.T, backend string) {
 		do(t, ctx, "filter",
 			chromedp.Navigate(base+"/console/logs"),
 			chromedp.WaitVisible(chromedp.ID("f-trace")),
-			chromedp.SendKeys(chromedp.ID("f-trace"), "bt-3"),
-			chromedp.Submit(chromedp.ID("f-trace")),
+			chromedp.SendKeys(chromedp.ID("f-trace"), "bt-3"))
+		// The URL the form submits to, opened with Navigate, which waits
+		// for the page: the unfiltered page shows bt-3 too, so waiting for
+		// it after a Submit could count the rows (and open the next page)
+		// while the form's navigation is still under way.
+		filtered := run(t, ctx, "the form's URL", chromedp.Evaluate[string](
+			`(f => f.action + "?" + new URLSearchParams(new FormData(f)))(document.getElementById("f-trace").form)`))
+		if !strings.Contains(filtered, "bt-3") {
+			t.Fatalf("the filter form submits to %q, without the trace id", filtered)
+		}
+		do(t, ctx, "filtered", chromedp.Navigate(filtered),
 			chromedp.WaitVisible(chromedp.CSS(`a[title="Requests of trace bt-3"]`)))
 		n := run(t, ctx, "rows", chromedp.Evaluate[int](`document.querySelectorAll('tbody a[href^="/console/logs/"]').length`))
 		if n != 1 {
