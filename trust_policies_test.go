@@ -276,3 +276,43 @@ func TestUsageLimitsPoliciesOrganisationKey(t *testing.T) {
 		t.Errorf("audit records:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestOrganisationPolicyListFallback: over stores that cannot list every
+// workspace's policies, an organisation key's list shows those of the
+// workspaces Options.Workspaces registers.
+func TestOrganisationPolicyListFallback(t *testing.T) {
+	e := newULEnv(t, nil, func(o *Options) {
+		o.Policies = struct{ PolicyStore }{o.Policies}
+		o.UsageLimits = struct{ UsageLimitsStore }{o.UsageLimits}
+	})
+	e.store.AddAPIKey(APIKey{ID: "key-pol-org", Digest: HashAPIKey(polOrg), Type: KeyOrganisation, Role: RoleAdmin})
+	for _, ws := range []string{"ws-1", "ws-2"} {
+		e.want(200, polOrg, "POST", "/v1/admin/workspaces", `{"name":"`+ws+`","slug":"`+ws+`"}`, nil)
+	}
+	for _, base := range []string{"/v1/policies/rate-limits", "/v1/policies/usage-limits"} {
+		var ids []string
+		for _, ws := range []string{"ws-1", "ws-2", "ws-unregistered"} {
+			var c struct{ ID string }
+			e.want(200, polOrg, "POST", base, policyBodyFor(base, ws), &c)
+			ids = append(ids, c.ID+":"+ws)
+		}
+		var l policyList
+		e.want(200, polOrg, "GET", base, "", &l)
+		if l.Total != 2 || l.ids() != ids[0]+" "+ids[1] {
+			t.Errorf("%s: organisation list %q, want %q", base, l.ids(), ids[:2])
+		}
+		e.want(200, polOrg, "GET", base+"?workspace_id=ws-unregistered", "", &l)
+		if l.Total != 1 || l.ids() != ids[2] {
+			t.Errorf("%s: list of ws-unregistered %q, want %q", base, l.ids(), ids[2])
+		}
+	}
+}
+
+// policyBodyFor is a create body of the policy route base for workspace ws.
+func policyBodyFor(base, ws string) string {
+	common := `"conditions":[{"key":"workspace_id","value":"` + ws + `"}],"group_by":[{"key":"api_key"}],"workspace_id":"` + ws + `"`
+	if strings.HasSuffix(base, "rate-limits") {
+		return `{` + common + `,"type":"tokens","unit":"rpd","value":10}`
+	}
+	return `{` + common + `,"type":"tokens","credit_limit":10}`
+}
