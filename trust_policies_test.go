@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -50,12 +51,17 @@ type policyList struct {
 	Total int
 }
 
-// ids returns "id:workspace" of each listed policy, joined by spaces.
+// ids returns "id:workspace" of each listed policy, ordered by
+// workspace (policies made in the same millisecond are listed by id),
+// joined by spaces.
 func (l policyList) ids() string {
 	var s []string
 	for _, p := range l.Data {
 		s = append(s, p.ID+":"+p.WorkspaceID)
 	}
+	slices.SortFunc(s, func(a, b string) int {
+		return strings.Compare(a[strings.IndexByte(a, ':'):], b[strings.IndexByte(b, ':'):])
+	})
 	return strings.Join(s, " ")
 }
 
