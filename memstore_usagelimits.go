@@ -31,6 +31,24 @@ func (s *MemoryStore) UsageLimitsPolicies(_ context.Context, workspaceID string)
 	return out, nil
 }
 
+// AllUsageLimitsPolicies implements AllUsageLimitsLister: every policy,
+// ordered by CreatedAt then ID.
+func (s *MemoryStore) AllUsageLimitsPolicies(_ context.Context) ([]UsageLimitsPolicy, error) {
+	s.mu.RLock()
+	out := make([]UsageLimitsPolicy, 0, len(s.budgets))
+	for _, p := range s.budgets {
+		out = append(out, *p)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt != out[j].CreatedAt {
+			return out[i].CreatedAt < out[j].CreatedAt
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
 // UsageLimitsPolicy implements UsageLimitsStore: a copy.
 func (s *MemoryStore) UsageLimitsPolicy(_ context.Context, id string) (*UsageLimitsPolicy, error) {
 	s.mu.RLock()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,9 +37,14 @@ const (
 //	DELETE /policies/rate-limits/{id}  delete → 200 {}
 //
 // A key needs the policies.read scope to read and policies.write to change
-// (the admin role holds both; others get 403), and each key
-// sees only the policies of its own workspace: another workspace's policy
-// is a 404, as if it did not exist. Without Options.Policies every call by
+// (the admin role holds both; others get 403). A workspace key sees only
+// the policies of its own workspace: another workspace's policy is a 404,
+// as if it did not exist. An organisation key acts on the policies of
+// every workspace (DESIGN §9): it names the workspace of a new policy with
+// workspace_id in the body, lists every workspace's policies or those of
+// workspace_id in the query, and the audit record of a write names the
+// policy's workspace. The operator's policies, of no workspace, are out of
+// every key's reach. Without Options.Policies every call by
 // an admin is a 404 saying that policies are not enabled. Requests to the
 // control plane are never rate-limited by policies.
 func (g *Gateway) servePolicies(w http.ResponseWriter, r *http.Request) {
@@ -97,21 +103,130 @@ func policyNotFound(pid string) *Error {
 		Message: "no rate-limits policy " + pid}
 }
 
-// lookupPolicy returns the policy pid of the caller's workspace. The
-// operator's policies, of no workspace, are not found.
-func lookupPolicy(ctx context.Context, store PolicyStore, id Identity, pid string) (*RateLimitsPolicy, error) {
-	p, err := store.Policy(ctx, pid)
-	if errors.Is(err, ErrNotFound) || err == nil && (p == nil || p.WorkspaceID == "" || p.WorkspaceID != id.WorkspaceID) {
+// lookupPolicy returns the policy pid of the caller's workspace, or of
+// any workspace for an organisation key, whose audit record then names
+// the policy's workspace. The operator's policies, of no workspace, are
+// not found.
+func lookupPolicy(r *http.Request, store PolicyStore, id Identity, pid string) (*RateLimitsPolicy, error) {
+	p, err := store.Policy(r.Context(), pid)
+	if errors.Is(err, ErrNotFound) || err == nil && (p == nil || !id.actsIn(p.WorkspaceID)) {
 		return nil, policyNotFound(pid)
 	}
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	if id.Type == KeyOrganisation {
+		auditActedIn(r, p.WorkspaceID)
+	}
+	return p, nil
+}
+
+// actsIn reports whether a policy of workspace ws is within the reach of
+// the key id: any workspace's for an organisation key, its own for a
+// workspace key, never the operator's (ws empty).
+func (id Identity) actsIn(ws string) bool {
+	return ws != "" && (id.Type == KeyOrganisation || ws == id.WorkspaceID)
+}
+
+// policyListWorkspace returns the workspace whose policies a list shows:
+// the workspace_id of the query, or the key's own; "" for every workspace
+// (an organisation key naming none; a workspace key of no workspace, which
+// the caller's filter leaves with nothing). A workspace key naming another
+// workspace is a 403.
+func policyListWorkspace(id Identity, q url.Values) (string, error) {
+	ws, err := workspaceParam(q)
+	if err != nil {
+		return "", err
+	}
+	if id.Type == KeyOrganisation {
+		return ws, nil
+	}
+	if ws != "" && ws != id.WorkspaceID {
+		return "", &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "workspace_id",
+			Message: "a key may list policies only in its own workspace"}
+	}
+	return id.WorkspaceID, nil
+}
+
+// policyCreateWorkspace returns the workspace of a policy created by id
+// with workspace_id named in the body: named, required of an organisation
+// key (400 naming workspace_id), or the key's own (403 for another one).
+func policyCreateWorkspace(id Identity, named string) (string, error) {
+	switch {
+	case id.Type == KeyOrganisation && named == "":
+		return "", policyInvalid("workspace_id", "workspace_id is required: an organisation key names the workspace of the policy")
+	case id.Type == KeyOrganisation:
+		if err := checkLabel("workspace_id", named); err != nil {
+			return "", err
+		}
+		return named, nil
+	case id.WorkspaceID == "":
+		// Its policy would have no workspace: the operator's kind, which
+		// applies to every workspace.
+		return "", &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
+			Message: "a key without a workspace cannot create policies"}
+	case named != "" && named != id.WorkspaceID:
+		return "", &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "workspace_id",
+			Message: "a key may create policies only in its own workspace"}
+	}
+	return id.WorkspaceID, nil
+}
+
+// AllPoliciesLister is an optional capability of a PolicyStore, found by
+// type assertion: AllPolicies returns the policies of every workspace
+// (and of none), for an organisation key's list. MemoryStore and
+// sqlstore.Store implement it. Without it, such a list shows the policies
+// of the workspaces Options.Workspaces registers.
+type AllPoliciesLister interface {
+	AllPolicies(ctx context.Context) ([]RateLimitsPolicy, error)
+}
+
+// listablePolicies returns the policies a list of workspace ws ("" for
+// every workspace) looks through; the caller filters them.
+func (g *Gateway) listablePolicies(ctx context.Context, store PolicyStore, ws string) ([]RateLimitsPolicy, error) {
+	if ws != "" {
+		return store.Policies(ctx, ws)
+	}
+	if l, ok := store.(AllPoliciesLister); ok {
+		return l.AllPolicies(ctx)
+	}
+	var all []RateLimitsPolicy
+	err := g.eachWorkspace(ctx, func(ws string) error {
+		ps, err := store.Policies(ctx, ws)
+		for _, p := range ps {
+			if p.WorkspaceID == ws {
+				all = append(all, p)
+			}
+		}
+		return err
+	})
+	sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt < all[j].CreatedAt })
+	return all, err
+}
+
+// eachWorkspace calls f with the id of every workspace Options.Workspaces
+// registers (none without it).
+func (g *Gateway) eachWorkspace(ctx context.Context, f func(ws string) error) error {
+	if g.opts.Workspaces == nil {
+		return nil
+	}
+	wss, err := g.opts.Workspaces.Workspaces(ctx)
+	if err != nil {
+		return err
+	}
+	for _, w := range wss {
+		if err := f(w.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (g *Gateway) listPolicies(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity) error {
 	q := r.URL.Query()
-	if ws, ok := q["workspace_id"]; ok && (len(ws) != 1 || ws[0] != id.WorkspaceID) {
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "workspace_id",
-			Message: "a key may list policies only in its own workspace"}
+	ws, err := policyListWorkspace(id, q)
+	if err != nil {
+		return err
 	}
 	status, err := policyEnum(q, "status", PolicyActive, PolicyActive, PolicyArchived)
 	if err != nil {
@@ -133,14 +248,14 @@ func (g *Gateway) listPolicies(w http.ResponseWriter, r *http.Request, store Pol
 	if err != nil {
 		return err
 	}
-	all, err := store.Policies(r.Context(), id.WorkspaceID)
+	all, err := g.listablePolicies(r.Context(), store, ws)
 	if err != nil {
 		return err
 	}
 	data := make([]RateLimitsPolicy, 0, min(len(all), size))
 	total := 0
 	for _, p := range all {
-		if p.WorkspaceID == "" || p.WorkspaceID != id.WorkspaceID || p.Status != status || typ != "" && p.Type != typ || unit != "" && p.Unit != unit {
+		if !id.actsIn(p.WorkspaceID) || ws != "" && p.WorkspaceID != ws || p.Status != status || typ != "" && p.Type != typ || unit != "" && p.Unit != unit {
 			continue
 		}
 		if total >= page*size && len(data) < size {
@@ -191,7 +306,7 @@ func (g *Gateway) getPolicy(w http.ResponseWriter, r *http.Request, store Policy
 	if err != nil {
 		return err
 	}
-	p, err := lookupPolicy(r.Context(), store, id, pid)
+	p, err := lookupPolicy(r, store, id, pid)
 	if err != nil {
 		return err
 	}
@@ -218,11 +333,10 @@ type policyCreate struct {
 }
 
 func (g *Gateway) createPolicy(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity) error {
-	if id.WorkspaceID == "" {
-		// Its policy would have no workspace: the operator's kind, which
-		// applies to every workspace.
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
-			Message: "a key without a workspace cannot create policies"}
+	if id.Type != KeyOrganisation {
+		if _, err := policyCreateWorkspace(id, ""); err != nil {
+			return err // a workspace key of no workspace: refused before its body is read
+		}
 	}
 	data, err := g.readPolicyBody(w, r)
 	if err != nil {
@@ -246,9 +360,10 @@ func (g *Gateway) createPolicy(w http.ResponseWriter, r *http.Request, store Pol
 		return policyInvalid("value", "value is required")
 	case c.OrganisationID != "" && !uuidRE.MatchString(c.OrganisationID):
 		return policyInvalid("organisation_id", "organisation_id must be a UUID")
-	case c.WorkspaceID != "" && c.WorkspaceID != id.WorkspaceID:
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "workspace_id",
-			Message: "a key may create policies only in its own workspace"}
+	}
+	ws, err := policyCreateWorkspace(id, c.WorkspaceID)
+	if err != nil {
+		return err
 	}
 	now := policyNow()
 	p := RateLimitsPolicy{
@@ -259,7 +374,7 @@ func (g *Gateway) createPolicy(w http.ResponseWriter, r *http.Request, store Pol
 		Unit:           c.Unit,
 		Value:          *c.Value,
 		Status:         PolicyActive,
-		WorkspaceID:    id.WorkspaceID,
+		WorkspaceID:    ws,
 		OrganisationID: c.OrganisationID,
 		CreatedAt:      now,
 		LastUpdatedAt:  now,
@@ -273,7 +388,7 @@ func (g *Gateway) createPolicy(w http.ResponseWriter, r *http.Request, store Pol
 	if e := p.check(); e != nil {
 		return e
 	}
-	auditActedIn(r, p.WorkspaceID) // the caller's: a policy of another workspace is refused above
+	auditActedIn(r, p.WorkspaceID) // the caller's, or the one an organisation key named
 	if err := store.PutPolicy(r.Context(), &p); err != nil {
 		return err
 	}
@@ -346,7 +461,7 @@ func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store Pol
 			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
 				Message: "policy " + pid + " kept changing during the update; try again"}
 		}
-		p, err := lookupPolicy(ctx, store, id, pid)
+		p, err := lookupPolicy(r, store, id, pid)
 		if err != nil {
 			return err
 		}
@@ -397,7 +512,7 @@ func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store Pol
 const maxPolicySwaps = 16
 
 func (g *Gateway) deletePolicy(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity, pid string) error {
-	if _, err := lookupPolicy(r.Context(), store, id, pid); err != nil {
+	if _, err := lookupPolicy(r, store, id, pid); err != nil {
 		return err
 	}
 	if err := store.DeletePolicy(r.Context(), pid); err != nil {

@@ -297,6 +297,24 @@ func (s *MemoryStore) Policies(_ context.Context, workspaceID string) ([]RateLim
 	return out, nil
 }
 
+// AllPolicies implements AllPoliciesLister: every policy, ordered by
+// creation time.
+func (s *MemoryStore) AllPolicies(_ context.Context) ([]RateLimitsPolicy, error) {
+	s.mu.RLock()
+	out := make([]RateLimitsPolicy, 0, len(s.policies))
+	for _, p := range s.policies {
+		out = append(out, *p)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt != out[j].CreatedAt {
+			return out[i].CreatedAt < out[j].CreatedAt
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
 // Policy implements PolicyStore.
 func (s *MemoryStore) Policy(_ context.Context, id string) (*RateLimitsPolicy, error) {
 	s.mu.RLock()

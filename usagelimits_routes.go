@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sort"
 	"strings"
 )
 
@@ -28,8 +29,12 @@ const usageObject = "policy_usage_limits"
 //	PUT    /policies/usage-limits/{id}/entities/{e}/reset reset an entity's usage → 200 {}
 //
 // Scopes are those of the rate-limits routes: policies.read to read,
-// policies.write to change. A key sees only the policies of its own
-// workspace: another workspace's policy is a 404. Without
+// policies.write to change. A workspace key sees only the policies of its
+// own workspace: another workspace's policy is a 404. An organisation key
+// acts on every workspace's, as on the rate-limits routes: workspace_id in
+// the body of a create (required), in the query of a list (every
+// workspace without it), and the audit record names the policy's
+// workspace. Without
 // Options.UsageLimits every call by an admin is a 404 saying that
 // usage-limits policies are not enabled.
 func (g *Gateway) serveUsageLimits(w http.ResponseWriter, r *http.Request) {
@@ -100,20 +105,57 @@ func usageNotFound(pid string) *Error {
 		Message: "no usage-limits policy " + pid}
 }
 
-// lookupUsageLimits returns the policy pid of the caller's workspace.
-func lookupUsageLimits(ctx context.Context, store UsageLimitsStore, id Identity, pid string) (*UsageLimitsPolicy, error) {
-	p, err := store.UsageLimitsPolicy(ctx, pid)
-	if errors.Is(err, ErrNotFound) || err == nil && (p == nil || p.WorkspaceID == "" || p.WorkspaceID != id.WorkspaceID) {
+// lookupUsageLimits returns the policy pid of the caller's workspace, or
+// of any workspace for an organisation key, whose audit record then names
+// the policy's workspace.
+func lookupUsageLimits(r *http.Request, store UsageLimitsStore, id Identity, pid string) (*UsageLimitsPolicy, error) {
+	p, err := store.UsageLimitsPolicy(r.Context(), pid)
+	if errors.Is(err, ErrNotFound) || err == nil && (p == nil || !id.actsIn(p.WorkspaceID)) {
 		return nil, usageNotFound(pid)
 	}
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	if id.Type == KeyOrganisation {
+		auditActedIn(r, p.WorkspaceID)
+	}
+	return p, nil
+}
+
+// AllUsageLimitsLister is an optional capability of a UsageLimitsStore,
+// found by type assertion: AllUsageLimitsPolicies returns the policies of
+// every workspace, for an organisation key's list; callers must not
+// modify them. MemoryStore and sqlstore.Store implement it. Without it,
+// such a list shows the policies of the workspaces Options.Workspaces
+// registers.
+type AllUsageLimitsLister interface {
+	AllUsageLimitsPolicies(ctx context.Context) ([]UsageLimitsPolicy, error)
+}
+
+// listableUsageLimits returns the policies a list of workspace ws ("" for
+// every workspace) looks through; the caller filters them.
+func (g *Gateway) listableUsageLimits(ctx context.Context, store UsageLimitsStore, ws string) ([]UsageLimitsPolicy, error) {
+	if ws != "" {
+		return store.UsageLimitsPolicies(ctx, ws)
+	}
+	if l, ok := store.(AllUsageLimitsLister); ok {
+		return l.AllUsageLimitsPolicies(ctx)
+	}
+	var all []UsageLimitsPolicy
+	err := g.eachWorkspace(ctx, func(ws string) error {
+		ps, err := store.UsageLimitsPolicies(ctx, ws)
+		all = append(all, ps...)
+		return err
+	})
+	sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt < all[j].CreatedAt })
+	return all, err
 }
 
 func (g *Gateway) listUsageLimits(w http.ResponseWriter, r *http.Request, store UsageLimitsStore, id Identity) error {
 	q := r.URL.Query()
-	if ws, ok := q["workspace_id"]; ok && (len(ws) != 1 || ws[0] != id.WorkspaceID) {
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "workspace_id",
-			Message: "a key may list policies only in its own workspace"}
+	ws, err := policyListWorkspace(id, q)
+	if err != nil {
+		return err
 	}
 	status, err := policyEnum(q, "status", PolicyActive, PolicyActive, PolicyArchived)
 	if err != nil {
@@ -129,15 +171,15 @@ func (g *Gateway) listUsageLimits(w http.ResponseWriter, r *http.Request, store 
 	}
 	data := []usageLimitsWire{}
 	total := 0
-	if id.WorkspaceID != "" {
-		all, err := store.UsageLimitsPolicies(r.Context(), id.WorkspaceID)
+	if id.Type == KeyOrganisation || id.WorkspaceID != "" {
+		all, err := g.listableUsageLimits(r.Context(), store, ws)
 		if err != nil {
 			return err
 		}
 		now := g.clock()
 		for i := range all {
 			p := &all[i]
-			if p.WorkspaceID != id.WorkspaceID || p.Status != status || typ != "" && p.Type != typ {
+			if !id.actsIn(p.WorkspaceID) || ws != "" && p.WorkspaceID != ws || p.Status != status || typ != "" && p.Type != typ {
 				continue
 			}
 			if total >= page*size && len(data) < size {
@@ -164,7 +206,7 @@ func (g *Gateway) getUsageLimits(w http.ResponseWriter, r *http.Request, store U
 	if err != nil {
 		return err
 	}
-	p, err := lookupUsageLimits(r.Context(), store, id, pid)
+	p, err := lookupUsageLimits(r, store, id, pid)
 	if err != nil {
 		return err
 	}
@@ -203,9 +245,10 @@ type usageCreate struct {
 }
 
 func (g *Gateway) createUsageLimits(w http.ResponseWriter, r *http.Request, store UsageLimitsStore, id Identity) error {
-	if id.WorkspaceID == "" {
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
-			Message: "a key without a workspace cannot create policies"}
+	if id.Type != KeyOrganisation {
+		if _, err := policyCreateWorkspace(id, ""); err != nil {
+			return err // a workspace key of no workspace: refused before its body is read
+		}
 	}
 	data, err := g.readPolicyBody(w, r)
 	if err != nil {
@@ -233,13 +276,14 @@ func (g *Gateway) createUsageLimits(w http.ResponseWriter, r *http.Request, stor
 		return policyInvalid("periodic_reset_days", "periodic_reset_days must be an integer from 1 to 365, or null")
 	case c.OrganisationID != "" && !uuidRE.MatchString(c.OrganisationID):
 		return policyInvalid("organisation_id", "organisation_id must be a UUID")
-	case c.WorkspaceID != "" && c.WorkspaceID != id.WorkspaceID:
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "workspace_id",
-			Message: "a key may create policies only in its own workspace"}
+	}
+	ws, err := policyCreateWorkspace(id, c.WorkspaceID)
+	if err != nil {
+		return err
 	}
 	now := policyNow()
 	p := UsageLimitsPolicy{ID: newUUID(), Conditions: c.Conditions, GroupBy: c.GroupBy, Type: c.Type,
-		CreditLimit: *c.CreditLimit, AlertThreshold: c.AlertThreshold, Status: PolicyActive, WorkspaceID: id.WorkspaceID,
+		CreditLimit: *c.CreditLimit, AlertThreshold: c.AlertThreshold, Status: PolicyActive, WorkspaceID: ws,
 		OrganisationID: c.OrganisationID, CreatedAt: now, LastUpdatedAt: now}
 	if c.Name != nil {
 		if err := checkLabel("name", *c.Name); err != nil {
@@ -259,7 +303,7 @@ func (g *Gateway) createUsageLimits(w http.ResponseWriter, r *http.Request, stor
 	if e := p.check(); e != nil {
 		return e
 	}
-	auditActedIn(r, p.WorkspaceID) // the caller's: a policy of another workspace is refused above
+	auditActedIn(r, p.WorkspaceID) // the caller's, or the one an organisation key named
 	if err := store.PutUsageLimitsPolicy(r.Context(), &p); err != nil {
 		return err
 	}
@@ -270,17 +314,19 @@ func (g *Gateway) createUsageLimits(w http.ResponseWriter, r *http.Request, stor
 	return nil
 }
 
-// swapUsageLimits reads policy pid of the caller's workspace, changes it
+// swapUsageLimits reads policy pid of the caller's workspace (any
+// workspace's for an organisation key), changes it
 // with change and writes it back only if nobody changed it since it was
 // read, reading it again otherwise (at most maxPolicySwaps times).
 // change returns an error to give up; it may be called more than once.
-func swapUsageLimits(ctx context.Context, store UsageLimitsStore, id Identity, pid string, change func(p *UsageLimitsPolicy) error) error {
+func swapUsageLimits(r *http.Request, store UsageLimitsStore, id Identity, pid string, change func(p *UsageLimitsPolicy) error) error {
+	ctx := r.Context()
 	for try := 0; ; try++ {
 		if try == maxPolicySwaps {
 			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
 				Message: "policy " + pid + " kept changing during the update; try again"}
 		}
-		p, err := lookupUsageLimits(ctx, store, id, pid)
+		p, err := lookupUsageLimits(r, store, id, pid)
 		if err != nil {
 			return err
 		}
@@ -305,7 +351,7 @@ func swapUsageLimits(ctx context.Context, store UsageLimitsStore, id Identity, p
 // archiveUsageLimits serves DELETE: the policy is archived (no longer
 // enforced, listed with status=archived), as the reference says.
 func (g *Gateway) archiveUsageLimits(w http.ResponseWriter, r *http.Request, store UsageLimitsStore, id Identity, pid string) error {
-	err := swapUsageLimits(r.Context(), store, id, pid, func(p *UsageLimitsPolicy) error {
+	err := swapUsageLimits(r, store, id, pid, func(p *UsageLimitsPolicy) error {
 		if p.Status == PolicyArchived {
 			return usageNotFound(pid)
 		}

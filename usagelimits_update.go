@@ -83,7 +83,7 @@ func (g *Gateway) updateUsageLimits(w http.ResponseWriter, r *http.Request, stor
 		}
 	}
 	ctx := r.Context()
-	err = swapUsageLimits(ctx, store, id, pid, func(p *UsageLimitsPolicy) error {
+	err = swapUsageLimits(r, store, id, pid, func(p *UsageLimitsPolicy) error {
 		if p.Status == PolicyArchived {
 			return usageNotFound(pid) // deleted, as far as changes go
 		}
@@ -186,7 +186,7 @@ func (g *Gateway) listUsageEntities(w http.ResponseWriter, r *http.Request, stor
 	if err != nil {
 		return err
 	}
-	p, err := lookupUsageLimits(r.Context(), store, id, pid)
+	p, err := lookupUsageLimits(r, store, id, pid)
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (g *Gateway) listUsageEntities(w http.ResponseWriter, r *http.Request, stor
 // named by its id (or its value key), has its usage set to zero.
 func (g *Gateway) resetUsageEntity(w http.ResponseWriter, r *http.Request, store UsageLimitsStore, id Identity, pid, eid string) error {
 	ctx := r.Context()
-	p, err := lookupUsageLimits(ctx, store, id, pid)
+	p, err := lookupUsageLimits(r, store, id, pid)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (g *Gateway) resetUsageEntity(w http.ResponseWriter, r *http.Request, store
 		return err
 	}
 	now := g.clock().UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	if err := swapUsageLimits(ctx, store, id, pid, func(p *UsageLimitsPolicy) error {
+	if err := swapUsageLimits(r, store, id, pid, func(p *UsageLimitsPolicy) error {
 		p.LastResetAt = now
 		return nil
 	}); err != nil {

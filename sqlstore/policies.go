@@ -25,6 +25,20 @@ func (s *Store) Policies(_ context.Context, workspaceID string) ([]gateway.RateL
 	return snap.operatorPolicies, nil
 }
 
+// AllPolicies implements gateway.AllPoliciesLister from the snapshot:
+// every policy, copies ordered by creation time then id.
+func (s *Store) AllPolicies(_ context.Context) ([]gateway.RateLimitsPolicy, error) {
+	snap := s.snap.Load()
+	out := make([]gateway.RateLimitsPolicy, 0, len(snap.policies))
+	for _, p := range snap.policies {
+		out = append(out, *clonePolicy(p))
+	}
+	slices.SortFunc(out, func(a, b gateway.RateLimitsPolicy) int {
+		return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
 // Policy implements gateway.PolicyStore from the snapshot, finding id in
 // any case. It returns a copy the caller may change.
 func (s *Store) Policy(_ context.Context, id string) (*gateway.RateLimitsPolicy, error) {

@@ -56,6 +56,28 @@ func (s *Store) UsageLimitsPolicies(ctx context.Context, workspaceID string) ([]
 	return set.of[workspaceID], nil
 }
 
+// AllUsageLimitsPolicies implements gateway.AllUsageLimitsLister from the
+// same cache as UsageLimitsPolicies: every policy, ordered by CreatedAt
+// then ID.
+func (s *Store) AllUsageLimitsPolicies(ctx context.Context) ([]gateway.UsageLimitsPolicy, error) {
+	gen := s.snap.Load().gen
+	set := s.budgets.cur.Load()
+	if set == nil || set.gen != gen {
+		var err error
+		if set, err = s.loadBudgets(ctx, gen); err != nil {
+			return nil, err
+		}
+	}
+	var out []gateway.UsageLimitsPolicy
+	for _, ps := range set.of {
+		out = append(out, ps...)
+	}
+	slices.SortFunc(out, func(a, b gateway.UsageLimitsPolicy) int {
+		return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
 // loadBudgets reads every usage-limits policy, as of generation gen or
 // later, unless another caller just did.
 func (s *Store) loadBudgets(ctx context.Context, gen int64) (*budgetSet, error) {

@@ -22,7 +22,7 @@ func budget(t *testing.T, ctx context.Context, s *server) {
 		t.Fatalf("creating the budgeted key: %d", st)
 	}
 	policy := `{"name":"Browser budget","conditions":[{"key":"api_key","value":"` + key.ID + `"}],` +
-		`"group_by":[{"key":"api_key"}],"type":"tokens","credit_limit":40}`
+		`"group_by":[{"key":"api_key"}],"type":"tokens","credit_limit":40,"workspace_id":"default"}`
 	switch st := s.api(adminKey, "POST", "/policies/usage-limits", policy, nil); st {
 	case 200, 201:
 	case 404:
