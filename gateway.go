@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -185,6 +186,21 @@ type Options struct {
 	// request log: AuthFailures counts it.
 	LogSink LogSink
 
+	// LogSinks receive the records of data-plane requests (control-plane
+	// requests are audited, not logged), each from a queue and goroutine
+	// of its own, so that one slow sink never holds up another, nor a
+	// response: a BatchLogSink gets them a batch at a time. A record a
+	// full queue cannot take is dropped and counted (DroppedLogs). A
+	// product that keeps request logs (a store, an exporter) is one of
+	// these; LogSink above is the line per request of every request.
+	LogSinks []LogSink
+
+	// Admissions decide, in order, whether an authenticated data-plane
+	// request may go on, after its endpoint accepted it and before it is
+	// rate-limited and routed; each is settled with the request's final
+	// record (see Admission).
+	Admissions []Admission
+
 	// LogQueueSize is how many records may wait for a slow LogSink before
 	// new ones are dropped (and counted by DroppedLogs). Zero means 4096.
 	LogQueueSize int
@@ -244,6 +260,7 @@ type Gateway struct {
 	base      http.RoundTripper // trusted hosts
 	custom    http.RoundTripper // caller-supplied hosts, through guard
 	logs      *logQueue
+	sinks     []*logQueue // Options.LogSinks'
 	// storedLogs queues records for Options.Logs, apart from logs so
 	// that a slow database never holds up the LogSink, nor it the store.
 	storedLogs *logQueue
@@ -317,6 +334,17 @@ func New(opts Options) *Gateway {
 	if opts.LogSink != nil {
 		g.logs = newLogQueue(opts.LogSink, opts.LogQueueSize)
 	}
+	for i, sink := range opts.LogSinks {
+		if sink == nil {
+			panic("gateway: Options.LogSinks[" + strconv.Itoa(i) + "] is nil")
+		}
+		g.sinks = append(g.sinks, newLogQueue(sink, opts.LogQueueSize))
+	}
+	for i, a := range opts.Admissions {
+		if a == nil {
+			panic("gateway: Options.Admissions[" + strconv.Itoa(i) + "] is nil")
+		}
+	}
 	if opts.Logs != nil {
 		sink := &storeSink{store: opts.Logs, errLog: g.errLog}
 		g.storedLogs = newLogQueue(sink, opts.LogQueueSize)
@@ -348,6 +376,9 @@ func (g *Gateway) Close() error {
 	if g.storedLogs != nil {
 		g.storedLogs.close()
 	}
+	for _, q := range g.sinks {
+		q.close()
+	}
 	if g.logs != nil {
 		g.logs.close()
 	}
@@ -368,49 +399,51 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs/{fine_tuning_job_id}", g.getOnly(g.serveFineTuningJob))
 	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs", g.getOnly(g.serveFineTuningJobs))
 	g.mux.HandleFunc("GET "+p+"/files", g.getOnly(g.serveFiles))
-	// Control-plane routes go through g.audit, which records every write,
-	// and are marked as such (g.control): they are not request logs.
-	cp := func(pattern string, h http.HandlerFunc) { g.mux.Handle(pattern, g.control(g.audit(h))) }
-	none := func(pattern string) { g.mux.Handle(pattern, g.control(http.HandlerFunc(g.notFound))) }
-	cp(p+"/policies/rate-limits", g.servePolicies)
-	cp(p+"/policies/rate-limits/{id}", g.servePolicies)
-	none(p + "/policies/rate-limits/") // the control plane's namespace is never passed through
-	cp(p+"/policies/usage-limits", g.serveUsageLimits)
-	cp(p+"/policies/usage-limits/{id}", g.serveUsageLimits)
-	cp(p+"/policies/usage-limits/{id}/entities", g.serveUsageLimits)
-	cp(p+"/policies/usage-limits/{id}/entities/{entityId}/reset", g.serveUsageLimits)
-	none(p + "/policies/usage-limits/")
-	cp(p+"/api-keys", g.serveAPIKeys)
-	cp(p+"/api-keys/{id}", g.serveAPIKeys)
-	cp(p+"/api-keys/{id}/rotate", g.serveAPIKeys)
-	cp(p+"/api-keys/{type}/{subtype}", g.serveAPIKeys)
-	none(p + "/api-keys/")
-	cp(p+"/virtual-keys", g.serveVirtualKeys)
-	cp(p+"/virtual-keys/{slug}", g.serveVirtualKeys)
-	none(p + "/virtual-keys/")
-	cp(p+"/configs", g.serveConfigs)
-	cp(p+"/configs/{slug}", g.serveConfigs)
-	cp(p+"/configs/{slug}/versions", g.serveConfigs)
-	none(p + "/configs/")
-	cp(p+"/admin/workspaces", g.serveWorkspaces)
-	cp(p+"/admin/workspaces/{workspaceId}", g.serveWorkspaces)
-	none(p + "/admin/workspaces/") // …/users and the rest: the gateway has no user accounts
+	// Control-plane routes are registered as a product registers its own
+	// (Handle): behind the trace, key and header stages, never limited,
+	// routed or request-logged. Writes of configuration go through
+	// g.audit, which records each.
+	cp := func(pattern string, h http.HandlerFunc) { g.Handle(pattern, g.audit(h)) }
+	none := func(pattern string) { g.Handle(pattern, http.HandlerFunc(g.notFound)) }
+	cp("/policies/rate-limits", g.servePolicies)
+	cp("/policies/rate-limits/{id}", g.servePolicies)
+	none("/policies/rate-limits/") // the control plane's namespace is never passed through
+	cp("/policies/usage-limits", g.serveUsageLimits)
+	cp("/policies/usage-limits/{id}", g.serveUsageLimits)
+	cp("/policies/usage-limits/{id}/entities", g.serveUsageLimits)
+	cp("/policies/usage-limits/{id}/entities/{entityId}/reset", g.serveUsageLimits)
+	none("/policies/usage-limits/")
+	cp("/api-keys", g.serveAPIKeys)
+	cp("/api-keys/{id}", g.serveAPIKeys)
+	cp("/api-keys/{id}/rotate", g.serveAPIKeys)
+	cp("/api-keys/{type}/{subtype}", g.serveAPIKeys)
+	none("/api-keys/")
+	cp("/virtual-keys", g.serveVirtualKeys)
+	cp("/virtual-keys/{slug}", g.serveVirtualKeys)
+	none("/virtual-keys/")
+	cp("/configs", g.serveConfigs)
+	cp("/configs/{slug}", g.serveConfigs)
+	cp("/configs/{slug}/versions", g.serveConfigs)
+	none("/configs/")
+	cp("/admin/workspaces", g.serveWorkspaces)
+	cp("/admin/workspaces/{workspaceId}", g.serveWorkspaces)
+	none("/admin/workspaces/") // …/users and the rest: the gateway has no user accounts
 	// Reads of the logs, and custom logs, are not audited writes of
 	// configuration.
-	g.mux.Handle(p+"/audit-logs", g.control(http.HandlerFunc(g.serveAuditLogs)))
-	g.mux.Handle(p+"/logs", g.control(http.HandlerFunc(g.serveLogs)))
-	g.mux.Handle(p+"/logs/{id}", g.control(http.HandlerFunc(g.serveLogs)))
+	g.Handle("/audit-logs", http.HandlerFunc(g.serveAuditLogs))
+	g.Handle("/logs", http.HandlerFunc(g.serveLogs))
+	g.Handle("/logs/{id}", http.HandlerFunc(g.serveLogs))
 	g.logExportRoutes(p)
-	none(p + "/logs/")
+	none("/logs/")
 	// Analytics read the logs; feedback is the callers' scoring of
 	// answers: neither is an audited write of configuration.
 	for path, route := range analyticsRoutes {
-		g.mux.Handle(p+path, g.control(g.analytics(route)))
+		g.Handle(path, g.analytics(route))
 	}
-	none(p + "/analytics/")
-	g.mux.Handle(p+"/feedback", g.control(http.HandlerFunc(g.serveFeedback)))
-	g.mux.Handle(p+"/feedback/{id}", g.control(http.HandlerFunc(g.serveFeedback)))
-	none(p + "/feedback/")
+	none("/analytics/")
+	g.Handle("/feedback", http.HandlerFunc(g.serveFeedback))
+	g.Handle("/feedback/{id}", http.HandlerFunc(g.serveFeedback))
+	none("/feedback/")
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {
 		g.mux.HandleFunc("/", g.notFound)

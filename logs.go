@@ -303,8 +303,8 @@ func (q *logQueue) run() {
 		q.mu.Lock()
 		batch, q.buf = q.buf, batch[:0]
 		q.mu.Unlock()
-		if b, ok := q.sink.(batchSink); ok && len(batch) > 0 {
-			b.logBatch(batch)
+		if b, ok := q.sink.(BatchLogSink); ok && len(batch) > 0 {
+			b.LogBatch(batch)
 		} else {
 			for _, rec := range batch {
 				q.sink.Log(rec)
@@ -351,10 +351,11 @@ func (q *logQueue) close() {
 }
 
 // DroppedLogs returns how many request logs were dropped because the
-// LogSink, or the LogStore of Options.Logs, could not keep up.
+// LogSink, a sink of LogSinks or the LogStore of Options.Logs could not
+// keep up.
 func (g *Gateway) DroppedLogs() int64 {
 	var n int64
-	for _, q := range []*logQueue{g.logs, g.storedLogs} {
+	for _, q := range append([]*logQueue{g.logs, g.storedLogs}, g.sinks...) {
 		if q != nil {
 			n += q.dropped.Load()
 		}
@@ -365,7 +366,7 @@ func (g *Gateway) DroppedLogs() int64 {
 // logging reports whether request log records are queued: for a
 // LogSink, a LogStore, or both.
 func (g *Gateway) logging() bool {
-	return g.logs != nil || g.storedLogs != nil
+	return g.logs != nil || g.storedLogs != nil || len(g.sinks) > 0
 }
 
 // logUsage fills in what the answer's usage says of the request: tokens,
@@ -393,15 +394,24 @@ func (g *Gateway) logUsage(st *requestState, rec *RequestLog) {
 // data-plane request's, for the LogStore, each a copy of its own, since
 // a sink may keep and change its record.
 func (g *Gateway) sendLog(rec *RequestLog, store bool) {
-	if g.storedLogs != nil && store {
-		if g.logs != nil {
-			g.storedLogs.send(cloneLog(rec))
-		} else {
-			g.storedLogs.send(rec)
+	// Each queue gets a record of its own, the last one rec itself.
+	last := g.logs
+	if store {
+		for _, q := range g.sinks {
+			if last != nil {
+				last.send(cloneLog(rec))
+			}
+			last = q
+		}
+		if g.storedLogs != nil {
+			if last != nil {
+				last.send(cloneLog(rec))
+			}
+			last = g.storedLogs
 		}
 	}
-	if g.logs != nil {
-		g.logs.send(rec)
+	if last != nil {
+		last.send(rec)
 	}
 }
 

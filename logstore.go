@@ -113,9 +113,13 @@ func cloneLog(rec *RequestLog) *RequestLog {
 	return &c
 }
 
-// batchSink is a LogSink that takes each batch of its queue at once.
-type batchSink interface {
-	logBatch(recs []*RequestLog)
+// BatchLogSink is a LogSink that takes the records of its queue a batch at
+// a time, in order, as a store writes them best: LogBatch is called in
+// place of Log for every batch. The slice is the sink's only for the
+// call; the records are its to keep.
+type BatchLogSink interface {
+	LogSink
+	LogBatch(recs []*RequestLog)
 }
 
 // storeWriteTimeout bounds one AddLogs: past it, the batch is dropped and
@@ -133,9 +137,10 @@ type storeSink struct {
 }
 
 // Log implements LogSink.
-func (s *storeSink) Log(rec *RequestLog) { s.logBatch([]*RequestLog{rec}) }
+func (s *storeSink) Log(rec *RequestLog) { s.LogBatch([]*RequestLog{rec}) }
 
-func (s *storeSink) logBatch(recs []*RequestLog) {
+// LogBatch implements BatchLogSink.
+func (s *storeSink) LogBatch(recs []*RequestLog) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeWriteTimeout)
 	err := s.store.AddLogs(ctx, recs)
 	cancel()

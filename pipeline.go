@@ -157,7 +157,7 @@ func (g *Gateway) finish(ctx context.Context, st *requestState) {
 		panic(p)
 	}
 	hook := logHookFrom(ctx)
-	if hook != nil || g.logging() && !st.unauthenticated {
+	if hook != nil || len(st.settles) > 0 || g.logging() && !st.unauthenticated {
 		rec := st.log
 		rec.Time = st.start
 		rec.Latency = time.Since(st.start)
@@ -192,7 +192,10 @@ func (g *Gateway) finish(ctx context.Context, st *requestState) {
 		if hook != nil {
 			hook(&rec)
 		}
-		if !st.unauthenticated {
+		for _, settle := range st.settles {
+			settle(&rec)
+		}
+		if !st.unauthenticated && g.logging() {
 			g.sendLog(&rec, !st.control)
 		}
 	}
@@ -236,8 +239,9 @@ type requestState struct {
 
 	// The answer's usage, read as it goes to the caller through rw (see
 	// usageStart), for the request log and for tokens policies.
-	logged    bool // the Gateway makes a log record of the request
-	wantUsage bool // a tokens policy charges the answer's usage
+	logged    bool                // the Gateway makes a log record of the request
+	wantUsage bool                // a tokens policy charges the answer's usage
+	settles   []func(*RequestLog) // of the Admissions that admitted the request
 	tap       usageTap
 	usage     usageScanner
 	zbody     []byte // a compressed answer, kept to be read once complete
@@ -367,6 +371,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	br, body, err := g.budgets.admit(w, r, st, body) // logs its own failures
 	if err != nil {
 		WriteError(w, r, err)
+		return
+	}
+	if !g.admit(w, r, st) {
+		br.release()
 		return
 	}
 	lw, err := g.limits.admit(w, r, st) // logs its own failures

@@ -1,0 +1,207 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestHandle: a product's control route runs behind the trace, key and
+// header stages (it sees the caller's identity, a missing key is a 401
+// before it), is never rate-limited nor request-logged, and its pattern
+// is relative to the prefix, with or without a method.
+func TestHandle(t *testing.T) {
+	sink := &recordingSink{}
+	e := newCoreEnv(t, nil, func(o *Options) {
+		o.LogSinks = []LogSink{sink}
+		o.Prefix = "/gw"
+		o.Policies = policyStoreOf(RateLimitsPolicy{ID: "p1", Conditions: []PolicyCondition{{Key: "workspace_id", Value: "ws-1"}},
+			GroupBy: []PolicyGroupBy{{Key: "api_key"}}, Type: PolicyRequests, Unit: PolicyPerMinute, Value: 1, Status: PolicyActive, WorkspaceID: "ws-1"})
+	})
+	e.gw.Handle("GET /widgets/{id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := IdentityFrom(r.Context())
+		trace, _ := TraceIDFrom(r.Context())
+		if !ok || trace == "" {
+			t.Errorf("control route: identity %v %v, trace %q", id, ok, trace)
+		}
+		io.WriteString(w, r.PathValue("id")+" for "+id.KeyID)
+	}))
+	for i := range 3 { // the policy allows 1 a minute: control routes are not limited
+		res := e.do("GET", "/gw/widgets/w1", nil, "x-gateway-api-key: "+coreKey)
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 200 || string(b) != "w1 for key-member" || res.Header.Get(HeaderTraceID) == "" {
+			t.Fatalf("GET %d: %d %q, trace %q", i, res.StatusCode, b, res.Header.Get(HeaderTraceID))
+		}
+	}
+	if res := e.do("GET", "/gw/widgets/w1", nil); res.StatusCode != 401 {
+		t.Errorf("without a key: %d, want 401", res.StatusCode)
+	}
+	e.gw.Close()
+	if n := len(sink.records()); n != 0 {
+		t.Errorf("the control route left %d request logs, want none", n)
+	}
+	for _, bad := range []string{"widgets", "GET widgets"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Handle(%q) did not panic", bad)
+				}
+			}()
+			e.gw.Handle(bad, http.NotFoundHandler())
+		}()
+	}
+}
+
+// policyStoreOf is a PolicyStore holding ps.
+func policyStoreOf(ps ...RateLimitsPolicy) PolicyStore {
+	s := &MemoryStore{}
+	for _, p := range ps {
+		if err := s.PutPolicy(context.Background(), &p); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+// recordingSink keeps what it is given, and how (one by one or batched).
+type recordingSink struct {
+	mu      sync.Mutex
+	recs    []*RequestLog
+	batches int
+	batch   bool
+}
+
+func (s *recordingSink) Log(rec *RequestLog) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = append(s.recs, rec)
+}
+
+func (s *recordingSink) records() []*RequestLog {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*RequestLog(nil), s.recs...)
+}
+
+type batchingSink struct{ recordingSink }
+
+func (s *batchingSink) LogBatch(recs []*RequestLog) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches++
+	s.recs = append(s.recs, recs...)
+}
+
+// TestLogSinks: every sink of Options.LogSinks gets each data-plane
+// request's record, a copy of its own, from its own queue (batched for a
+// BatchLogSink); control-plane requests and failed authentications are
+// not theirs; LogSink still gets every line.
+func TestLogSinks(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	a, b := &recordingSink{}, &batchingSink{}
+	e := newCoreEnv(t, up, func(o *Options) { o.LogSinks = []LogSink{a, b} })
+	for range 3 {
+		e.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`), "x-gateway-api-key: "+coreKey, "x-gateway-virtual-key: vk-up")
+	}
+	e.do("GET", "/v1/api-keys", nil, "x-gateway-api-key: "+coreAdminKey)     // control plane
+	e.do("POST", "/v1/chat/completions", nil, "x-gateway-api-key: gw-wrong") // unauthenticated
+	e.gw.Close()
+	ra, rb := a.records(), b.records()
+	if len(ra) != 3 || len(rb) != 3 {
+		t.Fatalf("sinks got %d and %d records, want 3 each", len(ra), len(rb))
+	}
+	for i := range ra {
+		if ra[i] == rb[i] || ra[i].TraceID != rb[i].TraceID || ra[i].Path != "/v1/chat/completions" || ra[i].Status != 200 {
+			t.Errorf("record %d: %p %+v and %p %+v, want equal copies of the completion's", i, ra[i], *ra[i], rb[i], *rb[i])
+		}
+	}
+	if b.batches == 0 {
+		t.Error("the BatchLogSink was never given a batch")
+	}
+	if n := len(e.logs.Query(LogFilter{})); n != 4 {
+		t.Errorf("LogSink got %d lines, want 4 (3 completions and the control-plane read)", n)
+	}
+}
+
+// countingAdmission refuses once it admitted max requests, and keeps the
+// final records it was settled with.
+type countingAdmission struct {
+	mu       sync.Mutex
+	max      int
+	admitted int
+	refuse   error
+	settled  []RequestLog
+}
+
+func (a *countingAdmission) Admit(r *http.Request) (func(*RequestLog), error) {
+	if _, ok := IdentityFrom(r.Context()); !ok {
+		return nil, errors.New("no identity")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.admitted >= a.max {
+		return nil, a.refuse
+	}
+	a.admitted++
+	return func(rec *RequestLog) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.settled = append(a.settled, *rec)
+	}, nil
+}
+
+func (a *countingAdmission) records() []RequestLog {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]RequestLog(nil), a.settled...)
+}
+
+// TestAdmissions: an Admission refuses with its own *Error, a failure of
+// its own is a 500, and every admitted request is settled once with its
+// final record (tokens and status as the answer had them), including one
+// that a later admission refused.
+func TestAdmissions(t *testing.T) {
+	up := newCoreUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`)
+	})
+	first := &countingAdmission{max: 3, refuse: &Error{Status: 412, Type: TypeUsageLimit, Code: CodeBudgetExhausted, Message: "spent"}}
+	second := &countingAdmission{max: 2, refuse: errors.New("counter store down")}
+	e := newCoreEnv(t, up, func(o *Options) { o.Admissions = []Admission{first, second}; o.LogSink = nil })
+	send := func() *http.Response {
+		return e.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`), "x-gateway-api-key: "+coreKey, "x-gateway-virtual-key: vk-up")
+	}
+	for i, want := range []int{200, 200, 500, 412} {
+		res := send()
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Fatalf("request %d: %d, want %d", i, res.StatusCode, want)
+		}
+	}
+	if n := len(up.received()); n != 2 {
+		t.Errorf("the provider got %d requests, want 2", n)
+	}
+	// Settling follows the answer: wait for the handlers to return.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(first.records()) < 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	fr, sr := first.records(), second.records()
+	if len(fr) != 3 || len(sr) != 2 {
+		t.Fatalf("settled %d and %d, want 3 (two answers and the refusal by the second) and 2", len(fr), len(sr))
+	}
+	for i, rec := range sr {
+		if rec.Status != 200 || rec.TotalTokens != 12 || rec.PromptTokens != 7 || rec.Model != "m" || rec.KeyID != "key-member" {
+			t.Errorf("settle %d: %+v, want the answer's status and tokens", i, rec)
+		}
+	}
+	if fr[2].Status != 500 || fr[2].TotalTokens != 0 {
+		t.Errorf("the first admission was settled with %+v, want the second's refusal", fr[2])
+	}
+}
