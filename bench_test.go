@@ -62,7 +62,7 @@ func BenchmarkPassThrough(b *testing.B) {
 	up := benchUpstream(b)
 	target, _ := url.Parse(up.URL)
 	b.Run("bare-reverseproxy", func(b *testing.B) {
-		// As ../shared/bench/bareproxy: a pool sized for the load, and
+		// As scripts/bench/benchd's proxy: a pool sized for the load, and
 		// ReverseProxy's own buffers.
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 1024

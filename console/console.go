@@ -1,6 +1,6 @@
 // Package console is the gateway's web console: pages where a platform
 // team watches traffic, finds a request by its trace id and manages keys,
-// virtual keys and configs (DESIGN §12). A host mounts it beside the
+// virtual keys and configs. A host mounts it beside the
 // gateway, the way net/http/pprof is mounted:
 //
 //	g := gateway.New(opts)

@@ -3,7 +3,7 @@ package gatewaytest
 import "encoding/json"
 
 // This file holds the JSON shapes the fake provider writes. They follow
-// /work/shared/reference/openai-schemas.yaml: nullable fields are pointers
+// OpenAI's published OpenAPI schemas: nullable fields are pointers
 // without omitempty, so they are written as null rather than left out.
 
 // FineTuningJob is a fine-tuning job as OpenAI writes it (object

@@ -23,8 +23,8 @@ import (
 )
 
 // The benchmarks below compare the server with a bare httputil.ReverseProxy
-// in front of the same upstream, as ../shared/bench/gateway.sh does with
-// separate processes. Compare the sub-benchmarks of one run: every number
+// in front of the same upstream, as scripts/bench.sh does with separate
+// processes. Compare the sub-benchmarks of one run: every number
 // is relative to the machine.
 
 const (
@@ -37,8 +37,8 @@ const (
 )
 
 // benchUpstream starts an instant OpenAI-compatible upstream on loopback
-// answering every request with one chat completion, like
-// ../shared/bench/mock.
+// answering every request with one chat completion, like the mock of
+// scripts/bench/benchd.
 func benchUpstream(b *testing.B) *httptest.Server {
 	b.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -93,7 +93,7 @@ func benchConfig(b *testing.B, upURL string) string {
 }
 
 // bareProxy returns the baseline: a bare httputil.ReverseProxy to target
-// with the transport of ../shared/bench/bareproxy.
+// with the transport of scripts/bench/benchd's proxy.
 func bareProxy(target string) *httputil.ReverseProxy {
 	u, err := url.Parse(target)
 	if err != nil {
