@@ -1,0 +1,215 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/modelgateway/gateway/internal/httpapi"
+)
+
+// slugKind is what the virtual keys and configs control planes share:
+// records of type T (answered as W) kept by workspace and slug, a
+// workspace key acting on its own workspace, an organisation key on the
+// one it names with workspace_id (none without it). Each route file fills
+// one in; the skeleton of the routes is here once.
+type slugKind[T, W any] struct {
+	what string // "virtual key", "config": in messages
+
+	in     func(ctx context.Context, ws, slug string) (*T, error)
+	all    func(ctx context.Context, ws string) ([]T, error)
+	create func(ctx context.Context, t *T) error
+	update func(ctx context.Context, old, t *T) error
+	delete func(ctx context.Context, ws, slug string) error
+	ws     func(t *T) string
+	clone  func(t *T) *T
+	wire   func(t *T) W
+
+	// success adds "success":true to the answer of a list.
+	success bool
+}
+
+// notFound is the answer for an unknown slug, and for one of another
+// workspace.
+func (k *slugKind[T, W]) notFound(slug string) *Error {
+	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+		Message: "no " + k.what + " " + quoteShort(slug)}
+}
+
+// routes returns the methods of the collection (slug "") or of the
+// record slug: list and create, read, update and delete.
+func (k *slugKind[T, W]) routes(slug string, list, create, read, update, del httpapi.Handler) httpapi.Methods {
+	if slug == "" {
+		return httpapi.Methods{http.MethodGet: list, http.MethodPost: create}
+	}
+	return httpapi.Methods{http.MethodGet: read, http.MethodPut: update, http.MethodDelete: del}
+}
+
+// lookup returns a copy of the record slug of the workspace the request
+// acts on, else 404.
+func (k *slugKind[T, W]) lookup(r *http.Request, id Identity, slug string) (*T, error) {
+	ws, err := queryWorkspace(id, r)
+	if err != nil {
+		return nil, err
+	}
+	orgActedIn(r, id, ws)
+	t, err := k.in(r.Context(), ws, slug)
+	if errors.Is(err, ErrNotFound) || err == nil && (t == nil || k.ws(t) != ws) {
+		return nil, k.notFound(slug)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return k.clone(t), nil
+}
+
+// list serves GET of the collection: the records of the workspace the
+// request acts on (every one for an organisation key naming none), in
+// pages, answered as {"object":"list","data","total"}.
+func (k *slugKind[T, W]) list(w http.ResponseWriter, r *http.Request, id Identity) error {
+	q := r.URL.Query()
+	size, page, err := pageParams(q)
+	if err != nil {
+		return err
+	}
+	named, err := workspaceParam(q)
+	if err != nil {
+		return err
+	}
+	ws, err := actingWorkspace(id, named)
+	if err != nil {
+		return err
+	}
+	all, err := k.all(r.Context(), ws)
+	if err != nil {
+		return err
+	}
+	var keep func(*T) bool
+	if ws != "" {
+		keep = func(t *T) bool { return k.ws(t) == ws }
+	}
+	data, total := listPage(all, keep, k.wire, size, page)
+	writeJSON(w, http.StatusOK, struct {
+		Object  string `json:"object"`
+		Success bool   `json:"success,omitempty"`
+		Data    []W    `json:"data"`
+		Total   int    `json:"total"`
+	}{"list", k.success, data, total})
+	return nil
+}
+
+// createIn returns the workspace and slug of a record id creates with
+// body fields workspace_id (named; nil when absent), slug (given) and
+// name: an organisation key naming an empty workspace is a 400 (it leaves
+// workspace_id out for a record of no workspace).
+func (k *slugKind[T, W]) createIn(r *http.Request, id Identity, named, given *string, name string) (ws, slug string, err error) {
+	n := ""
+	if named != nil {
+		if *named == "" && id.Type == KeyOrganisation {
+			return "", "", policyInvalid("workspace_id", "workspace_id must not be empty; leave it out for a "+k.what+" of no workspace")
+		}
+		n = *named
+	}
+	if ws, err = actingWorkspace(id, n); err != nil {
+		return "", "", err
+	}
+	if slug, err = newSlug(given, name); err != nil {
+		return "", "", err
+	}
+	return ws, slug, nil
+}
+
+// orgActedIn notes, for the audit record of an organisation key's
+// write, the workspace ws it acts in (a workspace key's is its own).
+func orgActedIn(r *http.Request, id Identity, ws string) {
+	if id.Type == KeyOrganisation {
+		auditActedIn(r, ws)
+	}
+}
+
+// store creates t, of slug: a slug its workspace already holds is a 409
+// naming slug.
+func (k *slugKind[T, W]) store(r *http.Request, slug string, t *T) error {
+	if err := k.create(r.Context(), t); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict, Param: "slug",
+				Message: "the workspace already has a " + k.what + " " + quoteShort(slug)}
+		}
+		return err
+	}
+	return nil
+}
+
+// fixed refuses an update body that sets slug or workspace_id, which
+// cannot be changed.
+func fixed(slug, workspaceID *string) error {
+	switch {
+	case slug != nil:
+		return policyInvalid("slug", "slug cannot be changed")
+	case workspaceID != nil:
+		return policyInvalid("workspace_id", "workspace_id cannot be changed; name the workspace in the query")
+	}
+	return nil
+}
+
+// change serves PUT of record slug: it reads the record, makes the new
+// one with change (which also returns, for the audit record, what it
+// changed of where secrets go) and writes it only if the record is still
+// as read, reading it again otherwise (at most maxAPIKeySwaps times), so
+// that an update never undoes a racing one nor resurrects a deleted
+// record. The written record is answered with answer.
+func (k *slugKind[T, W]) change(w http.ResponseWriter, r *http.Request, id Identity, slug string,
+	change func(old *T) (*T, []string, error), answer func(t *T)) error {
+	var (
+		t       *T
+		changes []string
+	)
+	err := httpapi.Swap(r.Context(), maxAPIKeySwaps, func() (bool, error) {
+		old, err := k.lookup(r, id, slug)
+		if err != nil {
+			return false, err
+		}
+		if t, changes, err = change(old); err != nil {
+			return false, err
+		}
+		err = k.update(r.Context(), old, t)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, ErrNotFound):
+			return false, k.notFound(slug)
+		case errors.Is(err, ErrConflict):
+			return false, nil
+		}
+		return false, err
+	})
+	if errors.Is(err, httpapi.ErrKeptChanging) {
+		return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
+			Message: k.what + " " + quoteShort(slug) + " kept changing during the update; try again"}
+	}
+	if err != nil {
+		return err
+	}
+	if len(changes) > 0 {
+		auditDetail(r, strings.Join(changes, "; "))
+	}
+	answer(t)
+	return nil
+}
+
+// remove serves DELETE of record slug.
+func (k *slugKind[T, W]) remove(w http.ResponseWriter, r *http.Request, id Identity, slug string) error {
+	t, err := k.lookup(r, id, slug)
+	if err != nil {
+		return err
+	}
+	if err := k.delete(r.Context(), k.ws(t), slug); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return k.notFound(slug)
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
