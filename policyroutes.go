@@ -66,9 +66,13 @@ func (g *Gateway) servePolicies(w http.ResponseWriter, r *http.Request) {
 		}.Serve(w, r)
 	} else {
 		err = k.serveItem(w, r, pid, map[string]func(http.ResponseWriter, *http.Request, string) error{
-			http.MethodGet:    func(w http.ResponseWriter, r *http.Request, pid string) error { return g.getPolicy(w, r, k, id, pid) },
-			http.MethodPut:    func(w http.ResponseWriter, r *http.Request, pid string) error { return g.updatePolicy(w, r, k, id, pid) },
-			http.MethodDelete: func(w http.ResponseWriter, r *http.Request, pid string) error { return g.deletePolicy(w, r, store, k, id, pid) },
+			http.MethodGet: func(w http.ResponseWriter, r *http.Request, pid string) error { return g.getPolicy(w, r, k, id, pid) },
+			http.MethodPut: func(w http.ResponseWriter, r *http.Request, pid string) error {
+				return g.updatePolicy(w, r, k, id, pid)
+			},
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request, pid string) error {
+				return g.deletePolicy(w, r, store, k, id, pid)
+			},
 		})
 	}
 	if err != nil {

@@ -70,9 +70,15 @@ func (g *Gateway) serveUsageLimits(w http.ResponseWriter, r *http.Request) {
 		})
 	default:
 		err = k.serveItem(w, r, pid, map[string]itemHandler{
-			http.MethodGet:    func(w http.ResponseWriter, r *http.Request, pid string) error { return g.getUsageLimits(w, r, store, id, pid) },
-			http.MethodPut:    func(w http.ResponseWriter, r *http.Request, pid string) error { return g.updateUsageLimits(w, r, store, id, pid) },
-			http.MethodDelete: func(w http.ResponseWriter, r *http.Request, pid string) error { return g.archiveUsageLimits(w, r, store, id, pid) },
+			http.MethodGet: func(w http.ResponseWriter, r *http.Request, pid string) error {
+				return g.getUsageLimits(w, r, store, id, pid)
+			},
+			http.MethodPut: func(w http.ResponseWriter, r *http.Request, pid string) error {
+				return g.updateUsageLimits(w, r, store, id, pid)
+			},
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request, pid string) error {
+				return g.archiveUsageLimits(w, r, store, id, pid)
+			},
 		})
 	}
 	if err != nil {

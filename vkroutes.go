@@ -133,9 +133,9 @@ func virtualKeyKind(store VirtualKeyAdmin) *slugKind[VirtualKey, virtualKeyWire]
 	return &slugKind[VirtualKey, virtualKeyWire]{what: "virtual key",
 		in: store.VirtualKeyIn, all: store.VirtualKeys, create: store.CreateVirtualKey,
 		update: store.UpdateVirtualKey, delete: store.DeleteVirtualKey,
-		ws:     func(vk *VirtualKey) string { return vk.WorkspaceID },
-		clone:  func(vk *VirtualKey) *VirtualKey { c := *vk; return &c },
-		wire:   (*VirtualKey).wire,
+		ws:    func(vk *VirtualKey) string { return vk.WorkspaceID },
+		clone: func(vk *VirtualKey) *VirtualKey { c := *vk; return &c },
+		wire:  (*VirtualKey).wire,
 	}
 }
 
