@@ -43,23 +43,19 @@ func policyMissing(what, pid string) *Error {
 		Message: "no " + what + " policy " + pid}
 }
 
-// serveItem serves the route of one policy: the method is checked first
-// (405 with Allow), then the path's id (a UUID, 400 naming the path
-// parameter), and the handler of the method gets the id in lower case,
-// as ids are stored.
-func (k *policyKind[P]) serveItem(w http.ResponseWriter, r *http.Request, pid string, m map[string]func(w http.ResponseWriter, r *http.Request, pid string) error) error {
-	ms := make(httpapi.Methods, len(m))
-	for method, h := range m {
-		ms[method] = func(w http.ResponseWriter, r *http.Request) error { return h(w, r, pid) }
-	}
-	if err := ms.Check(r); err != nil {
+// serveItem serves the route of one policy with m: the method is
+// checked first (405 with Allow), then *pid, the path's id (a UUID, else
+// a 400 naming the path parameter), which is put in lower case, as ids
+// are stored, before the handler of the method (which reads *pid) runs.
+func (k *policyKind[P]) serveItem(w http.ResponseWriter, r *http.Request, pid *string, m httpapi.Methods) error {
+	if err := m.Check(r); err != nil {
 		return err
 	}
-	if !uuidRE.MatchString(pid) {
+	if !uuidRE.MatchString(*pid) {
 		return policyInvalid(k.idParam, "the policy id must be a UUID")
 	}
-	pid = strings.ToLower(pid)
-	return ms.Serve(w, r)
+	*pid = strings.ToLower(*pid)
+	return m.Serve(w, r)
 }
 
 // lookup returns the policy pid of the caller's workspace, or of any

@@ -65,14 +65,10 @@ func (g *Gateway) servePolicies(w http.ResponseWriter, r *http.Request) {
 			http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.createPolicy(w, r, k, id) },
 		}.Serve(w, r)
 	} else {
-		err = k.serveItem(w, r, pid, map[string]func(http.ResponseWriter, *http.Request, string) error{
-			http.MethodGet: func(w http.ResponseWriter, r *http.Request, pid string) error { return g.getPolicy(w, r, k, id, pid) },
-			http.MethodPut: func(w http.ResponseWriter, r *http.Request, pid string) error {
-				return g.updatePolicy(w, r, k, id, pid)
-			},
-			http.MethodDelete: func(w http.ResponseWriter, r *http.Request, pid string) error {
-				return g.deletePolicy(w, r, store, k, id, pid)
-			},
+		err = k.serveItem(w, r, &pid, httpapi.Methods{
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return g.getPolicy(w, r, k, id, pid) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return g.updatePolicy(w, r, k, id, pid) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return g.deletePolicy(w, r, store, k, id, pid) },
 		})
 	}
 	if err != nil {

@@ -48,37 +48,29 @@ func (g *Gateway) serveUsageLimits(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k := usageLimitsKind(store)
-	type itemHandler = func(http.ResponseWriter, *http.Request, string) error
+	pid := r.PathValue("id")
 	var err error
-	switch pid := r.PathValue("id"); {
+	switch {
 	case pid == "":
 		err = httpapi.Methods{
 			http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return g.listUsageLimits(w, r, k, id) },
 			http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.createUsageLimits(w, r, k, id) },
 		}.Serve(w, r)
 	case strings.HasSuffix(r.URL.Path, "/entities"):
-		err = k.serveItem(w, r, pid, map[string]itemHandler{
-			http.MethodGet: func(w http.ResponseWriter, r *http.Request, pid string) error {
-				return g.listUsageEntities(w, r, store, id, pid)
-			},
+		err = k.serveItem(w, r, &pid, httpapi.Methods{
+			http.MethodGet: func(w http.ResponseWriter, r *http.Request) error { return g.listUsageEntities(w, r, store, id, pid) },
 		})
 	case r.PathValue("entityId") != "":
-		err = k.serveItem(w, r, pid, map[string]itemHandler{
-			http.MethodPut: func(w http.ResponseWriter, r *http.Request, pid string) error {
+		err = k.serveItem(w, r, &pid, httpapi.Methods{
+			http.MethodPut: func(w http.ResponseWriter, r *http.Request) error {
 				return g.resetUsageEntity(w, r, store, id, pid, r.PathValue("entityId"))
 			},
 		})
 	default:
-		err = k.serveItem(w, r, pid, map[string]itemHandler{
-			http.MethodGet: func(w http.ResponseWriter, r *http.Request, pid string) error {
-				return g.getUsageLimits(w, r, store, id, pid)
-			},
-			http.MethodPut: func(w http.ResponseWriter, r *http.Request, pid string) error {
-				return g.updateUsageLimits(w, r, store, id, pid)
-			},
-			http.MethodDelete: func(w http.ResponseWriter, r *http.Request, pid string) error {
-				return g.archiveUsageLimits(w, r, store, id, pid)
-			},
+		err = k.serveItem(w, r, &pid, httpapi.Methods{
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return g.getUsageLimits(w, r, store, id, pid) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return g.updateUsageLimits(w, r, store, id, pid) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return g.archiveUsageLimits(w, r, store, id, pid) },
 		})
 	}
 	if err != nil {
