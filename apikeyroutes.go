@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // Bounds of the API keys control plane.
@@ -72,39 +74,23 @@ func (g *Gateway) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
 			Message: "API keys are not managed on this gateway"})
 		return
 	}
-	var err error
-	switch kid := r.PathValue("id"); {
+	kid := r.PathValue("id")
+	var m httpapi.Methods
+	switch {
 	case r.PathValue("type") != "":
-		if r.Method != http.MethodPost {
-			methodNotAllowed(w, r, "POST")
-			return
-		}
-		err = g.createAPIKey(w, r, store, id)
+		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.createAPIKey(w, r, store, id) }}
 	case kid == "":
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, r, "GET")
-			return
-		}
-		err = g.listAPIKeys(w, r, store, id)
+		m = httpapi.Methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error { return g.listAPIKeys(w, r, store, id) }}
 	case strings.HasSuffix(r.Pattern, "/rotate"):
-		if r.Method != http.MethodPost {
-			methodNotAllowed(w, r, "POST")
-			return
-		}
-		err = g.rotateAPIKey(w, r, store, id, kid)
+		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.rotateAPIKey(w, r, store, id, kid) }}
 	default:
-		switch r.Method {
-		case http.MethodGet:
-			err = g.getAPIKey(w, r, store, id, kid)
-		case http.MethodPut:
-			err = g.updateAPIKey(w, r, store, id, kid)
-		case http.MethodDelete:
-			err = g.deleteAPIKey(w, r, store, id, kid)
-		default:
-			methodNotAllowed(w, r, "GET, PUT, DELETE")
-			return
+		m = httpapi.Methods{
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return g.getAPIKey(w, r, store, id, kid) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return g.updateAPIKey(w, r, store, id, kid) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return g.deleteAPIKey(w, r, store, id, kid) },
 		}
 	}
+	err := m.Serve(w, r)
 	if err != nil {
 		g.controlPlaneError(w, r, "API key store", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // workspaceObject is the "object" of a workspace in responses.
@@ -51,30 +53,18 @@ func (g *Gateway) serveWorkspaces(w http.ResponseWriter, r *http.Request) {
 			Message: "workspaces are not managed on this gateway"})
 		return
 	}
-	var err error
-	if wid := r.PathValue("workspaceId"); wid == "" {
-		switch r.Method {
-		case http.MethodPost:
-			err = g.createWorkspace(w, r, store)
-		case http.MethodGet:
-			err = g.listWorkspaces(w, r, store)
-		default:
-			methodNotAllowed(w, r, "GET, POST")
-			return
-		}
-	} else {
-		switch r.Method {
-		case http.MethodGet:
-			err = g.getWorkspace(w, r, store, wid)
-		case http.MethodPut:
-			err = g.updateWorkspace(w, r, store, wid)
-		case http.MethodDelete:
-			err = g.deleteWorkspace(w, r, store, wid)
-		default:
-			methodNotAllowed(w, r, "GET, PUT, DELETE")
-			return
+	m := httpapi.Methods{
+		http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return g.listWorkspaces(w, r, store) },
+		http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.createWorkspace(w, r, store) },
+	}
+	if wid := r.PathValue("workspaceId"); wid != "" {
+		m = httpapi.Methods{
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return g.getWorkspace(w, r, store, wid) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return g.updateWorkspace(w, r, store, wid) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return g.deleteWorkspace(w, r, store, wid) },
 		}
 	}
+	err := m.Serve(w, r)
 	if err != nil {
 		g.controlPlaneError(w, r, "workspace store", err)
 	}
