@@ -14,16 +14,33 @@ import (
 // own failure rather than a refusal of the request.
 func (g *Gateway) controlPlaneError(w http.ResponseWriter, r *http.Request, what string, err error) {
 	err = apiError(err)
+	var ge *Error
+	if !errors.As(err, &ge) && !errors.As(err, new(*http.MaxBytesError)) && !errors.As(err, new(*httpapi.MethodError)) {
+		g.errLog.ErrorContext(r.Context(), "gateway: "+what, "err", err)
+	}
+	writeAPIError(w, r, err)
+}
+
+// writeAPIError answers err, translated by apiError: a
+// *httpapi.MethodError is the 405 with its Allow header.
+func writeAPIError(w http.ResponseWriter, r *http.Request, err error) {
+	err = apiError(err)
 	var me *httpapi.MethodError
 	if errors.As(err, &me) {
 		methodNotAllowed(w, r, me.Allow)
 		return
 	}
-	var ge *Error
-	if !errors.As(err, &ge) && !errors.As(err, new(*http.MaxBytesError)) {
-		g.errLog.ErrorContext(r.Context(), "gateway: "+what, "err", err)
-	}
 	WriteError(w, r, err)
+}
+
+// allowOnly answers r with a 405 listing methods unless its method is one
+// of them, and reports whether r may go on.
+func allowOnly(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	if err := httpapi.Only(r, methods...); err != nil {
+		writeAPIError(w, r, err)
+		return false
+	}
+	return true
 }
 
 // apiError is the one translation of internal/httpapi's errors into the

@@ -60,3 +60,14 @@ func (m Methods) Allow() string {
 	slices.Sort(rest)
 	return strings.Join(append(out, rest...), ", ")
 }
+
+// Only returns nil when r's method is one of methods, else the
+// *MethodError listing them: for a route that checks its method before
+// anything else and serves each the same way.
+func Only(r *http.Request, methods ...string) error {
+	m := make(Methods, len(methods))
+	for _, k := range methods {
+		m[k] = nil
+	}
+	return m.Check(r)
+}

@@ -51,3 +51,13 @@ func TestMethodsAllowOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestOnly(t *testing.T) {
+	if err := Only(httptest.NewRequest(http.MethodPut, "/x", nil), "PUT", "GET"); err != nil {
+		t.Fatalf("PUT: %v", err)
+	}
+	var me *MethodError
+	if err := Only(httptest.NewRequest(http.MethodDelete, "/x", nil), "POST", "GET"); !errors.As(err, &me) || me.Allow != "GET, POST" {
+		t.Fatalf("DELETE: %v", err)
+	}
+}
