@@ -15,11 +15,9 @@ import (
 
 // Bounds of the API keys control plane.
 const (
-	apiKeyPageSizeDefault = 20
-	apiKeyPageSizeMax     = 100
-	minKeyTransition      = 30 * time.Minute
-	maxKeyTransition      = 365 * 24 * time.Hour
-	maxAPIKeySwaps        = 16
+	minKeyTransition = 30 * time.Minute
+	maxKeyTransition = 365 * 24 * time.Hour
+	maxAPIKeySwaps   = 16
 )
 
 // serveAPIKeys serves the API keys control plane under {prefix}/api-keys
@@ -278,32 +276,21 @@ func sameJSON(a, b json.RawMessage) bool {
 // The key's workspace is noted for the audit record.
 func changeAPIKey(r *http.Request, store APIKeyStore, id Identity, kid string, change func(k *APIKey) error) error {
 	ctx := r.Context()
-	for try := 0; try < maxAPIKeySwaps; try++ {
+	return swapStored(ctx, maxAPIKeySwaps, "API key "+quoteShort(kid), apiKeyNotFound(kid), func() (error, error) {
 		old, err := lookupAPIKey(ctx, store, id, kid)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		auditActedIn(r, old.WorkspaceID)
 		if err := id.mayActOn(old); err != nil {
-			return err
+			return nil, err
 		}
 		k := cloneAPIKey(old)
 		if err := change(k); err != nil {
-			return err
+			return nil, err
 		}
-		err = store.UpdateAPIKey(ctx, old, k)
-		if errors.Is(err, ErrNotFound) {
-			return apiKeyNotFound(kid)
-		}
-		if !errors.Is(err, ErrConflict) {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-	return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
-		Message: "API key " + quoteShort(kid) + " kept changing during the update; try again"}
+		return store.UpdateAPIKey(ctx, old, k), nil
+	})
 }
 
 func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity, kid string) error {

@@ -165,29 +165,16 @@ func (k *slugKind[T, W]) change(w http.ResponseWriter, r *http.Request, id Ident
 		t       *T
 		changes []string
 	)
-	err := httpapi.Swap(r.Context(), maxAPIKeySwaps, func() (bool, error) {
+	err := swapStored(r.Context(), maxAPIKeySwaps, k.what+" "+quoteShort(slug), k.notFound(slug), func() (error, error) {
 		old, err := k.lookup(r, id, slug)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		if t, changes, err = change(old); err != nil {
-			return false, err
+			return nil, err
 		}
-		err = k.update(r.Context(), old, t)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, ErrNotFound):
-			return false, k.notFound(slug)
-		case errors.Is(err, ErrConflict):
-			return false, nil
-		}
-		return false, err
+		return k.update(r.Context(), old, t), nil
 	})
-	if errors.Is(err, httpapi.ErrKeptChanging) {
-		return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
-			Message: k.what + " " + quoteShort(slug) + " kept changing during the update; try again"}
-	}
 	if err != nil {
 		return err
 	}
@@ -212,4 +199,34 @@ func (k *slugKind[T, W]) remove(w http.ResponseWriter, r *http.Request, id Ident
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
 	return nil
+}
+
+// swapStored runs the "read, change, compare-and-swap" loop of a store
+// whose update returns ErrConflict when the record changed since it was
+// read: attempt reads and changes the record, returning an error that
+// ends the loop as err, and updates it, returning the store's answer as
+// updated. On an updated of ErrConflict it is called again (at most tries
+// times, then a 409 saying that what kept changing); ErrNotFound is
+// answered with notFound.
+func swapStored(ctx context.Context, tries int, what string, notFound *Error, attempt func() (updated, err error)) error {
+	err := httpapi.Swap(ctx, tries, func() (bool, error) {
+		err, stop := attempt()
+		if stop != nil {
+			return false, stop
+		}
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, ErrNotFound):
+			return false, notFound
+		case errors.Is(err, ErrConflict):
+			return false, nil
+		}
+		return false, err
+	})
+	if errors.Is(err, httpapi.ErrKeptChanging) {
+		return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
+			Message: what + " kept changing during the update; try again"}
+	}
+	return err
 }

@@ -316,30 +316,21 @@ func (g *Gateway) updateWorkspace(w http.ResponseWriter, r *http.Request, store 
 		return err
 	}
 	ctx := r.Context()
-	for try := 0; try < maxWorkspaceSwaps; try++ {
+	err := swapStored(ctx, maxWorkspaceSwaps, "workspace "+quoteShort(wid), workspaceNotFound(wid), func() (error, error) {
 		old, err := lookupWorkspace(ctx, store, wid)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ws := cloneWorkspace(old)
 		b.apply(ws)
 		ws.UpdatedAt = g.clock().UTC()
-		err = store.UpdateWorkspace(ctx, old, ws)
-		switch {
-		case err == nil:
-			writeJSON(w, http.StatusOK, struct{}{})
-			return nil
-		case errors.Is(err, ErrNotFound):
-			return workspaceNotFound(wid)
-		case !errors.Is(err, ErrConflict):
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+		return store.UpdateWorkspace(ctx, old, ws), nil
+	})
+	if err != nil {
+		return err
 	}
-	return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
-		Message: "workspace " + quoteShort(wid) + " kept changing during the update; try again"}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
 }
 
 // virtualKeyLister is the listing capability the workspaces control plane
