@@ -106,20 +106,15 @@ func (g *Gateway) serveConfigs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k := configKind(store)
-	slug := r.PathValue("slug")
-	m := k.routes(slug,
-		func(w http.ResponseWriter, r *http.Request) error { return k.list(w, r, id) },
-		func(w http.ResponseWriter, r *http.Request) error { return g.createConfig(w, r, k, id) },
-		func(w http.ResponseWriter, r *http.Request) error { return g.getConfig(w, r, k, id, slug) },
-		func(w http.ResponseWriter, r *http.Request) error { return g.updateConfig(w, r, k, id, slug) },
-		func(w http.ResponseWriter, r *http.Request) error { return k.remove(w, r, id, slug) },
-	)
-	if slug != "" && strings.HasSuffix(r.Pattern, "/versions") {
-		m = httpapi.Methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
+	var err error
+	if slug := r.PathValue("slug"); slug != "" && strings.HasSuffix(r.Pattern, "/versions") {
+		err = httpapi.Methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
 			return g.listConfigVersions(w, r, store, k, id, slug)
-		}}
+		}}.Serve(w, r)
+	} else {
+		err = k.serve(w, r, id, slug, g.createConfig, g.getConfig, g.updateConfig)
 	}
-	if err := m.Serve(w, r); err != nil {
+	if err != nil {
 		g.controlPlaneError(w, r, "config store", err)
 	}
 }

@@ -37,13 +37,24 @@ func (k *slugKind[T, W]) notFound(slug string) *Error {
 		Message: "no " + k.what + " " + quoteShort(slug)}
 }
 
-// routes returns the methods of the collection (slug "") or of the
-// record slug: list and create, read, update and delete.
-func (k *slugKind[T, W]) routes(slug string, list, create, read, update, del httpapi.Handler) httpapi.Methods {
-	if slug == "" {
-		return httpapi.Methods{http.MethodGet: list, http.MethodPost: create}
+// serve serves the collection (slug "": list, and create) or the record
+// slug (read, update, and delete) for the key id; the resource gives
+// what is its own.
+func (k *slugKind[T, W]) serve(w http.ResponseWriter, r *http.Request, id Identity, slug string,
+	create func(w http.ResponseWriter, r *http.Request, k *slugKind[T, W], id Identity) error,
+	read, update func(w http.ResponseWriter, r *http.Request, k *slugKind[T, W], id Identity, slug string) error) error {
+	m := httpapi.Methods{
+		http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return k.list(w, r, id) },
+		http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return create(w, r, k, id) },
 	}
-	return httpapi.Methods{http.MethodGet: read, http.MethodPut: update, http.MethodDelete: del}
+	if slug != "" {
+		m = httpapi.Methods{
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return read(w, r, k, id, slug) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return update(w, r, k, id, slug) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return k.remove(w, r, id, slug) },
+		}
+	}
+	return m.Serve(w, r)
 }
 
 // lookup returns a copy of the record slug of the workspace the request

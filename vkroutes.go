@@ -113,15 +113,7 @@ func (g *Gateway) serveVirtualKeys(w http.ResponseWriter, r *http.Request) {
 			Message: "virtual keys are not managed on this gateway"})
 		return
 	}
-	k := virtualKeyKind(store)
-	slug := r.PathValue("slug")
-	err := k.routes(slug,
-		func(w http.ResponseWriter, r *http.Request) error { return k.list(w, r, id) },
-		func(w http.ResponseWriter, r *http.Request) error { return g.createVirtualKey(w, r, k, id) },
-		func(w http.ResponseWriter, r *http.Request) error { return g.getVirtualKey(w, r, k, id, slug) },
-		func(w http.ResponseWriter, r *http.Request) error { return g.updateVirtualKey(w, r, k, id, slug) },
-		func(w http.ResponseWriter, r *http.Request) error { return k.remove(w, r, id, slug) },
-	).Serve(w, r)
+	err := virtualKeyKind(store).serve(w, r, id, r.PathValue("slug"), g.createVirtualKey, g.getVirtualKey, g.updateVirtualKey)
 	if err != nil {
 		g.controlPlaneError(w, r, "virtual key store", err)
 	}
