@@ -143,22 +143,25 @@ func list[P, W any](g *Gateway, k *policyKind[P], w http.ResponseWriter, r *http
 	return nil
 }
 
-// policyCreateHead holds the fields every policy's create body has.
+// policyCreateHead is the fields every policy's create body has. The
+// bodies repeat them rather than embed it: encoding/json names a field of
+// an embedded struct by its path (policyCreateHead.name) in a type error,
+// which would change the param of the 400.
 type policyCreateHead struct {
-	Name           *string           `json:"name"`
-	Conditions     []PolicyCondition `json:"conditions"`
-	GroupBy        []PolicyGroupBy   `json:"group_by"`
-	Type           string            `json:"type"`
-	WorkspaceID    string            `json:"workspace_id"`
-	OrganisationID string            `json:"organisation_id"`
+	Name           *string
+	Conditions     []PolicyCondition
+	GroupBy        []PolicyGroupBy
+	Type           string
+	WorkspaceID    string
+	OrganisationID string
 }
 
 // create serves POST of the collection: a key of no workspace is refused
-// before its body is read; the body b (whose head is head) is decoded
-// strictly, its shared fields checked around the kind's own (check),
+// before its body is read; the body b (whose shared fields head returns)
+// is decoded strictly, its shared fields checked around the kind's own (check),
 // then build makes the policy of the workspace it goes to, named label
 // checked, which is stored and answered as {"id","object"}.
-func create[B, P any](g *Gateway, k *policyKind[P], w http.ResponseWriter, r *http.Request, id Identity, b *B, head *policyCreateHead,
+func create[B, P any](g *Gateway, k *policyKind[P], w http.ResponseWriter, r *http.Request, id Identity, b *B, head func() policyCreateHead,
 	check func() error, build func(ws, now string) (*P, error)) error {
 	if id.Type != KeyOrganisation {
 		if _, err := policyCreateWorkspace(id, ""); err != nil {
@@ -168,24 +171,25 @@ func create[B, P any](g *Gateway, k *policyKind[P], w http.ResponseWriter, r *ht
 	if err := g.decodeStrict(w, r, b, false); err != nil {
 		return err
 	}
+	h := head()
 	switch {
-	case len(head.Conditions) == 0:
+	case len(h.Conditions) == 0:
 		return policyInvalid("conditions", "conditions must hold at least one condition")
-	case len(head.GroupBy) == 0:
+	case len(h.GroupBy) == 0:
 		return policyInvalid("group_by", "group_by must hold at least one key")
 	}
 	if err := check(); err != nil {
 		return err
 	}
-	if head.OrganisationID != "" && !uuidRE.MatchString(head.OrganisationID) {
+	if h.OrganisationID != "" && !uuidRE.MatchString(h.OrganisationID) {
 		return policyInvalid("organisation_id", "organisation_id must be a UUID")
 	}
-	ws, err := policyCreateWorkspace(id, head.WorkspaceID)
+	ws, err := policyCreateWorkspace(id, h.WorkspaceID)
 	if err != nil {
 		return err
 	}
-	if head.Name != nil {
-		if err := checkLabel("name", *head.Name); err != nil {
+	if h.Name != nil {
+		if err := checkLabel("name", *h.Name); err != nil {
 			return err
 		}
 	}

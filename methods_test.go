@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -58,6 +59,33 @@ func TestControlPlaneMethodNotAllowed(t *testing.T) {
 			got.Error.Code != CodeMethodNotAllowed || got.Error.Type != TypeInvalidRequest || got.Error.Message != want {
 			t.Errorf("%s %s: %d, Allow %q, %s; want 405, Allow %q, %q", c.method, c.path, res.StatusCode,
 				res.Header.Get("Allow"), body, c.allow, want)
+		}
+	}
+}
+
+// TestPolicyCreateTypeErrorNamesField: a create body's field of the wrong
+// JSON type is a 400 naming the field as the body spells it, for both
+// kinds of policy, whose create bodies share their skeleton.
+func TestPolicyCreateTypeErrorNamesField(t *testing.T) {
+	e := newCoreEnv(t, nil, func(o *Options) { o.UsageLimits = o.Keys.(*MemoryStore) })
+	for _, path := range []string{"/v1/policies/rate-limits", "/v1/policies/usage-limits"} {
+		for _, c := range []struct{ body, param string }{
+			{`{"name":5}`, "name"},
+			{`{"conditions":5}`, "conditions"},
+			{`{"group_by":"x"}`, "group_by"},
+			{`{"workspace_id":1}`, "workspace_id"},
+		} {
+			res := e.do("POST", path, strings.NewReader(c.body), HeaderAPIKey+": "+coreAdminKey)
+			body, _ := io.ReadAll(res.Body)
+			var got struct {
+				Error struct {
+					Param *string `json:"param"`
+				} `json:"error"`
+			}
+			json.Unmarshal(body, &got)
+			if res.StatusCode != http.StatusBadRequest || got.Error.Param == nil || *got.Error.Param != c.param {
+				t.Errorf("POST %s %s: %d %s; want 400 naming %s", path, c.body, res.StatusCode, body, c.param)
+			}
 		}
 	}
 }

@@ -222,14 +222,23 @@ func (g *Gateway) getPolicy(w http.ResponseWriter, r *http.Request, k *policyKin
 
 // policyCreate is the body of POST /policies/rate-limits.
 type policyCreate struct {
-	policyCreateHead
-	Unit  string   `json:"unit"`
-	Value *float64 `json:"value"`
+	Name           *string           `json:"name"`
+	Conditions     []PolicyCondition `json:"conditions"`
+	GroupBy        []PolicyGroupBy   `json:"group_by"`
+	Type           string            `json:"type"`
+	Unit           string            `json:"unit"`
+	Value          *float64          `json:"value"`
+	WorkspaceID    string            `json:"workspace_id"`
+	OrganisationID string            `json:"organisation_id"`
+}
+
+func (c *policyCreate) head() policyCreateHead {
+	return policyCreateHead{c.Name, c.Conditions, c.GroupBy, c.Type, c.WorkspaceID, c.OrganisationID}
 }
 
 func (g *Gateway) createPolicy(w http.ResponseWriter, r *http.Request, k *policyKind[RateLimitsPolicy], id Identity) error {
 	var c policyCreate
-	return create(g, k, w, r, id, &c, &c.policyCreateHead,
+	return create(g, k, w, r, id, &c, c.head,
 		func() error {
 			if c.Value == nil {
 				return policyInvalid("value", "value is required")

@@ -169,16 +169,25 @@ func (g *Gateway) getUsageLimits(w http.ResponseWriter, r *http.Request, store U
 
 // usageCreate is the body of POST /policies/usage-limits.
 type usageCreate struct {
-	policyCreateHead
-	CreditLimit       *float64 `json:"credit_limit"`
-	AlertThreshold    *float64 `json:"alert_threshold"`
-	PeriodicReset     *string  `json:"periodic_reset"`
-	PeriodicResetDays *int     `json:"periodic_reset_days"`
+	Name              *string           `json:"name"`
+	Conditions        []PolicyCondition `json:"conditions"`
+	GroupBy           []PolicyGroupBy   `json:"group_by"`
+	Type              string            `json:"type"`
+	CreditLimit       *float64          `json:"credit_limit"`
+	AlertThreshold    *float64          `json:"alert_threshold"`
+	PeriodicReset     *string           `json:"periodic_reset"`
+	PeriodicResetDays *int              `json:"periodic_reset_days"`
+	WorkspaceID       string            `json:"workspace_id"`
+	OrganisationID    string            `json:"organisation_id"`
+}
+
+func (c *usageCreate) head() policyCreateHead {
+	return policyCreateHead{c.Name, c.Conditions, c.GroupBy, c.Type, c.WorkspaceID, c.OrganisationID}
 }
 
 func (g *Gateway) createUsageLimits(w http.ResponseWriter, r *http.Request, k *policyKind[UsageLimitsPolicy], id Identity) error {
 	var c usageCreate
-	return create(g, k, w, r, id, &c, &c.policyCreateHead,
+	return create(g, k, w, r, id, &c, c.head,
 		func() error {
 			switch {
 			case c.Type == "":
