@@ -48,8 +48,7 @@ var analyticsRoutes = map[string]analyticsRoute{
 // would hide most of them (a request costs a fraction of a cent).
 func (g *Gateway) analytics(route analyticsRoute) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, r, "GET")
+		if !allowOnly(w, r, http.MethodGet) {
 			return
 		}
 		id, ok := scopedIdentity(w, r, ScopeAnalyticsRead, ScopeAnalyticsRead)

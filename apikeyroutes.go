@@ -9,15 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // Bounds of the API keys control plane.
 const (
-	apiKeyPageSizeDefault = 20
-	apiKeyPageSizeMax     = 100
-	minKeyTransition      = 30 * time.Minute
-	maxKeyTransition      = 365 * 24 * time.Hour
-	maxAPIKeySwaps        = 16
+	minKeyTransition = 30 * time.Minute
+	maxKeyTransition = 365 * 24 * time.Hour
+	maxAPIKeySwaps   = 16
 )
 
 // serveAPIKeys serves the API keys control plane under {prefix}/api-keys
@@ -72,39 +72,23 @@ func (g *Gateway) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
 			Message: "API keys are not managed on this gateway"})
 		return
 	}
-	var err error
-	switch kid := r.PathValue("id"); {
+	kid := r.PathValue("id")
+	var m httpapi.Methods
+	switch {
 	case r.PathValue("type") != "":
-		if r.Method != http.MethodPost {
-			methodNotAllowed(w, r, "POST")
-			return
-		}
-		err = g.createAPIKey(w, r, store, id)
+		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.createAPIKey(w, r, store, id) }}
 	case kid == "":
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, r, "GET")
-			return
-		}
-		err = g.listAPIKeys(w, r, store, id)
+		m = httpapi.Methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error { return g.listAPIKeys(w, r, store, id) }}
 	case strings.HasSuffix(r.Pattern, "/rotate"):
-		if r.Method != http.MethodPost {
-			methodNotAllowed(w, r, "POST")
-			return
-		}
-		err = g.rotateAPIKey(w, r, store, id, kid)
+		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.rotateAPIKey(w, r, store, id, kid) }}
 	default:
-		switch r.Method {
-		case http.MethodGet:
-			err = g.getAPIKey(w, r, store, id, kid)
-		case http.MethodPut:
-			err = g.updateAPIKey(w, r, store, id, kid)
-		case http.MethodDelete:
-			err = g.deleteAPIKey(w, r, store, id, kid)
-		default:
-			methodNotAllowed(w, r, "GET, PUT, DELETE")
-			return
+		m = httpapi.Methods{
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return g.getAPIKey(w, r, store, id, kid) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return g.updateAPIKey(w, r, store, id, kid) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return g.deleteAPIKey(w, r, store, id, kid) },
 		}
 	}
+	err := m.Serve(w, r)
 	if err != nil {
 		g.controlPlaneError(w, r, "API key store", err)
 	}
@@ -292,32 +276,21 @@ func sameJSON(a, b json.RawMessage) bool {
 // The key's workspace is noted for the audit record.
 func changeAPIKey(r *http.Request, store APIKeyStore, id Identity, kid string, change func(k *APIKey) error) error {
 	ctx := r.Context()
-	for try := 0; try < maxAPIKeySwaps; try++ {
+	return swapStored(ctx, maxAPIKeySwaps, "API key "+quoteShort(kid), apiKeyNotFound(kid), func() (error, error) {
 		old, err := lookupAPIKey(ctx, store, id, kid)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		auditActedIn(r, old.WorkspaceID)
 		if err := id.mayActOn(old); err != nil {
-			return err
+			return nil, err
 		}
 		k := cloneAPIKey(old)
 		if err := change(k); err != nil {
-			return err
+			return nil, err
 		}
-		err = store.UpdateAPIKey(ctx, old, k)
-		if errors.Is(err, ErrNotFound) {
-			return apiKeyNotFound(kid)
-		}
-		if !errors.Is(err, ErrConflict) {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-	return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
-		Message: "API key " + quoteShort(kid) + " kept changing during the update; try again"}
+		return store.UpdateAPIKey(ctx, old, k), nil
+	})
 }
 
 func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity, kid string) error {

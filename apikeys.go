@@ -290,19 +290,6 @@ func (k *APIKey) wire() apiKeyWire {
 	return o
 }
 
-// apiKeyInt reads query parameter name, an integer from lo to hi.
-func apiKeyInt(q map[string][]string, name string, def, lo, hi int) (int, error) {
-	vs, ok := q[name]
-	if !ok {
-		return def, nil
-	}
-	n, err := strconv.Atoi(vs[0])
-	if len(vs) != 1 || err != nil || n < lo || n > hi {
-		return 0, policyInvalid(name, name+" must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
-	}
-	return n, nil
-}
-
 // rotateBody is the reference's RotateApiKeyRequest.
 type rotateBody struct {
 	KeyTransitionPeriodMS *int64 `json:"key_transition_period_ms"`

@@ -42,8 +42,7 @@ type auditRecordWire struct {
 // organisation_id and country are accepted and ignored: the gateway has
 // one organisation and keeps no country.
 func (g *Gateway) serveAuditLogs(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		methodNotAllowed(w, r, "GET")
+	if !allowOnly(w, r, http.MethodGet) {
 		return
 	}
 	id, _ := IdentityFrom(r.Context())

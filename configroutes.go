@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // ConfigAdmin is an optional capability of Options.Configs, found by type
@@ -103,39 +105,30 @@ func (g *Gateway) serveConfigs(w http.ResponseWriter, r *http.Request) {
 			Message: "configs are not managed on this gateway"})
 		return
 	}
+	k := configKind(store)
 	var err error
-	switch slug := r.PathValue("slug"); {
-	case slug == "":
-		switch r.Method {
-		case http.MethodGet:
-			err = g.listConfigs(w, r, store, id)
-		case http.MethodPost:
-			err = g.createConfig(w, r, store, id)
-		default:
-			methodNotAllowed(w, r, "GET, POST")
-			return
-		}
-	case strings.HasSuffix(r.Pattern, "/versions"):
-		if r.Method != http.MethodGet {
-			methodNotAllowed(w, r, "GET")
-			return
-		}
-		err = g.listConfigVersions(w, r, store, id, slug)
-	default:
-		switch r.Method {
-		case http.MethodGet:
-			err = g.getConfig(w, r, store, id, slug)
-		case http.MethodPut:
-			err = g.updateConfig(w, r, store, id, slug)
-		case http.MethodDelete:
-			err = g.deleteConfig(w, r, store, id, slug)
-		default:
-			methodNotAllowed(w, r, "GET, PUT, DELETE")
-			return
-		}
+	if slug := r.PathValue("slug"); slug != "" && strings.HasSuffix(r.Pattern, "/versions") {
+		err = httpapi.Methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
+			return g.listConfigVersions(w, r, store, k, id, slug)
+		}}.Serve(w, r)
+	} else {
+		err = k.serve(w, r, id, slug, g.createConfig, g.getConfig, g.updateConfig)
 	}
 	if err != nil {
 		g.controlPlaneError(w, r, "config store", err)
+	}
+}
+
+// configKind is the configs of store for the shared skeleton of the
+// routes of records kept by workspace and slug.
+func configKind(store ConfigAdmin) *slugKind[SavedConfig, configWire] {
+	return &slugKind[SavedConfig, configWire]{what: "config",
+		in: store.ConfigIn, all: store.Configs, create: store.CreateConfig,
+		update: store.UpdateConfig, delete: store.DeleteConfig,
+		ws:      func(c *SavedConfig) string { return c.WorkspaceID },
+		clone:   cloneSavedConfig,
+		wire:    (*SavedConfig).wire,
+		success: true,
 	}
 }
 
@@ -254,12 +247,7 @@ func maskConfigSecrets(c *Config) {
 	}
 }
 
-func configNotFound(slug string) *Error {
-	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
-		Message: "no config " + quoteShort(slug)}
-}
-
-func (g *Gateway) createConfig(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity) error {
+func (g *Gateway) createConfig(w http.ResponseWriter, r *http.Request, k *slugKind[SavedConfig, configWire], id Identity) error {
 	var b configBody
 	if err := g.decodeStrict(w, r, &b, false); err != nil {
 		return err
@@ -267,18 +255,7 @@ func (g *Gateway) createConfig(w http.ResponseWriter, r *http.Request, store Con
 	if err := checkName(b.Name, true); err != nil {
 		return err
 	}
-	named := ""
-	if b.WorkspaceID != nil {
-		if *b.WorkspaceID == "" && id.Type == KeyOrganisation {
-			return policyInvalid("workspace_id", "workspace_id must not be empty; leave it out for a config of no workspace")
-		}
-		named = *b.WorkspaceID
-	}
-	ws, err := actingWorkspace(id, named)
-	if err != nil {
-		return err
-	}
-	slug, err := newSlug(b.Slug, *b.Name)
+	ws, slug, err := k.createIn(r, id, b.WorkspaceID, b.Slug, *b.Name)
 	if err != nil {
 		return err
 	}
@@ -286,18 +263,12 @@ func (g *Gateway) createConfig(w http.ResponseWriter, r *http.Request, store Con
 	if err != nil {
 		return err
 	}
-	if id.Type == KeyOrganisation {
-		auditActedIn(r, ws)
-	}
+	orgActedIn(r, id, ws)
 	now := g.clock().UTC()
 	// Written through the control plane: a tenant's config, its hosts guarded.
 	c := SavedConfig{ID: slug, WorkspaceID: ws, Config: raw, Name: *b.Name, Version: 1, VersionID: newUUID(),
 		CreatedAt: now, UpdatedAt: now, Tenant: true}
-	if err := store.CreateConfig(r.Context(), &c); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict, Param: "slug",
-				Message: "the workspace already has a config " + quoteShort(slug)}
-		}
+	if err := k.store(r, slug, &c); err != nil {
 		return err
 	}
 	type data struct {
@@ -336,60 +307,8 @@ func (c *SavedConfig) wire() configWire {
 		Version: c.Version, VersionID: c.VersionID, CreatedAt: c.CreatedAt, LastUpdatedAt: c.UpdatedAt, Object: configObject}
 }
 
-func (g *Gateway) listConfigs(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity) error {
-	q := r.URL.Query()
-	size, page, err := pageParams(q)
-	if err != nil {
-		return err
-	}
-	named, err := workspaceParam(q)
-	if err != nil {
-		return err
-	}
-	ws, err := actingWorkspace(id, named)
-	if err != nil {
-		return err
-	}
-	all, err := store.Configs(r.Context(), ws)
-	if err != nil {
-		return err
-	}
-	var keep func(*SavedConfig) bool
-	if ws != "" {
-		keep = func(c *SavedConfig) bool { return c.WorkspaceID == ws }
-	}
-	data, total := listPage(all, keep, (*SavedConfig).wire, size, page)
-	writeJSON(w, http.StatusOK, struct {
-		Object  string       `json:"object"`
-		Success bool         `json:"success"`
-		Data    []configWire `json:"data"`
-		Total   int          `json:"total"`
-	}{"list", true, data, total})
-	return nil
-}
-
-// lookupConfig returns the current version of the config slug of the
-// workspace the request acts on, else 404.
-func lookupConfig(r *http.Request, store ConfigAdmin, id Identity, slug string) (*SavedConfig, error) {
-	ws, err := queryWorkspace(id, r)
-	if err != nil {
-		return nil, err
-	}
-	if id.Type == KeyOrganisation {
-		auditActedIn(r, ws)
-	}
-	c, err := store.ConfigIn(r.Context(), ws, slug)
-	if errors.Is(err, ErrNotFound) || err == nil && (c == nil || c.WorkspaceID != ws) {
-		return nil, configNotFound(slug)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return cloneSavedConfig(c), nil
-}
-
-func (g *Gateway) getConfig(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity, slug string) error {
-	c, err := lookupConfig(r, store, id, slug)
+func (g *Gateway) getConfig(w http.ResponseWriter, r *http.Request, k *slugKind[SavedConfig, configWire], id Identity, slug string) error {
+	c, err := k.lookup(r, id, slug)
 	if err != nil {
 		return err
 	}
@@ -402,18 +321,18 @@ func (g *Gateway) getConfig(w http.ResponseWriter, r *http.Request, store Config
 	return nil
 }
 
-func (g *Gateway) listConfigVersions(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity, slug string) error {
+func (g *Gateway) listConfigVersions(w http.ResponseWriter, r *http.Request, store ConfigAdmin, k *slugKind[SavedConfig, configWire], id Identity, slug string) error {
 	size, page, err := pageParams(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	cur, err := lookupConfig(r, store, id, slug)
+	cur, err := k.lookup(r, id, slug)
 	if err != nil {
 		return err
 	}
 	all, err := store.ConfigVersions(r.Context(), cur.WorkspaceID, slug)
 	if errors.Is(err, ErrNotFound) {
-		return configNotFound(slug)
+		return k.notFound(slug)
 	} else if err != nil {
 		return err
 	}
@@ -435,16 +354,13 @@ func (g *Gateway) listConfigVersions(w http.ResponseWriter, r *http.Request, sto
 	return nil
 }
 
-func (g *Gateway) updateConfig(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity, slug string) error {
+func (g *Gateway) updateConfig(w http.ResponseWriter, r *http.Request, k *slugKind[SavedConfig, configWire], id Identity, slug string) error {
 	var b configBody
 	if err := g.decodeStrict(w, r, &b, false); err != nil {
 		return err
 	}
-	switch {
-	case b.Slug != nil:
-		return policyInvalid("slug", "slug cannot be changed")
-	case b.WorkspaceID != nil:
-		return policyInvalid("workspace_id", "workspace_id cannot be changed; name the workspace in the query")
+	if err := fixed(b.Slug, b.WorkspaceID); err != nil {
+		return err
 	}
 	if err := checkName(b.Name, false); err != nil {
 		return err
@@ -456,11 +372,7 @@ func (g *Gateway) updateConfig(w http.ResponseWriter, r *http.Request, store Con
 			return err
 		}
 	}
-	for try := 0; try < maxAPIKeySwaps; try++ {
-		old, err := lookupConfig(r, store, id, slug)
-		if err != nil {
-			return err
-		}
+	return k.change(w, r, id, slug, func(old *SavedConfig) (*SavedConfig, []string, error) {
 		c := cloneSavedConfig(old)
 		if b.Name != nil {
 			c.Name = *b.Name
@@ -474,46 +386,15 @@ func (g *Gateway) updateConfig(w http.ResponseWriter, r *http.Request, store Con
 		// changes leave the operator's hosts as trusted as they were.
 		c.Tenant = old.Tenant || len(changes) > 0
 		c.Version, c.VersionID, c.UpdatedAt = old.Version+1, newUUID(), g.clock().UTC()
-		err = store.UpdateConfig(r.Context(), old, c)
-		if err == nil {
-			if len(changes) > 0 {
-				auditDetail(r, strings.Join(changes, "; "))
-			}
-			type data struct {
-				VersionID string `json:"version_id"`
-				Version   int    `json:"version"`
-			}
-			writeJSON(w, http.StatusOK, struct {
-				Success bool `json:"success"`
-				Data    data `json:"data"`
-			}{true, data{c.VersionID, c.Version}})
-			return nil
+		return c, changes, nil
+	}, func(c *SavedConfig) {
+		type data struct {
+			VersionID string `json:"version_id"`
+			Version   int    `json:"version"`
 		}
-		if errors.Is(err, ErrNotFound) {
-			return configNotFound(slug)
-		}
-		if !errors.Is(err, ErrConflict) {
-			return err
-		}
-		if err := r.Context().Err(); err != nil {
-			return err
-		}
-	}
-	return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
-		Message: "config " + quoteShort(slug) + " kept changing during the update; try again"}
-}
-
-func (g *Gateway) deleteConfig(w http.ResponseWriter, r *http.Request, store ConfigAdmin, id Identity, slug string) error {
-	c, err := lookupConfig(r, store, id, slug)
-	if err != nil {
-		return err
-	}
-	if err := store.DeleteConfig(r.Context(), c.WorkspaceID, slug); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return configNotFound(slug)
-		}
-		return err
-	}
-	writeJSON(w, http.StatusOK, struct{}{})
-	return nil
+		writeJSON(w, http.StatusOK, struct {
+			Success bool `json:"success"`
+			Data    data `json:"data"`
+		}{true, data{c.VersionID, c.Version}})
+	})
 }

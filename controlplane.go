@@ -2,34 +2,64 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // controlPlaneError answers err, logging it first when it is the store's
 // own failure rather than a refusal of the request.
 func (g *Gateway) controlPlaneError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	err = apiError(err)
 	var ge *Error
-	if !errors.As(err, &ge) && !errors.As(err, new(*http.MaxBytesError)) {
+	if !errors.As(err, &ge) && !errors.As(err, new(*http.MaxBytesError)) && !errors.As(err, new(*httpapi.MethodError)) {
 		g.errLog.ErrorContext(r.Context(), "gateway: "+what, "err", err)
+	}
+	writeAPIError(w, r, err)
+}
+
+// writeAPIError answers err, translated by apiError: a
+// *httpapi.MethodError is the 405 with its Allow header.
+func writeAPIError(w http.ResponseWriter, r *http.Request, err error) {
+	err = apiError(err)
+	var me *httpapi.MethodError
+	if errors.As(err, &me) {
+		methodNotAllowed(w, r, me.Allow)
+		return
 	}
 	WriteError(w, r, err)
 }
 
+// allowOnly answers r with a 405 listing methods unless its method is one
+// of them, and reports whether r may go on.
+func allowOnly(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	if err := httpapi.Only(r, methods...); err != nil {
+		writeAPIError(w, r, err)
+		return false
+	}
+	return true
+}
+
+// apiError is the one translation of internal/httpapi's errors into the
+// gateway's: a *httpapi.FieldError is the 400 invalid_parameter naming its
+// field; others, a *httpapi.MethodError among them (which
+// controlPlaneError answers with a 405 and its Allow header), are
+// returned as they are.
+func apiError(err error) error {
+	var fe *httpapi.FieldError
+	if errors.As(err, &fe) {
+		return policyInvalid(fe.Param, fe.Message)
+	}
+	return err
+}
+
 // workspaceParam returns the workspace_id of the query: "" when absent.
 func workspaceParam(q url.Values) (string, error) {
-	vs, ok := q["workspace_id"]
-	if !ok {
-		return "", nil
-	}
-	if len(vs) != 1 || vs[0] == "" {
-		return "", policyInvalid("workspace_id", "workspace_id must be given once, not empty")
-	}
-	return vs[0], nil
+	ws, err := httpapi.WorkspaceParam(q)
+	return ws, apiError(err)
 }
 
 // actingWorkspace returns the workspace a control-plane request acts on:
@@ -61,17 +91,13 @@ func queryWorkspace(id Identity, r *http.Request) (string, error) {
 
 // pageParams reads page_size (1–100, default 20) and current_page (from 0).
 func pageParams(q url.Values) (size, page int, err error) {
-	if size, err = apiKeyInt(q, "page_size", apiKeyPageSizeDefault, 1, apiKeyPageSizeMax); err != nil {
-		return 0, 0, err
-	}
-	page, err = apiKeyInt(q, "current_page", 0, 0, math.MaxInt32)
-	return size, page, err
+	p, err := httpapi.ParsePage(q)
+	return p.Size, p.Number, apiError(err)
 }
 
 // pageOf returns the page of all that page_size and current_page select.
 func pageOf[T any](all []T, size, page int) []T {
-	start := min(len(all), page*size)
-	return all[start:min(len(all), start+size)]
+	return httpapi.Of(all, httpapi.Page{Size: size, Number: page})
 }
 
 // slugOf derives a slug from a name: lower case, every run of other
@@ -154,22 +180,9 @@ func maskSecret(s string) string {
 	return string(rs[:2]) + strings.Repeat("*", len(rs)-4) + string(rs[len(rs)-2:])
 }
 
-// listPage is one page of a control-plane list: the records of all that
-// keep accepts (nil: every one), the page_size and current_page chosen of
-// them turned into their wire form, and how many there are in all. all is
-// left as it is: a store may share it.
+// listPage is one page of a control-plane list (see httpapi.Filter).
 func listPage[T, W any](all []T, keep func(*T) bool, wire func(*T) W, size, page int) (data []W, total int) {
-	data = make([]W, 0, min(len(all), size))
-	for i := range all {
-		if keep != nil && !keep(&all[i]) {
-			continue
-		}
-		if total >= page*size && len(data) < size {
-			data = append(data, wire(&all[i]))
-		}
-		total++
-	}
-	return data, total
+	return httpapi.Filter(all, keep, wire, httpapi.Page{Size: size, Number: page})
 }
 
 // decodeStrict decodes a control-plane body into v, refusing unknown
@@ -182,13 +195,5 @@ func (g *Gateway) decodeStrict(w http.ResponseWriter, r *http.Request, v any, op
 	if optional && len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return policyBodyError(err)
-	}
-	if dec.More() {
-		return policyInvalid("", "the body must be a single JSON object")
-	}
-	return nil
+	return apiError(httpapi.DecodeStrict(data, v))
 }

@@ -3,9 +3,12 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
+
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // feedbackMax bounds the feedback of one POST /feedback.
@@ -42,12 +45,11 @@ type feedbackBody struct {
 // Options.Feedback is nil.
 func (g *Gateway) serveFeedback(w http.ResponseWriter, r *http.Request) {
 	fbID := r.PathValue("id")
-	switch {
-	case fbID == "" && r.Method != http.MethodPost:
-		methodNotAllowed(w, r, "POST")
-		return
-	case fbID != "" && r.Method != http.MethodPut:
-		methodNotAllowed(w, r, "PUT")
+	method := http.MethodPost
+	if fbID != "" {
+		method = http.MethodPut
+	}
+	if !allowOnly(w, r, method) {
 		return
 	}
 	id, _ := IdentityFrom(r.Context())
@@ -146,15 +148,11 @@ func (g *Gateway) serveFeedback(w http.ResponseWriter, r *http.Request) {
 // decodeStrict decodes body into v, refusing unknown fields, as a 400
 // naming the field at fault.
 func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return policyBodyError(err)
-	}
-	if dec.More() {
+	err := httpapi.DecodeStrict(body, v)
+	if errors.Is(err, httpapi.ErrTrailing) {
 		return policyInvalid("", "the body must hold one JSON value")
 	}
-	return nil
+	return apiError(err)
 }
 
 // feedbackOf checks b and returns its feedback, fields named with prefix;

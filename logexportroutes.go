@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 )
@@ -56,8 +55,7 @@ func (g *Gateway) logExportRoutes(p string) {
 
 func (g *Gateway) serveLogExports(w http.ResponseWriter, r *http.Request, action, allow string) {
 	eid := r.PathValue("exportId")
-	if !slices.Contains(strings.Split(allow, ", "), r.Method) {
-		methodNotAllowed(w, r, allow)
+	if !allowOnly(w, r, strings.Split(allow, ", ")...) {
 		return
 	}
 	id, _ := IdentityFrom(r.Context())

@@ -84,17 +84,16 @@ func wireLog(rec *RequestLog) logWire {
 func (g *Gateway) serveLogs(w http.ResponseWriter, r *http.Request) {
 	id, _ := IdentityFrom(r.Context())
 	logID := r.PathValue("id")
-	method := "GET"
+	allow := []string{http.MethodGet}
 	if logID == "" {
-		method = "GET, POST"
+		allow = append(allow, http.MethodPost)
+	}
+	if !allowOnly(w, r, allow...) {
+		return
 	}
 	scope := ScopeLogsRead
-	switch {
-	case r.Method == http.MethodPost && logID == "":
+	if r.Method == http.MethodPost {
 		scope = ScopeLogsWrite
-	case r.Method != http.MethodGet:
-		methodNotAllowed(w, r, method)
-		return
 	}
 	if !id.Can(scope) {
 		WriteError(w, r, missingScope(scope))

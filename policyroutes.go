@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,9 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // policyIDParam is the name of the path parameter, as the public API
@@ -58,67 +57,45 @@ func (g *Gateway) servePolicies(w http.ResponseWriter, r *http.Request) {
 			Message: "rate-limits policies are not enabled on this gateway"})
 		return
 	}
-	pid := r.PathValue("id")
+	k := rateLimitsKind(store)
 	var err error
-	if pid == "" {
-		switch r.Method {
-		case http.MethodGet:
-			err = g.listPolicies(w, r, store, id)
-		case http.MethodPost:
-			err = g.createPolicy(w, r, store, id)
-		default:
-			methodNotAllowed(w, r, "GET, POST")
-			return
-		}
+	if pid := r.PathValue("id"); pid == "" {
+		err = httpapi.Methods{
+			http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return g.listPolicies(w, r, k, id) },
+			http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.createPolicy(w, r, k, id) },
+		}.Serve(w, r)
 	} else {
-		switch r.Method {
-		case http.MethodGet, http.MethodPut, http.MethodDelete:
-		default:
-			methodNotAllowed(w, r, "GET, PUT, DELETE")
-			return
-		}
-		if !uuidRE.MatchString(pid) {
-			WriteError(w, r, policyInvalid(policyIDParam, "the policy id must be a UUID"))
-			return
-		}
-		pid = strings.ToLower(pid) // ids are stored in lower case
-		switch r.Method {
-		case http.MethodGet:
-			err = g.getPolicy(w, r, store, id, pid)
-		case http.MethodPut:
-			err = g.updatePolicy(w, r, store, id, pid)
-		default:
-			err = g.deletePolicy(w, r, store, id, pid)
-		}
+		err = k.serveItem(w, r, &pid, httpapi.Methods{
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return g.getPolicy(w, r, k, id, pid) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return g.updatePolicy(w, r, k, id, pid) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return g.deletePolicy(w, r, store, k, id, pid) },
+		})
 	}
 	if err != nil {
 		g.controlPlaneError(w, r, "policy store", err)
 	}
 }
 
-// policyNotFound is the answer for an unknown policy, and for one of
-// another workspace.
-func policyNotFound(pid string) *Error {
-	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
-		Message: "no rate-limits policy " + pid}
-}
-
-// lookupPolicy returns the policy pid of the caller's workspace, or of
-// any workspace for an organisation key, whose audit record then names
-// the policy's workspace. The operator's policies, of no workspace, are
-// not found.
-func lookupPolicy(r *http.Request, store PolicyStore, id Identity, pid string) (*RateLimitsPolicy, error) {
-	p, err := store.Policy(r.Context(), pid)
-	if errors.Is(err, ErrNotFound) || err == nil && (p == nil || !id.actsIn(p.WorkspaceID)) {
-		return nil, policyNotFound(pid)
+// rateLimitsKind is the rate-limits policies of store for the shared
+// skeleton of the policy routes.
+func rateLimitsKind(store PolicyStore) *policyKind[RateLimitsPolicy] {
+	k := &policyKind[RateLimitsPolicy]{
+		what: "rate-limits", idParam: policyIDParam, object: policyObject,
+		get: store.Policy, inWS: store.Policies, put: store.PutPolicy,
+		ws:       func(p *RateLimitsPolicy) string { return p.WorkspaceID },
+		created:  func(p *RateLimitsPolicy) string { return p.CreatedAt },
+		status:   func(p *RateLimitsPolicy) string { return p.Status },
+		stamp:    func(p *RateLimitsPolicy, now string) { p.LastUpdatedAt = now },
+		clone:    func(p *RateLimitsPolicy) *RateLimitsPolicy { c := *p; return &c },
+		policyID: func(p *RateLimitsPolicy) string { return p.ID },
 	}
-	if err != nil {
-		return nil, err
+	if l, ok := store.(AllPoliciesLister); ok {
+		k.all = l.AllPolicies
 	}
-	if id.Type == KeyOrganisation {
-		auditActedIn(r, p.WorkspaceID)
+	if cas, ok := store.(PolicyCompareAndSwapper); ok {
+		k.swap = cas.CompareAndSwapPolicy
 	}
-	return p, nil
+	return k
 }
 
 // actsIn reports whether a policy of workspace ws is within the reach of
@@ -181,29 +158,6 @@ type AllPoliciesLister interface {
 	AllPolicies(ctx context.Context) ([]RateLimitsPolicy, error)
 }
 
-// listablePolicies returns the policies a list of workspace ws ("" for
-// every workspace) looks through; the caller filters them.
-func (g *Gateway) listablePolicies(ctx context.Context, store PolicyStore, ws string) ([]RateLimitsPolicy, error) {
-	if ws != "" {
-		return store.Policies(ctx, ws)
-	}
-	if l, ok := store.(AllPoliciesLister); ok {
-		return l.AllPolicies(ctx)
-	}
-	var all []RateLimitsPolicy
-	err := g.eachWorkspace(ctx, func(ws string) error {
-		ps, err := store.Policies(ctx, ws)
-		for _, p := range ps {
-			if p.WorkspaceID == ws {
-				all = append(all, p)
-			}
-		}
-		return err
-	})
-	sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt < all[j].CreatedAt })
-	return all, err
-}
-
 // eachWorkspace calls f with the id of every workspace Options.Workspaces
 // registers (none without it).
 func (g *Gateway) eachWorkspace(ctx context.Context, f func(ws string) error) error {
@@ -222,96 +176,42 @@ func (g *Gateway) eachWorkspace(ctx context.Context, f func(ws string) error) er
 	return nil
 }
 
-func (g *Gateway) listPolicies(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity) error {
-	q := r.URL.Query()
-	ws, err := policyListWorkspace(id, q)
-	if err != nil {
-		return err
-	}
-	status, err := policyEnum(q, "status", PolicyActive, PolicyActive, PolicyArchived)
-	if err != nil {
-		return err
-	}
-	typ, err := policyEnum(q, "type", "", PolicyRequests, PolicyTokens)
-	if err != nil {
-		return err
-	}
-	unit, err := policyEnum(q, "unit", "", PolicyPerMinute, PolicyPerHour, PolicyPerDay)
-	if err != nil {
-		return err
-	}
-	size, err := policyInt(q, "page_size", policyPageSizeDefault, policyPageSizeMax)
-	if err != nil {
-		return err
-	}
-	page, err := policyInt(q, "current_page", 0, math.MaxInt32)
-	if err != nil {
-		return err
-	}
-	all, err := g.listablePolicies(r.Context(), store, ws)
-	if err != nil {
-		return err
-	}
-	data := make([]RateLimitsPolicy, 0, min(len(all), size))
-	total := 0
-	for _, p := range all {
-		if !id.actsIn(p.WorkspaceID) || ws != "" && p.WorkspaceID != ws || p.Status != status || typ != "" && p.Type != typ || unit != "" && p.Unit != unit {
-			continue
-		}
-		if total >= page*size && len(data) < size {
-			data = append(data, p)
-		}
-		total++
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Object string             `json:"object"`
-		Data   []RateLimitsPolicy `json:"data"`
-		Total  int                `json:"total"`
-	}{"list", data, total})
-	return nil
+func (g *Gateway) listPolicies(w http.ResponseWriter, r *http.Request, k *policyKind[RateLimitsPolicy], id Identity) error {
+	return list(g, k, w, r, id, httpapi.Paging{Default: policyPageSizeDefault, Min: 0, Max: policyPageSizeMax},
+		func(q url.Values) (func(*RateLimitsPolicy) bool, error) {
+			typ, err := policyEnum(q, "type", "", PolicyRequests, PolicyTokens)
+			if err != nil {
+				return nil, err
+			}
+			unit, err := policyEnum(q, "unit", "", PolicyPerMinute, PolicyPerHour, PolicyPerDay)
+			if err != nil {
+				return nil, err
+			}
+			return func(p *RateLimitsPolicy) bool { return (typ == "" || p.Type == typ) && (unit == "" || p.Unit == unit) }, nil
+		},
+		func(p *RateLimitsPolicy) RateLimitsPolicy { return *p })
 }
 
 // policyEnum reads query parameter name, which must be one of values when
 // present.
-func policyEnum(q map[string][]string, name, def string, values ...string) (string, error) {
-	vs, ok := q[name]
-	if !ok {
-		return def, nil
-	}
-	for _, v := range values {
-		if len(vs) == 1 && vs[0] == v {
-			return v, nil
-		}
-	}
-	return "", policyInvalid(name, name+" must be one of "+strings.Join(values, ", "))
+func policyEnum(q url.Values, name, def string, values ...string) (string, error) {
+	v, err := httpapi.Enum(q, name, def, values...)
+	return v, apiError(err)
 }
 
-// policyInt reads query parameter name, an integer from 0 to hi.
-func policyInt(q map[string][]string, name string, def, hi int) (int, error) {
-	vs, ok := q[name]
-	if !ok {
-		return def, nil
-	}
-	n, err := strconv.Atoi(vs[0])
-	if len(vs) != 1 || err != nil || n < 0 || n > hi {
-		return 0, policyInvalid(name, name+" must be an integer from 0 to "+strconv.Itoa(hi))
-	}
-	return n, nil
-}
-
-func (g *Gateway) getPolicy(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity, pid string) error {
+func (g *Gateway) getPolicy(w http.ResponseWriter, r *http.Request, k *policyKind[RateLimitsPolicy], id Identity, pid string) error {
 	// status filters as in the list, active by default: an archived policy
 	// is found only with status=archived.
 	status, err := policyEnum(r.URL.Query(), "status", PolicyActive, PolicyActive, PolicyArchived)
 	if err != nil {
 		return err
 	}
-	p, err := lookupPolicy(r, store, id, pid)
+	p, err := k.lookup(r, id, pid)
 	if err != nil {
 		return err
 	}
 	if p.Status != status {
-		return policyNotFound(pid)
+		return k.notFound(pid)
 	}
 	writeJSON(w, http.StatusOK, struct {
 		policyWire
@@ -332,78 +232,37 @@ type policyCreate struct {
 	OrganisationID string            `json:"organisation_id"`
 }
 
-func (g *Gateway) createPolicy(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity) error {
-	if id.Type != KeyOrganisation {
-		if _, err := policyCreateWorkspace(id, ""); err != nil {
-			return err // a workspace key of no workspace: refused before its body is read
-		}
-	}
-	data, err := g.readPolicyBody(w, r)
-	if err != nil {
-		return err
-	}
+func (c *policyCreate) head() policyCreateHead {
+	return policyCreateHead{c.Name, c.Conditions, c.GroupBy, c.Type, c.WorkspaceID, c.OrganisationID}
+}
+
+func (g *Gateway) createPolicy(w http.ResponseWriter, r *http.Request, k *policyKind[RateLimitsPolicy], id Identity) error {
 	var c policyCreate
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return policyBodyError(err)
-	}
-	if dec.More() {
-		return policyInvalid("", "the body must be a single JSON object")
-	}
-	switch {
-	case len(c.Conditions) == 0:
-		return policyInvalid("conditions", "conditions must hold at least one condition")
-	case len(c.GroupBy) == 0:
-		return policyInvalid("group_by", "group_by must hold at least one key")
-	case c.Value == nil:
-		return policyInvalid("value", "value is required")
-	case c.OrganisationID != "" && !uuidRE.MatchString(c.OrganisationID):
-		return policyInvalid("organisation_id", "organisation_id must be a UUID")
-	}
-	ws, err := policyCreateWorkspace(id, c.WorkspaceID)
-	if err != nil {
-		return err
-	}
-	now := policyNow()
-	p := RateLimitsPolicy{
-		ID:             newUUID(),
-		Conditions:     c.Conditions,
-		GroupBy:        c.GroupBy,
-		Type:           c.Type,
-		Unit:           c.Unit,
-		Value:          *c.Value,
-		Status:         PolicyActive,
-		WorkspaceID:    ws,
-		OrganisationID: c.OrganisationID,
-		CreatedAt:      now,
-		LastUpdatedAt:  now,
-	}
-	if c.Name != nil {
-		if err := checkLabel("name", *c.Name); err != nil {
-			return err
-		}
-		p.Name = *c.Name
-	}
-	if e := p.check(); e != nil {
-		return e
-	}
-	auditActedIn(r, p.WorkspaceID) // the caller's, or the one an organisation key named
-	if err := store.PutPolicy(r.Context(), &p); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, struct {
-		ID     string `json:"id"`
-		Object string `json:"object"`
-	}{p.ID, policyObject})
-	return nil
+	return create(g, k, w, r, id, &c, c.head,
+		func() error {
+			if c.Value == nil {
+				return policyInvalid("value", "value is required")
+			}
+			return nil
+		},
+		func(ws, now string) (*RateLimitsPolicy, error) {
+			p := &RateLimitsPolicy{ID: newUUID(), Conditions: c.Conditions, GroupBy: c.GroupBy, Type: c.Type, Unit: c.Unit,
+				Value: *c.Value, Status: PolicyActive, WorkspaceID: ws, OrganisationID: c.OrganisationID,
+				CreatedAt: now, LastUpdatedAt: now}
+			if c.Name != nil {
+				p.Name = *c.Name
+			}
+			if e := p.check(); e != nil {
+				return nil, e
+			}
+			return p, nil
+		})
 }
 
 // updatePolicy serves PUT: it reads the policy, changes it and writes it
-// back. With a PolicyCompareAndSwapper store the write happens only if the
-// policy is still as read, otherwise it is read again, so that a PUT never
-// resurrects a policy deleted meanwhile nor undoes a racing PUT.
-func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity, pid string) error {
+// back (see policyKind.update: with a PolicyCompareAndSwapper store, a
+// compare-and-swap).
+func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, k *policyKind[RateLimitsPolicy], id Identity, pid string) error {
 	data, err := g.readPolicyBody(w, r)
 	if err != nil {
 		return err
@@ -452,20 +311,7 @@ func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store Pol
 	if len(names) == 0 {
 		return policyInvalid("", "the body must set at least one of name, value and unit")
 	}
-	ctx := r.Context()
-	cas, _ := store.(PolicyCompareAndSwapper)
-	for try := 0; ; try++ {
-		if try == maxPolicySwaps {
-			// Others keep changing it (or the store reads back what it
-			// never compares equal): give up rather than spin.
-			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
-				Message: "policy " + pid + " kept changing during the update; try again"}
-		}
-		p, err := lookupPolicy(r, store, id, pid)
-		if err != nil {
-			return err
-		}
-		old := *p
+	err = k.update(r, id, pid, func(p *RateLimitsPolicy) error {
 		if nameSet {
 			p.Name = ""
 			if name != nil {
@@ -481,43 +327,22 @@ func (g *Gateway) updatePolicy(w http.ResponseWriter, r *http.Request, store Pol
 		if e := p.check(); e != nil {
 			return e // e.g. a requests policy lowered below 1
 		}
-		p.LastUpdatedAt = policyNow()
-		if cas == nil {
-			if err := store.PutPolicy(ctx, p); err != nil {
-				return err
-			}
-			break
-		}
-		// Written only if nobody changed or deleted it since it was
-		// read; otherwise read it again (another writer made progress).
-		swapped, err := cas.CompareAndSwapPolicy(ctx, &old, p)
-		if errors.Is(err, ErrNotFound) {
-			return policyNotFound(pid)
-		}
-		if err != nil {
-			return err
-		}
-		if swapped {
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
 	return nil
 }
 
-// maxPolicySwaps bounds the compare-and-swap attempts of one PUT.
-const maxPolicySwaps = 16
-
-func (g *Gateway) deletePolicy(w http.ResponseWriter, r *http.Request, store PolicyStore, id Identity, pid string) error {
-	if _, err := lookupPolicy(r, store, id, pid); err != nil {
+func (g *Gateway) deletePolicy(w http.ResponseWriter, r *http.Request, store PolicyStore, k *policyKind[RateLimitsPolicy], id Identity, pid string) error {
+	if _, err := k.lookup(r, id, pid); err != nil {
 		return err
 	}
 	if err := store.DeletePolicy(r.Context(), pid); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return policyNotFound(pid)
+			return k.notFound(pid)
 		}
 		return err
 	}
@@ -543,19 +368,8 @@ func (g *Gateway) readPolicyBody(w http.ResponseWriter, r *http.Request) ([]byte
 // policyBodyError turns a JSON decoding error of a create body into a 400
 // naming the field.
 func policyBodyError(err error) *Error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := te.Field
-		if field == "" {
-			return policyInvalid("", "the body must be a JSON object")
-		}
-		return policyInvalid(field, field+" must be a JSON "+te.Type.Kind().String())
-	}
-	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		f, _ = strconv.Unquote(f)
-		return policyInvalid(f, "unknown field "+quoteShort(f))
-	}
-	return policyInvalid("", "the body is not valid JSON")
+	fe := httpapi.BodyError(err)
+	return policyInvalid(fe.Param, fe.Message)
 }
 
 // policyNow returns the time in the fixed-width RFC 3339 form stored in

@@ -1,13 +1,12 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
-	"sort"
+	"net/url"
 	"strings"
+
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // usageIDParam is the name of the path parameter, as the public API
@@ -48,78 +47,67 @@ func (g *Gateway) serveUsageLimits(w http.ResponseWriter, r *http.Request) {
 			Message: "usage-limits policies are not enabled on this gateway"})
 		return
 	}
+	k := usageLimitsKind(store)
 	pid := r.PathValue("id")
-	entities := strings.HasSuffix(r.URL.Path, "/entities")
-	reset := r.PathValue("entityId") != ""
 	var err error
 	switch {
 	case pid == "":
-		switch r.Method {
-		case http.MethodGet:
-			err = g.listUsageLimits(w, r, store, id)
-		case http.MethodPost:
-			err = g.createUsageLimits(w, r, store, id)
-		default:
-			methodNotAllowed(w, r, "GET, POST")
-			return
-		}
+		err = httpapi.Methods{
+			http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return g.listUsageLimits(w, r, k, id) },
+			http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.createUsageLimits(w, r, k, id) },
+		}.Serve(w, r)
+	case strings.HasSuffix(r.URL.Path, "/entities"):
+		err = k.serveItem(w, r, &pid, httpapi.Methods{
+			http.MethodGet: func(w http.ResponseWriter, r *http.Request) error { return g.listUsageEntities(w, r, store, id, pid) },
+		})
+	case r.PathValue("entityId") != "":
+		err = k.serveItem(w, r, &pid, httpapi.Methods{
+			http.MethodPut: func(w http.ResponseWriter, r *http.Request) error {
+				return g.resetUsageEntity(w, r, store, id, pid, r.PathValue("entityId"))
+			},
+		})
 	default:
-		allow, ok := "GET, PUT, DELETE", r.Method == http.MethodGet || r.Method == http.MethodPut || r.Method == http.MethodDelete
-		switch {
-		case entities:
-			allow, ok = "GET", r.Method == http.MethodGet
-		case reset:
-			allow, ok = "PUT", r.Method == http.MethodPut
-		}
-		if !ok {
-			methodNotAllowed(w, r, allow)
-			return
-		}
-		if !uuidRE.MatchString(pid) {
-			WriteError(w, r, policyInvalid(usageIDParam, "the policy id must be a UUID"))
-			return
-		}
-		pid = strings.ToLower(pid)
-		switch {
-		case entities:
-			err = g.listUsageEntities(w, r, store, id, pid)
-		case reset:
-			err = g.resetUsageEntity(w, r, store, id, pid, r.PathValue("entityId"))
-		case r.Method == http.MethodGet:
-			err = g.getUsageLimits(w, r, store, id, pid)
-		case r.Method == http.MethodPut:
-			err = g.updateUsageLimits(w, r, store, id, pid)
-		default:
-			err = g.archiveUsageLimits(w, r, store, id, pid)
-		}
+		err = k.serveItem(w, r, &pid, httpapi.Methods{
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return g.getUsageLimits(w, r, store, id, pid) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return g.updateUsageLimits(w, r, store, id, pid) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return g.archiveUsageLimits(w, r, store, id, pid) },
+		})
 	}
 	if err != nil {
 		g.controlPlaneError(w, r, "usage-limits policy store", err)
 	}
 }
 
+// usageLimitsKind is the usage-limits policies of store for the shared
+// skeleton of the policy routes.
+func usageLimitsKind(store UsageLimitsStore) *policyKind[UsageLimitsPolicy] {
+	k := &policyKind[UsageLimitsPolicy]{
+		what: "usage-limits", idParam: usageIDParam, object: usageObject,
+		get: store.UsageLimitsPolicy, inWS: store.UsageLimitsPolicies, put: store.PutUsageLimitsPolicy,
+		swap:     store.CompareAndSwapUsageLimitsPolicy,
+		ws:       func(p *UsageLimitsPolicy) string { return p.WorkspaceID },
+		created:  func(p *UsageLimitsPolicy) string { return p.CreatedAt },
+		status:   func(p *UsageLimitsPolicy) string { return p.Status },
+		stamp:    func(p *UsageLimitsPolicy, now string) { p.LastUpdatedAt = now },
+		clone:    cloneUsageLimits,
+		policyID: func(p *UsageLimitsPolicy) string { return p.ID },
+	}
+	if l, ok := store.(AllUsageLimitsLister); ok {
+		k.all = l.AllUsageLimitsPolicies
+	}
+	return k
+}
+
 // usageNotFound is the answer for an unknown policy, and for one of
 // another workspace.
 func usageNotFound(pid string) *Error {
-	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
-		Message: "no usage-limits policy " + pid}
+	return policyMissing("usage-limits", pid)
 }
 
 // lookupUsageLimits returns the policy pid of the caller's workspace, or
-// of any workspace for an organisation key, whose audit record then names
-// the policy's workspace.
+// of any workspace for an organisation key (see policyKind.lookup).
 func lookupUsageLimits(r *http.Request, store UsageLimitsStore, id Identity, pid string) (*UsageLimitsPolicy, error) {
-	p, err := store.UsageLimitsPolicy(r.Context(), pid)
-	if errors.Is(err, ErrNotFound) || err == nil && (p == nil || !id.actsIn(p.WorkspaceID)) {
-		return nil, usageNotFound(pid)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if id.Type == KeyOrganisation {
-		auditActedIn(r, p.WorkspaceID)
-	}
-	return p, nil
+	return usageLimitsKind(store).lookup(r, id, pid)
 }
 
 // AllUsageLimitsLister is an optional capability of a UsageLimitsStore,
@@ -132,68 +120,17 @@ type AllUsageLimitsLister interface {
 	AllUsageLimitsPolicies(ctx context.Context) ([]UsageLimitsPolicy, error)
 }
 
-// listableUsageLimits returns the policies a list of workspace ws ("" for
-// every workspace) looks through; the caller filters them.
-func (g *Gateway) listableUsageLimits(ctx context.Context, store UsageLimitsStore, ws string) ([]UsageLimitsPolicy, error) {
-	if ws != "" {
-		return store.UsageLimitsPolicies(ctx, ws)
-	}
-	if l, ok := store.(AllUsageLimitsLister); ok {
-		return l.AllUsageLimitsPolicies(ctx)
-	}
-	var all []UsageLimitsPolicy
-	err := g.eachWorkspace(ctx, func(ws string) error {
-		ps, err := store.UsageLimitsPolicies(ctx, ws)
-		all = append(all, ps...)
-		return err
-	})
-	sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt < all[j].CreatedAt })
-	return all, err
-}
-
-func (g *Gateway) listUsageLimits(w http.ResponseWriter, r *http.Request, store UsageLimitsStore, id Identity) error {
-	q := r.URL.Query()
-	ws, err := policyListWorkspace(id, q)
-	if err != nil {
-		return err
-	}
-	status, err := policyEnum(q, "status", PolicyActive, PolicyActive, PolicyArchived)
-	if err != nil {
-		return err
-	}
-	typ, err := policyEnum(q, "type", "", UsageCost, UsageTokens)
-	if err != nil {
-		return err
-	}
-	size, page, err := pageParams(q)
-	if err != nil {
-		return err
-	}
-	data := []usageLimitsWire{}
-	total := 0
-	if id.Type == KeyOrganisation || id.WorkspaceID != "" {
-		all, err := g.listableUsageLimits(r.Context(), store, ws)
-		if err != nil {
-			return err
-		}
-		now := g.clock()
-		for i := range all {
-			p := &all[i]
-			if !id.actsIn(p.WorkspaceID) || ws != "" && p.WorkspaceID != ws || p.Status != status || typ != "" && p.Type != typ {
-				continue
+func (g *Gateway) listUsageLimits(w http.ResponseWriter, r *http.Request, k *policyKind[UsageLimitsPolicy], id Identity) error {
+	now := g.clock()
+	return list(g, k, w, r, id, httpapi.DefaultPaging,
+		func(q url.Values) (func(*UsageLimitsPolicy) bool, error) {
+			typ, err := policyEnum(q, "type", "", UsageCost, UsageTokens)
+			if err != nil {
+				return nil, err
 			}
-			if total >= page*size && len(data) < size {
-				data = append(data, p.wire(now))
-			}
-			total++
-		}
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Object string            `json:"object"`
-		Data   []usageLimitsWire `json:"data"`
-		Total  int               `json:"total"`
-	}{"list", data, total})
-	return nil
+			return func(p *UsageLimitsPolicy) bool { return typ == "" || p.Type == typ }, nil
+		},
+		func(p *UsageLimitsPolicy) usageLimitsWire { return p.wire(now) })
 }
 
 func (g *Gateway) getUsageLimits(w http.ResponseWriter, r *http.Request, store UsageLimitsStore, id Identity, pid string) error {
@@ -244,108 +181,52 @@ type usageCreate struct {
 	OrganisationID    string            `json:"organisation_id"`
 }
 
-func (g *Gateway) createUsageLimits(w http.ResponseWriter, r *http.Request, store UsageLimitsStore, id Identity) error {
-	if id.Type != KeyOrganisation {
-		if _, err := policyCreateWorkspace(id, ""); err != nil {
-			return err // a workspace key of no workspace: refused before its body is read
-		}
-	}
-	data, err := g.readPolicyBody(w, r)
-	if err != nil {
-		return err
-	}
-	var c usageCreate
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return policyBodyError(err)
-	}
-	if dec.More() {
-		return policyInvalid("", "the body must be a single JSON object")
-	}
-	switch {
-	case len(c.Conditions) == 0:
-		return policyInvalid("conditions", "conditions must hold at least one condition")
-	case len(c.GroupBy) == 0:
-		return policyInvalid("group_by", "group_by must hold at least one key")
-	case c.Type == "":
-		return policyInvalid("type", "type is required: cost or tokens")
-	case c.CreditLimit == nil:
-		return policyInvalid("credit_limit", "credit_limit is required")
-	case c.PeriodicResetDays != nil && *c.PeriodicResetDays < 1:
-		return policyInvalid("periodic_reset_days", "periodic_reset_days must be an integer from 1 to 365, or null")
-	case c.OrganisationID != "" && !uuidRE.MatchString(c.OrganisationID):
-		return policyInvalid("organisation_id", "organisation_id must be a UUID")
-	}
-	ws, err := policyCreateWorkspace(id, c.WorkspaceID)
-	if err != nil {
-		return err
-	}
-	now := policyNow()
-	p := UsageLimitsPolicy{ID: newUUID(), Conditions: c.Conditions, GroupBy: c.GroupBy, Type: c.Type,
-		CreditLimit: *c.CreditLimit, AlertThreshold: c.AlertThreshold, Status: PolicyActive, WorkspaceID: ws,
-		OrganisationID: c.OrganisationID, CreatedAt: now, LastUpdatedAt: now}
-	if c.Name != nil {
-		if err := checkLabel("name", *c.Name); err != nil {
-			return err
-		}
-		p.Name = *c.Name
-	}
-	if c.PeriodicReset != nil {
-		p.PeriodicReset = *c.PeriodicReset
-		if p.PeriodicReset == "" {
-			return policyInvalid("periodic_reset", "periodic_reset must be weekly, monthly or null")
-		}
-	}
-	if c.PeriodicResetDays != nil {
-		p.PeriodicResetDays = *c.PeriodicResetDays
-	}
-	if e := p.check(); e != nil {
-		return e
-	}
-	auditActedIn(r, p.WorkspaceID) // the caller's, or the one an organisation key named
-	if err := store.PutUsageLimitsPolicy(r.Context(), &p); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, struct {
-		ID     string `json:"id"`
-		Object string `json:"object"`
-	}{p.ID, usageObject})
-	return nil
+func (c *usageCreate) head() policyCreateHead {
+	return policyCreateHead{c.Name, c.Conditions, c.GroupBy, c.Type, c.WorkspaceID, c.OrganisationID}
 }
 
-// swapUsageLimits reads policy pid of the caller's workspace (any
-// workspace's for an organisation key), changes it
-// with change and writes it back only if nobody changed it since it was
-// read, reading it again otherwise (at most maxPolicySwaps times).
-// change returns an error to give up; it may be called more than once.
+func (g *Gateway) createUsageLimits(w http.ResponseWriter, r *http.Request, k *policyKind[UsageLimitsPolicy], id Identity) error {
+	var c usageCreate
+	return create(g, k, w, r, id, &c, c.head,
+		func() error {
+			switch {
+			case c.Type == "":
+				return policyInvalid("type", "type is required: cost or tokens")
+			case c.CreditLimit == nil:
+				return policyInvalid("credit_limit", "credit_limit is required")
+			case c.PeriodicResetDays != nil && *c.PeriodicResetDays < 1:
+				return policyInvalid("periodic_reset_days", "periodic_reset_days must be an integer from 1 to 365, or null")
+			}
+			return nil
+		},
+		func(ws, now string) (*UsageLimitsPolicy, error) {
+			p := &UsageLimitsPolicy{ID: newUUID(), Conditions: c.Conditions, GroupBy: c.GroupBy, Type: c.Type,
+				CreditLimit: *c.CreditLimit, AlertThreshold: c.AlertThreshold, Status: PolicyActive, WorkspaceID: ws,
+				OrganisationID: c.OrganisationID, CreatedAt: now, LastUpdatedAt: now}
+			if c.Name != nil {
+				p.Name = *c.Name
+			}
+			if c.PeriodicReset != nil {
+				p.PeriodicReset = *c.PeriodicReset
+				if p.PeriodicReset == "" {
+					return nil, policyInvalid("periodic_reset", "periodic_reset must be weekly, monthly or null")
+				}
+			}
+			if c.PeriodicResetDays != nil {
+				p.PeriodicResetDays = *c.PeriodicResetDays
+			}
+			if e := p.check(); e != nil {
+				return nil, e
+			}
+			return p, nil
+		})
+}
+
+// swapUsageLimits changes policy pid of the caller's workspace (any
+// workspace's for an organisation key) with change, with a
+// compare-and-swap (see policyKind.update).
 func swapUsageLimits(r *http.Request, store UsageLimitsStore, id Identity, pid string, change func(p *UsageLimitsPolicy) error) error {
-	ctx := r.Context()
-	for try := 0; ; try++ {
-		if try == maxPolicySwaps {
-			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
-				Message: "policy " + pid + " kept changing during the update; try again"}
-		}
-		p, err := lookupUsageLimits(r, store, id, pid)
-		if err != nil {
-			return err
-		}
-		old := cloneUsageLimits(p)
-		if err := change(p); err != nil {
-			return err
-		}
-		p.LastUpdatedAt = policyNow()
-		swapped, err := store.CompareAndSwapUsageLimitsPolicy(ctx, old, p)
-		if errors.Is(err, ErrNotFound) {
-			return usageNotFound(pid)
-		}
-		if err != nil || swapped {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
+	return usageLimitsKind(store).update(r, id, pid, change)
 }
 
 // archiveUsageLimits serves DELETE: the policy is archived (no longer

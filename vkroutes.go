@@ -113,32 +113,21 @@ func (g *Gateway) serveVirtualKeys(w http.ResponseWriter, r *http.Request) {
 			Message: "virtual keys are not managed on this gateway"})
 		return
 	}
-	var err error
-	if slug := r.PathValue("slug"); slug == "" {
-		switch r.Method {
-		case http.MethodGet:
-			err = g.listVirtualKeys(w, r, store, id)
-		case http.MethodPost:
-			err = g.createVirtualKey(w, r, store, id)
-		default:
-			methodNotAllowed(w, r, "GET, POST")
-			return
-		}
-	} else {
-		switch r.Method {
-		case http.MethodGet:
-			err = g.getVirtualKey(w, r, store, id, slug)
-		case http.MethodPut:
-			err = g.updateVirtualKey(w, r, store, id, slug)
-		case http.MethodDelete:
-			err = g.deleteVirtualKey(w, r, store, id, slug)
-		default:
-			methodNotAllowed(w, r, "GET, PUT, DELETE")
-			return
-		}
-	}
+	err := virtualKeyKind(store).serve(w, r, id, r.PathValue("slug"), g.createVirtualKey, g.getVirtualKey, g.updateVirtualKey)
 	if err != nil {
 		g.controlPlaneError(w, r, "virtual key store", err)
+	}
+}
+
+// virtualKeyKind is the virtual keys of store for the shared skeleton of
+// the routes of records kept by workspace and slug.
+func virtualKeyKind(store VirtualKeyAdmin) *slugKind[VirtualKey, virtualKeyWire] {
+	return &slugKind[VirtualKey, virtualKeyWire]{what: "virtual key",
+		in: store.VirtualKeyIn, all: store.VirtualKeys, create: store.CreateVirtualKey,
+		update: store.UpdateVirtualKey, delete: store.DeleteVirtualKey,
+		ws:    func(vk *VirtualKey) string { return vk.WorkspaceID },
+		clone: func(vk *VirtualKey) *VirtualKey { c := *vk; return &c },
+		wire:  (*VirtualKey).wire,
 	}
 }
 
@@ -316,7 +305,7 @@ func (b *virtualKeyBody) secretResent(old *VirtualKey, changes []string) error {
 	return nil
 }
 
-func (g *Gateway) createVirtualKey(w http.ResponseWriter, r *http.Request, store VirtualKeyAdmin, id Identity) error {
+func (g *Gateway) createVirtualKey(w http.ResponseWriter, r *http.Request, k *slugKind[VirtualKey, virtualKeyWire], id Identity) error {
 	var b virtualKeyBody
 	if err := g.decodeStrict(w, r, &b, false); err != nil {
 		return err
@@ -324,18 +313,7 @@ func (g *Gateway) createVirtualKey(w http.ResponseWriter, r *http.Request, store
 	if err := checkName(b.Name, true); err != nil {
 		return err
 	}
-	named := ""
-	if b.WorkspaceID != nil {
-		if *b.WorkspaceID == "" && id.Type == KeyOrganisation {
-			return policyInvalid("workspace_id", "workspace_id must not be empty; leave it out for a virtual key of no workspace")
-		}
-		named = *b.WorkspaceID
-	}
-	ws, err := actingWorkspace(id, named)
-	if err != nil {
-		return err
-	}
-	slug, err := newSlug(b.Slug, *b.Name)
+	ws, slug, err := k.createIn(r, id, b.WorkspaceID, b.Slug, *b.Name)
 	if err != nil {
 		return err
 	}
@@ -345,20 +323,14 @@ func (g *Gateway) createVirtualKey(w http.ResponseWriter, r *http.Request, store
 	if _, ok := g.providers[*b.Provider]; !ok {
 		return policyInvalid("provider", "unknown provider "+quoteShort(*b.Provider))
 	}
-	if id.Type == KeyOrganisation {
-		auditActedIn(r, ws)
-	}
+	orgActedIn(r, id, ws)
 	now := g.clock().UTC()
 	// Written through the control plane: a tenant's key, its host guarded.
 	vk := VirtualKey{Slug: slug, Provider: *b.Provider, WorkspaceID: ws, CreatedAt: now, UpdatedAt: now, Tenant: true}
 	if err := g.applyVirtualKeyBody(&b, &vk); err != nil {
 		return err
 	}
-	if err := store.CreateVirtualKey(r.Context(), &vk); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict, Param: "slug",
-				Message: "the workspace already has a virtual key " + quoteShort(slug)}
-		}
+	if err := k.store(r, slug, &vk); err != nil {
 		return err
 	}
 	type data struct {
@@ -399,65 +371,8 @@ func (vk *VirtualKey) wire() virtualKeyWire {
 	return o
 }
 
-func (g *Gateway) listVirtualKeys(w http.ResponseWriter, r *http.Request, store VirtualKeyAdmin, id Identity) error {
-	q := r.URL.Query()
-	size, page, err := pageParams(q)
-	if err != nil {
-		return err
-	}
-	named, err := workspaceParam(q)
-	if err != nil {
-		return err
-	}
-	ws, err := actingWorkspace(id, named)
-	if err != nil {
-		return err
-	}
-	all, err := store.VirtualKeys(r.Context(), ws)
-	if err != nil {
-		return err
-	}
-	var keep func(*VirtualKey) bool
-	if ws != "" {
-		keep = func(vk *VirtualKey) bool { return vk.WorkspaceID == ws }
-	}
-	data, total := listPage(all, keep, (*VirtualKey).wire, size, page)
-	writeJSON(w, http.StatusOK, struct {
-		Object string           `json:"object"`
-		Data   []virtualKeyWire `json:"data"`
-		Total  int              `json:"total"`
-	}{"list", data, total})
-	return nil
-}
-
-func virtualKeyNotFound(slug string) *Error {
-	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
-		Message: "no virtual key " + quoteShort(slug)}
-}
-
-// lookupVirtualKey returns a copy of the virtual key slug of the workspace
-// the request acts on, else 404.
-func lookupVirtualKey(r *http.Request, store VirtualKeyAdmin, id Identity, slug string) (*VirtualKey, error) {
-	ws, err := queryWorkspace(id, r)
-	if err != nil {
-		return nil, err
-	}
-	if id.Type == KeyOrganisation {
-		auditActedIn(r, ws)
-	}
-	vk, err := store.VirtualKeyIn(r.Context(), ws, slug)
-	if errors.Is(err, ErrNotFound) || err == nil && (vk == nil || vk.WorkspaceID != ws) {
-		return nil, virtualKeyNotFound(slug)
-	}
-	if err != nil {
-		return nil, err
-	}
-	c := *vk
-	return &c, nil
-}
-
-func (g *Gateway) getVirtualKey(w http.ResponseWriter, r *http.Request, store VirtualKeyAdmin, id Identity, slug string) error {
-	vk, err := lookupVirtualKey(r, store, id, slug)
+func (g *Gateway) getVirtualKey(w http.ResponseWriter, r *http.Request, k *slugKind[VirtualKey, virtualKeyWire], id Identity, slug string) error {
+	vk, err := k.lookup(r, id, slug)
 	if err != nil {
 		return err
 	}
@@ -465,72 +380,33 @@ func (g *Gateway) getVirtualKey(w http.ResponseWriter, r *http.Request, store Vi
 	return nil
 }
 
-func (g *Gateway) updateVirtualKey(w http.ResponseWriter, r *http.Request, store VirtualKeyAdmin, id Identity, slug string) error {
+func (g *Gateway) updateVirtualKey(w http.ResponseWriter, r *http.Request, k *slugKind[VirtualKey, virtualKeyWire], id Identity, slug string) error {
 	var b virtualKeyBody
 	if err := g.decodeStrict(w, r, &b, false); err != nil {
 		return err
 	}
-	switch {
-	case b.Slug != nil:
-		return policyInvalid("slug", "slug cannot be changed")
-	case b.Provider != nil:
+	if b.Slug == nil && b.Provider != nil {
 		return policyInvalid("provider", "provider cannot be changed; create another virtual key")
-	case b.WorkspaceID != nil:
-		return policyInvalid("workspace_id", "workspace_id cannot be changed; name the workspace in the query")
+	}
+	if err := fixed(b.Slug, b.WorkspaceID); err != nil {
+		return err
 	}
 	if err := checkName(b.Name, false); err != nil {
 		return err
 	}
-	for try := 0; try < maxAPIKeySwaps; try++ {
-		old, err := lookupVirtualKey(r, store, id, slug)
-		if err != nil {
-			return err
-		}
+	return k.change(w, r, id, slug, func(old *VirtualKey) (*VirtualKey, []string, error) {
 		vk := *old
 		if err := g.applyVirtualKeyBody(&b, &vk); err != nil {
-			return err
+			return nil, nil, err
 		}
 		changes := hostChanges(old, &vk)
 		if err := b.secretResent(old, changes); err != nil {
-			return err
+			return nil, nil, err
 		}
 		// A host the tenant set makes the key a tenant's; other changes
 		// leave the operator's host as trusted as it was.
 		vk.Tenant = old.Tenant || len(changes) > 0
 		vk.UpdatedAt = g.clock().UTC()
-		err = store.UpdateVirtualKey(r.Context(), old, &vk)
-		if err == nil {
-			if len(changes) > 0 {
-				auditDetail(r, strings.Join(changes, "; "))
-			}
-			writeJSON(w, http.StatusOK, struct{}{})
-			return nil
-		}
-		if errors.Is(err, ErrNotFound) {
-			return virtualKeyNotFound(slug)
-		}
-		if !errors.Is(err, ErrConflict) {
-			return err
-		}
-		if err := r.Context().Err(); err != nil {
-			return err
-		}
-	}
-	return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
-		Message: "virtual key " + quoteShort(slug) + " kept changing during the update; try again"}
-}
-
-func (g *Gateway) deleteVirtualKey(w http.ResponseWriter, r *http.Request, store VirtualKeyAdmin, id Identity, slug string) error {
-	vk, err := lookupVirtualKey(r, store, id, slug)
-	if err != nil {
-		return err
-	}
-	if err := store.DeleteVirtualKey(r.Context(), vk.WorkspaceID, slug); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return virtualKeyNotFound(slug)
-		}
-		return err
-	}
-	writeJSON(w, http.StatusOK, struct{}{})
-	return nil
+		return &vk, changes, nil
+	}, func(*VirtualKey) { writeJSON(w, http.StatusOK, struct{}{}) })
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // workspaceObject is the "object" of a workspace in responses.
@@ -51,30 +53,18 @@ func (g *Gateway) serveWorkspaces(w http.ResponseWriter, r *http.Request) {
 			Message: "workspaces are not managed on this gateway"})
 		return
 	}
-	var err error
-	if wid := r.PathValue("workspaceId"); wid == "" {
-		switch r.Method {
-		case http.MethodPost:
-			err = g.createWorkspace(w, r, store)
-		case http.MethodGet:
-			err = g.listWorkspaces(w, r, store)
-		default:
-			methodNotAllowed(w, r, "GET, POST")
-			return
-		}
-	} else {
-		switch r.Method {
-		case http.MethodGet:
-			err = g.getWorkspace(w, r, store, wid)
-		case http.MethodPut:
-			err = g.updateWorkspace(w, r, store, wid)
-		case http.MethodDelete:
-			err = g.deleteWorkspace(w, r, store, wid)
-		default:
-			methodNotAllowed(w, r, "GET, PUT, DELETE")
-			return
+	m := httpapi.Methods{
+		http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return g.listWorkspaces(w, r, store) },
+		http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.createWorkspace(w, r, store) },
+	}
+	if wid := r.PathValue("workspaceId"); wid != "" {
+		m = httpapi.Methods{
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return g.getWorkspace(w, r, store, wid) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return g.updateWorkspace(w, r, store, wid) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return g.deleteWorkspace(w, r, store, wid) },
 		}
 	}
+	err := m.Serve(w, r)
 	if err != nil {
 		g.controlPlaneError(w, r, "workspace store", err)
 	}
@@ -326,30 +316,21 @@ func (g *Gateway) updateWorkspace(w http.ResponseWriter, r *http.Request, store 
 		return err
 	}
 	ctx := r.Context()
-	for try := 0; try < maxWorkspaceSwaps; try++ {
+	err := swapStored(ctx, maxWorkspaceSwaps, "workspace "+quoteShort(wid), workspaceNotFound(wid), func() (error, error) {
 		old, err := lookupWorkspace(ctx, store, wid)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ws := cloneWorkspace(old)
 		b.apply(ws)
 		ws.UpdatedAt = g.clock().UTC()
-		err = store.UpdateWorkspace(ctx, old, ws)
-		switch {
-		case err == nil:
-			writeJSON(w, http.StatusOK, struct{}{})
-			return nil
-		case errors.Is(err, ErrNotFound):
-			return workspaceNotFound(wid)
-		case !errors.Is(err, ErrConflict):
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+		return store.UpdateWorkspace(ctx, old, ws), nil
+	})
+	if err != nil {
+		return err
 	}
-	return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
-		Message: "workspace " + quoteShort(wid) + " kept changing during the update; try again"}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
 }
 
 // virtualKeyLister is the listing capability the workspaces control plane
