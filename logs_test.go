@@ -123,6 +123,38 @@ func TestLogQueue(t *testing.T) {
 			}
 		})
 	})
+	t.Run("window under load", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			sink := make(chanSink, 10)
+			q := newLogQueueWindow(sink, 0, storeBatchDelay)
+			defer q.close()
+			// sendWait sends n records and returns how long the last took
+			// to reach the sink.
+			sendWait := func(n int) time.Duration {
+				start := time.Now()
+				for range n {
+					q.send(&RequestLog{})
+				}
+				for range n {
+					<-sink
+				}
+				return time.Since(start)
+			}
+			for i, c := range []struct {
+				n    int
+				want time.Duration
+			}{
+				{logBusyBatch - 1, logBatchDelay}, // a small batch: the short window next
+				{logBusyBatch, logBatchDelay},     // a busy one: the long window next
+				{1, storeBatchDelay},
+				{1, logBatchDelay}, // back to the short window after a small batch
+			} {
+				if got := sendWait(c.n); got != c.want {
+					t.Errorf("batch %d of %d records reached the sink after %v, want %v", i, c.n, got, c.want)
+				}
+			}
+		})
+	})
 	t.Run("slow sink", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			sink := make(chanSink) // nobody reads yet: the sink blocks

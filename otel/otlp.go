@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -31,7 +30,7 @@ type TracerProviderOptions struct {
 }
 
 // NewOTLPTracerProvider returns a TracerProvider that exports spans in
-// batches over OTLP/HTTP (protobuf) to endpoint: a collector's base URL,
+// batches over OTLP/HTTP (protobuf, encoded by exporter.go) to endpoint: a collector's base URL,
 // such as http://localhost:4318, to which /v1/traces is appended, or the
 // full URL of its traces endpoint (a URL with a path). An http URL is
 // sent in clear text, an https one over TLS.
@@ -49,14 +48,7 @@ func NewOTLPTracerProvider(ctx context.Context, endpoint string, opts TracerProv
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/v1/traces"
 	}
-	eopts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(u.String())}
-	if opts.Headers != nil {
-		eopts = append(eopts, otlptracehttp.WithHeaders(opts.Headers))
-	}
-	exp, err := otlptracehttp.New(ctx, eopts...)
-	if err != nil {
-		return nil, fmt.Errorf("otel: OTLP exporter: %w", err)
-	}
+	exp := newOTLPExporter(u.String(), opts.Headers)
 	name := opts.ServiceName
 	if name == "" {
 		name = "gateway"

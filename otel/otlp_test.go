@@ -1,11 +1,17 @@
 package otel_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -102,5 +108,63 @@ func TestNewOTLPTracerProviderEndpoint(t *testing.T) {
 			tp.Shutdown(context.Background())
 			t.Errorf("endpoint %q accepted", ep)
 		}
+	}
+}
+
+// TestOTLPExportFields: what the hand-written encoding sends decodes as
+// the OTLP types say: ids, parent, kind, times, attributes of every
+// type, events, status, and the headers of OTEL_EXPORTER_OTLP_HEADERS.
+func TestOTLPExportFields(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant=t%201,authorization=Bearer%20env")
+	col, got := newCollector(t)
+	ctx := context.Background()
+	tp, err := gwotel.NewOTLPTracerProvider(ctx, col.URL, gwotel.TracerProviderOptions{Headers: map[string]string{"authorization": "Bearer opt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, parent := tp.Tracer("test").Start(ctx, "parent")
+	_, span := tp.Tracer("test").Start(pctx, "child", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("s", "v"), attribute.Int64("i", -7), attribute.Float64("f", 1.5), attribute.Bool("b", true),
+		attribute.StringSlice("ss", []string{"a", "b"}), attribute.Int64Slice("is", []int64{1, 2})))
+	span.AddEvent("retry", trace.WithAttributes(attribute.Int("attempt", 2)))
+	span.SetStatus(codes.Error, "upstream 502")
+	span.End()
+	parent.End()
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e := <-got
+	if e.auth != "Bearer opt" {
+		t.Errorf("Authorization %q, want the option's over the environment's", e.auth)
+	}
+	spans := e.req.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	c, p := spans[0], spans[1]
+	sc := span.SpanContext()
+	tid, sid := sc.TraceID(), sc.SpanID()
+	psid := parent.SpanContext().SpanID()
+	if !bytes.Equal(c.GetTraceId(), tid[:]) || !bytes.Equal(c.GetSpanId(), sid[:]) || !bytes.Equal(c.GetParentSpanId(), psid[:]) || len(p.GetParentSpanId()) != 0 {
+		t.Errorf("ids: %x %x parent %x; want %x %x parent %x", c.GetTraceId(), c.GetSpanId(), c.GetParentSpanId(), tid, sid, psid)
+	}
+	if c.GetName() != "child" || c.GetKind().String() != "SPAN_KIND_CLIENT" || c.GetStartTimeUnixNano() == 0 || c.GetEndTimeUnixNano() < c.GetStartTimeUnixNano() {
+		t.Errorf("span %v", c)
+	}
+	attrs := map[string]string{}
+	for _, kv := range c.GetAttributes() {
+		attrs[kv.GetKey()] = kv.GetValue().String()
+	}
+	for k, want := range map[string]string{"s": `string_value:"v"`, "i": `int_value:-7`, "f": `double_value:1.5`, "b": `bool_value:true`,
+		"ss": `array_value:{values:{string_value:"a"} values:{string_value:"b"}}`, "is": `array_value:{values:{int_value:1} values:{int_value:2}}`} {
+		if got := strings.Join(strings.Fields(attrs[k]), " "); got != want {
+			t.Errorf("attribute %s = %s, want %s", k, got, want)
+		}
+	}
+	if ev := c.GetEvents(); len(ev) != 1 || ev[0].GetName() != "retry" || ev[0].GetAttributes()[0].GetValue().GetIntValue() != 2 {
+		t.Errorf("events %v", ev)
+	}
+	if st := c.GetStatus(); st.GetCode().String() != "STATUS_CODE_ERROR" || st.GetMessage() != "upstream 502" {
+		t.Errorf("status %v", st)
 	}
 }

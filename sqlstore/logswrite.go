@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
+
+	"github.com/ncruces/go-sqlite3"
 
 	gateway "github.com/modelgateway/gateway"
 )
@@ -22,13 +24,12 @@ const logColumns = `id, time_us, trace_id, workspace_id, key_id, virtual_key, co
 // logColumnCount is the number of logColumns.
 const logColumnCount = 30
 
-// sqliteLogRows is how many records one INSERT of AddLogs carries at most
-// on SQLite: 1,920 parameters (SQLite allows 32,766). A batch goes in
-// statements of 64, 32, 16, 8, 4, 2 and 1 rows, each prepared once.
+// sqliteLogRows is how many ids unstoredLogs looks up in one query.
 const sqliteLogRows = 64
 
-// AddLogs implements gateway.LogStore: the records in one transaction, in
-// prepared multi-row INSERTs on SQLite and in one INSERT of arrays
+// AddLogs implements gateway.LogStore: the records in one transaction, a
+// row at a time bound through SQLite's own interface on SQLite (see
+// addLogsSQLite) and in one INSERT of arrays
 // (unnest) on Postgres; the bodies of those that kept some (gateway
 // Options.LogBodies) in request_log_bodies. A record whose id is already
 // stored is skipped, so that a batch retried after a lost answer is not
@@ -77,7 +78,7 @@ func (s *Store) addLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 	var today int64 // the day rollUpLogs put on log_days_todo
 	if s.dialect == dialectSQLite {
 		var stored int
-		if stored, err = s.addLogsSQLite(ctx, tx, recs); err == nil && stored < len(recs) {
+		if stored, err = s.addLogsSQLite(conn, recs); err == nil && stored < len(recs) {
 			// Some were stored before: a batch retried after a lost
 			// answer. Only the others go in, and in the rollups.
 			tx.Rollback()
@@ -88,7 +89,7 @@ func (s *Store) addLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 				return err
 			}
 			defer tx.Rollback()
-			_, err = s.addLogsSQLite(ctx, tx, recs)
+			_, err = s.addLogsSQLite(conn, recs)
 		}
 		if err == nil {
 			today, err = s.rollUpLogs(ctx, tx, recs)
@@ -111,31 +112,71 @@ func (s *Store) addLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 	return nil
 }
 
-// addLogsSQLite inserts recs in statements of sqliteLogRows rows, then of
-// the largest power of two that fits the rest, and returns how many were
-// stored: fewer than len(recs) when some ids were stored already.
-func (s *Store) addLogsSQLite(ctx context.Context, tx *sql.Tx, recs []*gateway.RequestLog) (int, error) {
-	args := make([]any, 0, logColumnCount*min(len(recs), sqliteLogRows))
+// addLogsSQLite inserts recs on conn, in the transaction open on it,
+// and returns how many were stored: fewer than len(recs) when some ids
+// were stored already.
+//
+// It binds each record's columns through the driver's SQLite connection
+// (conn.Raw), one prepared single-row INSERT stepped once a record,
+// rather than through database/sql: there, boxing 30 values a record
+// into []any, converting them back, and clearing and setting the
+// bindings of a multi-row INSERT cost about as much CPU as SQLite's
+// storing the row. The statement is prepared once a batch (a batch is
+// a 50 ms window's records under load).
+func (s *Store) addLogsSQLite(conn *sql.Conn, recs []*gateway.RequestLog) (int, error) {
 	stored := 0
-	for len(recs) > 0 {
-		k := min(bits.Len(uint(len(recs)))-1, len(logInsertsSQLite)-1)
-		n, query := 1<<k, logInsertsSQLite[k]
-		args = args[:0]
-		for _, r := range recs[:n] {
-			args = appendLogArgs(args, r)
+	err := conn.Raw(func(dc any) error {
+		c, ok := dc.(interface{ Raw() *sqlite3.Conn })
+		if !ok {
+			return errors.New("not a SQLite connection")
 		}
-		res, err := s.logStmt(ctx, tx, query).ExecContext(ctx, args...)
+		db := c.Raw()
+		st, _, err := db.Prepare(logInsertSQLite)
 		if err != nil {
-			return stored, err
+			return err
 		}
-		m, err := res.RowsAffected()
-		if err != nil {
-			return stored, err
+		defer st.Close()
+		for _, r := range recs {
+			if err := bindLog(st, r); err != nil {
+				return err
+			}
+			if err := st.Exec(); err != nil {
+				return err
+			}
+			stored += int(db.Changes())
 		}
-		stored += int(m)
-		recs = recs[n:]
+		return nil
+	})
+	return stored, err
+}
+
+// bindLog binds the values of r's logColumns to st, numbered in their
+// order from 1.
+func bindLog(st *sqlite3.Stmt, r *gateway.RequestLog) error {
+	texts := [...]struct {
+		i int
+		v string
+	}{{1, r.ID}, {3, r.TraceID}, {4, r.WorkspaceID}, {5, r.KeyID}, {6, r.VirtualKey}, {7, r.ConfigID}, {8, r.Provider},
+		{9, r.Model}, {10, r.Method}, {11, r.Path}, {12, r.Query}, {24, string(r.CacheStatus)}, {28, r.ErrorCode},
+		{30, metadataJSON(r.Metadata)}}
+	ints := [...]struct {
+		i int
+		v int64
+	}{{2, r.Time.UnixMicro()}, {13, int64(r.Status)}, {14, r.Latency.Microseconds()}, {15, r.TTFB.Microseconds()},
+		{16, r.BytesIn}, {17, r.BytesOut}, {18, r.PromptTokens}, {19, r.CompletionTokens}, {20, r.TotalTokens},
+		{21, r.CachedPromptTokens}, {23, b2i(r.CostUnknown)}, {25, int64(r.Attempts)}, {26, int64(r.FallbackIndex)},
+		{27, b2i(r.Rescued)}, {29, b2i(r.Aborted)}}
+	for _, t := range texts {
+		if err := st.BindText(t.i, t.v); err != nil {
+			return err
+		}
 	}
-	return stored, nil
+	for _, n := range ints {
+		if err := st.BindInt64(n.i, n.v); err != nil {
+			return err
+		}
+	}
+	return st.BindFloat(22, r.Cost)
 }
 
 // unstoredLogs returns the records of recs whose ids are not stored, and
@@ -176,32 +217,11 @@ func (s *Store) unstoredLogs(ctx context.Context, conn *sql.Conn, recs []*gatewa
 	return out, nil
 }
 
-// logInsertsSQLite are the INSERTs of addLogsSQLite: the k-th of 2^k
-// rows.
-var logInsertsSQLite = func() []string {
-	var qs []string
-	for n := 1; n <= sqliteLogRows; n *= 2 {
-		qs = append(qs, logInsertSQLite(n))
-	}
-	return qs
-}()
-
-// logInsertSQLite returns the INSERT of n rows. OR IGNORE, where ON
-// CONFLICT DO NOTHING would do the same, tells SQLite that the statement
-// never aborts halfway, which spares it a statement journal: a copy of
-// every page it changes, a tenth of the time AddLogs took.
-func logInsertSQLite(n int) string {
-	return `INSERT OR IGNORE INTO request_logs (` + logColumns + `) VALUES ` + valueRows(n, logColumnCount)
-}
-
-// appendLogArgs appends the values of r's logColumns to args.
-func appendLogArgs(args []any, r *gateway.RequestLog) []any {
-	return append(args, r.ID, r.Time.UnixMicro(), r.TraceID, r.WorkspaceID, r.KeyID, r.VirtualKey, r.ConfigID,
-		r.Provider, r.Model, r.Method, r.Path, r.Query, r.Status, r.Latency.Microseconds(), r.TTFB.Microseconds(),
-		r.BytesIn, r.BytesOut, r.PromptTokens, r.CompletionTokens, r.TotalTokens, r.CachedPromptTokens,
-		r.Cost, r.CostUnknown, string(r.CacheStatus), r.Attempts, r.FallbackIndex, r.Rescued, r.ErrorCode, r.Aborted,
-		metadataJSON(r.Metadata))
-}
+// logInsertSQLite is the INSERT of addLogsSQLite, of one row. OR IGNORE,
+// where ON CONFLICT DO NOTHING would do the same, tells SQLite that the
+// statement never aborts halfway, which spares it a statement journal: a
+// copy of every page it changes, a tenth of the time AddLogs took.
+var logInsertSQLite = strings.ReplaceAll(`INSERT OR IGNORE INTO request_logs (`+logColumns+`) VALUES `+valueRows(1, logColumnCount), "$", "?")
 
 // metadataJSON returns m as a JSON object, "{}" when it is empty.
 func metadataJSON(m map[string]string) string {
@@ -346,7 +366,6 @@ func (s *Store) logStmt(ctx context.Context, tx *sql.Tx, query string) txStmt {
 func (s *Store) prepareLogStmts(ctx context.Context) error {
 	var queries []string
 	if s.dialect == dialectSQLite {
-		queries = append(queries, logInsertsSQLite...)
 		queries = append(queries, hourUpserts...)
 		queries = append(queries, metaUpserts...)
 	} else {
