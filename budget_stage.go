@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"mime"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -76,7 +75,6 @@ type budgets struct {
 	audit      AuditStore
 	errLog     *slog.Logger
 	now        func() time.Time
-	maxBody    int64
 	keys       *lru.Cache[string, *budgetSet] // parsed API keys' usage_limits, by key id
 	wss        *lru.Cache[string, *budgetSet] // workspaces' usage_limits, by workspace id
 
@@ -100,7 +98,7 @@ const (
 
 func newBudgets(g *Gateway) *budgets {
 	b := &budgets{policies: g.opts.UsageLimits, counter: g.opts.UsageCounter, workspaces: g.opts.Workspaces,
-		prices: g.prices, audit: g.opts.Audit, errLog: g.errLog, now: g.clock, maxBody: g.opts.MaxBodyBytes}
+		prices: g.prices, audit: g.opts.Audit, errLog: g.errLog, now: g.clock}
 	if b.counter == nil {
 		b.counter = &MemoryUsageCounter{}
 	}
@@ -125,17 +123,35 @@ type budgetRun struct {
 	provider string
 }
 
+// Admit is the budgets stage as the data plane's first Admission: it
+// applies every budget of the request, and settles its usage from the
+// request's final record.
+func (b *budgets) Admit(r *http.Request) (func(*RequestLog), error) {
+	br, err := b.admit(r)
+	if err != nil {
+		if ge := (*Error)(nil); !errors.As(err, &ge) {
+			err = errorFor(err) // logged by admit: answered as WriteError would
+		}
+		return nil, err
+	}
+	if br == nil {
+		return nil, nil
+	}
+	return br.settle, nil
+}
+
 // admit applies every budget of the request: the usage_limits of its API
 // key and of its workspace, then the active usage-limits policies of its
 // workspace that match it. It returns the run to settle once the answer is
-// done (nil when no budget applies), and the request body when it read a
-// streamed one to estimate its usage (else body, unchanged); or the 412 of
-// a spent budget, or the 500 of a store or counter failure (logged).
-func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState, body []byte) (*budgetRun, []byte, error) {
+// done (nil when no budget applies), having read a streamed JSON body to
+// estimate its usage (RequestBody); or the 412 of a spent budget, or the
+// 500 of a store or counter failure (logged).
+func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
 	ctx := r.Context()
+	st := stateFrom(ctx)
 	ws := st.identity.WorkspaceID
 	var hits []budgetHit
-	if k := st.key; k != nil && len(k.UsageLimits) > 0 {
+	if k, _ := APIKeyFrom(ctx); k != nil && len(k.UsageLimits) > 0 {
 		s, ok := b.keys.Get(k.ID)
 		if !ok || s.ws != k.WorkspaceID || !bytes.Equal(s.raw, k.UsageLimits) {
 			s = newBudgetSet("api_key", k.ID, k.WorkspaceID, k.UsageLimits, k.CreatedAt)
@@ -143,7 +159,7 @@ func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState
 		}
 		if s.err != nil {
 			b.errLog.ErrorContext(ctx, "gateway: API key usage_limits", "key", k.ID, "err", s.err)
-			return nil, body, s.err
+			return nil, s.err
 		}
 		hits = s.hits[:len(s.hits):len(s.hits)]
 	}
@@ -151,7 +167,7 @@ func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState
 		s, err := b.workspaceSet(ctx, ws)
 		if err != nil {
 			b.errLog.ErrorContext(ctx, "gateway: workspace usage_limits", "workspace", ws, "err", err)
-			return nil, body, err
+			return nil, err
 		}
 		hits = append(hits, s.hits...)
 	}
@@ -159,7 +175,7 @@ func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState
 		ps, err := b.policies.UsageLimitsPolicies(ctx, ws)
 		if err != nil {
 			b.errLog.ErrorContext(ctx, "gateway: usage-limits policy store", "err", err)
-			return nil, body, err
+			return nil, err
 		}
 		for i := range ps {
 			p := &ps[i]
@@ -176,12 +192,13 @@ func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState
 		}
 	}
 	if len(hits) == 0 {
-		return nil, body, nil
+		return nil, nil
 	}
-	if body == nil && b.peek(r) {
+	var body []byte
+	if r.Method == http.MethodPost {
 		var err error
-		if body, err = readBody(w, r, b.maxBody); err != nil {
-			return nil, nil, err
+		if body, err = RequestBody(r, maxBudgetPeek); err != nil {
+			return nil, err
 		}
 	}
 	br := &budgetRun{b: b, ctx: ctx, st: st, method: r.Method, path: r.URL.Path, hits: hits,
@@ -206,22 +223,12 @@ func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState
 		if err != nil {
 			br.res = br.res[:i]
 			br.release()
-			return nil, body, err
+			return nil, err
 		}
 		br.res[i] = res
 	}
 	st.wantUsage = true
-	return br, body, nil
-}
-
-// peek reports whether r's body streams JSON of a known length small
-// enough to be read for its estimate.
-func (b *budgets) peek(r *http.Request) bool {
-	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody || r.ContentLength < 0 || r.ContentLength > maxBudgetPeek {
-		return false
-	}
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return mt == "application/json"
+	return br, nil
 }
 
 // workspaceSet returns the parsed usage_limits of workspace ws, reading
@@ -331,33 +338,28 @@ func (br *budgetRun) release() {
 
 // settle records the usage the answer reported in every budget of the
 // request, in place of its reservations: its total tokens, or their cost
-// by the price table. An answer that reported none is charged the
-// estimate when it succeeded (2xx) after reaching a provider, else
-// nothing; a cache hit, or an answer shared from another caller's cache
-// fill, nothing. settle on a nil br does nothing.
-func (br *budgetRun) settle(res result) {
-	if br == nil {
-		return
-	}
+// by the price table, from rec, the request's final record. An answer
+// that reported none is charged the estimate when it succeeded (2xx)
+// after reaching a provider, else nothing; a cache hit, or an answer
+// shared from another caller's cache fill, nothing. A request refused
+// after the budgets admitted it (by a later stage) is charged nothing.
+func (br *budgetRun) settle(rec *RequestLog) {
 	st := br.st
+	res := st.result
 	var tokens, cost float64
 	if !res.cacheHit && !st.shared {
-		u := st.usageDone()
-		p, c, t, k, ok := u.counts()
-		model := st.log.Model
-		if model == "" {
-			model = u.answerModel()
-		}
+		_, _, _, _, ok := st.usage.counts() // whether the answer reported usage (read by finish)
+		model := rec.Model
 		if model == "" {
 			model = br.model
 		}
 		switch {
 		case ok:
-			tokens = float64(t)
-			cost, _ = br.b.prices.Cost(st.log.Provider, model, p, c, k)
-		case res.upstream && st.rw.status >= 200 && st.rw.status <= 299:
+			tokens = float64(rec.TotalTokens)
+			cost, _ = br.b.prices.Cost(rec.Provider, model, rec.PromptTokens, rec.CompletionTokens, rec.CachedPromptTokens)
+		case res.upstream && rec.Status >= 200 && rec.Status <= 299:
 			tokens = br.prompt + br.complete
-			cost, _ = br.b.prices.Cost(st.log.Provider, model, int64(br.prompt), int64(br.complete), 0)
+			cost, _ = br.b.prices.Cost(rec.Provider, model, int64(br.prompt), int64(br.complete), 0)
 		}
 	}
 	br.charge(tokens, cost)
