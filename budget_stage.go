@@ -112,7 +112,9 @@ func newBudgets(g *Gateway) *budgets {
 type budgetRun struct {
 	b        *budgets
 	ctx      context.Context
-	st       *requestState
+	st       *requestState // read by settle only (see there)
+	traceID  string
+	keyID    string
 	method   string
 	path     string
 	hits     []budgetHit
@@ -148,8 +150,9 @@ func (b *budgets) Admit(r *http.Request) (func(*RequestLog), error) {
 // 500 of a store or counter failure (logged).
 func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
 	ctx := r.Context()
-	st := stateFrom(ctx)
-	ws := st.identity.WorkspaceID
+	id, _ := IdentityFrom(ctx)
+	opts, _ := RequestOptionsFrom(ctx)
+	ws := id.WorkspaceID
 	var hits []budgetHit
 	if k, _ := APIKeyFrom(ctx); k != nil && len(k.UsageLimits) > 0 {
 		s, ok := b.keys.Get(k.ID)
@@ -179,14 +182,14 @@ func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
 		}
 		for i := range ps {
 			p := &ps[i]
-			if p.Status != PolicyActive || p.WorkspaceID != ws || !p.matches(st) {
+			if p.Status != PolicyActive || p.WorkspaceID != ws || !p.matches(id, opts.Metadata) {
 				continue
 			}
 			alert := -1.0
 			if p.AlertThreshold != nil {
 				alert = *p.AlertThreshold
 			}
-			hits = append(hits, budgetHit{policyID: p.ID, valueKey: p.valueKey(st), label: "usage-limits policy " + usageLabel(p),
+			hits = append(hits, budgetHit{policyID: p.ID, valueKey: p.valueKey(id, opts.Metadata), label: "usage-limits policy " + usageLabel(p),
 				typ: p.Type, limit: p.CreditLimit, alert: alert, reset: p.PeriodicReset, days: p.PeriodicResetDays,
 				anchor: p.CreatedAt, workspace: ws, resType: "usage_limits_policies", resID: p.ID})
 		}
@@ -201,8 +204,9 @@ func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
 			return nil, err
 		}
 	}
-	br := &budgetRun{b: b, ctx: ctx, st: st, method: r.Method, path: r.URL.Path, hits: hits,
-		res: make([]UsageReservation, len(hits)), provider: st.opts.Provider, model: st.log.Model}
+	traceID, _ := TraceIDFrom(ctx)
+	br := &budgetRun{b: b, ctx: ctx, st: stateFrom(ctx), traceID: traceID, keyID: id.KeyID, method: r.Method, path: r.URL.Path,
+		hits: hits, res: make([]UsageReservation, len(hits)), provider: opts.Provider}
 	if r.Method == http.MethodPost && !uploadBody(r.Header.Get("Content-Type")) {
 		br.estimate(r, body) // other requests ask for no tokens: nothing is reserved, nor charged unless reported
 	}
@@ -227,7 +231,6 @@ func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
 		}
 		br.res[i] = res
 	}
-	st.wantUsage = true
 	return br, nil
 }
 
@@ -333,7 +336,7 @@ func (br *budgetRun) release() {
 	if br == nil {
 		return
 	}
-	br.charge(0, 0)
+	br.charge(0, 0, 0)
 }
 
 // settle records the usage the answer reported in every budget of the
@@ -343,6 +346,12 @@ func (br *budgetRun) release() {
 // after reaching a provider, else nothing; a cache hit, or an answer
 // shared from another caller's cache fill, nothing. A request refused
 // after the budgets admitted it (by a later stage) is charged nothing.
+//
+// Four facts come from the request's state, not from rec: whether the
+// answer reported usage, was a cache hit, was shared from another
+// caller's fill, or reached a provider. They are what the budgets still
+// need from the data plane beyond its exported API (issue 21: budget's
+// own package).
 func (br *budgetRun) settle(rec *RequestLog) {
 	st := br.st
 	res := st.result
@@ -362,11 +371,12 @@ func (br *budgetRun) settle(rec *RequestLog) {
 			cost, _ = br.b.prices.Cost(rec.Provider, model, int64(br.prompt), int64(br.complete), 0)
 		}
 	}
-	br.charge(tokens, cost)
+	br.charge(tokens, cost, rec.Status)
 }
 
-// charge settles every reservation with tokens or cost, by type.
-func (br *budgetRun) charge(tokens, cost float64) {
+// charge settles every reservation with tokens or cost, by type; status
+// is the answer's, for the audit record of an alert (0: none went out).
+func (br *budgetRun) charge(tokens, cost float64, status int) {
 	b := br.b
 	ctx := context.WithoutCancel(br.ctx)
 	now := b.now()
@@ -382,7 +392,7 @@ func (br *budgetRun) charge(tokens, cost float64) {
 			continue
 		}
 		if s.AlertCrossed {
-			br.alert(ctx, h, s.Usage, now)
+			br.alert(ctx, h, s.Usage, now, status)
 		}
 		if s.LimitCrossed {
 			b.errLog.WarnContext(ctx, "gateway: usage limit exhausted", "budget", h.label, "value_key", h.valueKey,
@@ -393,17 +403,16 @@ func (br *budgetRun) charge(tokens, cost float64) {
 
 // alert writes the warning and the audit record of an entity of h whose
 // usage crossed its alert threshold.
-func (br *budgetRun) alert(ctx context.Context, h *budgetHit, usage float64, now time.Time) {
+func (br *budgetRun) alert(ctx context.Context, h *budgetHit, usage float64, now time.Time, status int) {
 	b := br.b
 	b.errLog.WarnContext(ctx, "gateway: usage limit alert threshold reached", "budget", h.label, "value_key", h.valueKey,
 		"usage", usage, "alert_threshold", h.alert, "credit_limit", h.limit, "type", h.typ)
 	if b.audit == nil {
 		return
 	}
-	st := br.st
-	rec := AuditRecord{Time: now.UTC(), RequestID: st.traceID, KeyID: st.identity.KeyID, WorkspaceID: h.workspace,
+	rec := AuditRecord{Time: now.UTC(), RequestID: br.traceID, KeyID: br.keyID, WorkspaceID: h.workspace,
 		Method: br.method, URI: br.path, Action: h.resType + ".alert_threshold", ResourceType: h.resType,
-		ResourceID: h.resID, Status: st.rw.status}
+		ResourceID: h.resID, Status: status}
 	if err := b.audit.AddAuditRecord(ctx, &rec); err != nil {
 		b.errLog.ErrorContext(ctx, "gateway: audit store", "err", err)
 	}

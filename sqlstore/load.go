@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 
-	gateway "github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 )
 
@@ -26,22 +25,7 @@ func (s *Store) Load(ctx context.Context, f *admin.File) error {
 	if err != nil {
 		return err
 	}
-	keys := make([]*gateway.APIKey, len(recs.APIKeys))
-	for i := range recs.APIKeys {
-		keys[i] = &recs.APIKeys[i]
-	}
-	vkeys := make([]*gateway.VirtualKey, len(recs.VirtualKeys))
-	for i := range recs.VirtualKeys {
-		vkeys[i] = &recs.VirtualKeys[i]
-	}
-	configs := make([]*gateway.SavedConfig, len(recs.Configs))
-	for i := range recs.Configs {
-		configs[i] = &recs.Configs[i]
-	}
-	policies := make([]*gateway.RateLimitsPolicy, len(recs.Policies))
-	for i := range recs.Policies {
-		policies[i] = &recs.Policies[i]
-	}
+	keys, vkeys, configs, policies := ptrs(recs.APIKeys), ptrs(recs.VirtualKeys), ptrs(recs.Configs), ptrs(recs.Policies)
 	return s.update(ctx, func(tx *sql.Tx) error {
 		for _, k := range keys {
 			if err := s.putAPIKey(ctx, tx, k); err != nil {
@@ -65,4 +49,13 @@ func (s *Store) Load(ctx context.Context, f *admin.File) error {
 		}
 		return nil
 	})
+}
+
+// ptrs returns pointers to the elements of s.
+func ptrs[T any](s []T) []*T {
+	out := make([]*T, len(s))
+	for i := range s {
+		out[i] = &s[i]
+	}
+	return out
 }
