@@ -73,7 +73,6 @@ type recordingSink struct {
 	mu      sync.Mutex
 	recs    []*RequestLog
 	batches int
-	batch   bool
 }
 
 func (s *recordingSink) Log(rec *RequestLog) {
