@@ -94,3 +94,21 @@ func RequestBody(r *http.Request, limit int64) ([]byte, error) {
 	st.body.read = body
 	return body, nil
 }
+
+// AnswerFrom reports how the answer to the data-plane request of ctx was
+// come by, for an Admission's settle (called with the context Admit was
+// given), beyond what its RequestLog says: reached, some of the request
+// was handed to a provider (by an attempt, or by a cache fill serving
+// it); own, the answer is the request's own, neither a cache hit nor
+// another caller's identical request's, shared from its cache fill (that
+// caller's record carries what the provider charged); usage, the answer
+// reported its token usage, which the record's token fields hold (zeros
+// included). Budgets charge by them.
+func AnswerFrom(ctx context.Context) (reached, own, usage bool) {
+	st := stateFrom(ctx)
+	if st == nil {
+		return false, false, false
+	}
+	_, _, _, _, usage = st.usage.counts()
+	return st.result.upstream, !st.result.cacheHit && !st.shared, usage
+}

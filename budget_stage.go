@@ -112,7 +112,6 @@ func newBudgets(g *Gateway) *budgets {
 type budgetRun struct {
 	b        *budgets
 	ctx      context.Context
-	st       *requestState // read by settle only (see there)
 	traceID  string
 	keyID    string
 	method   string
@@ -205,7 +204,7 @@ func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
 		}
 	}
 	traceID, _ := TraceIDFrom(ctx)
-	br := &budgetRun{b: b, ctx: ctx, st: stateFrom(ctx), traceID: traceID, keyID: id.KeyID, method: r.Method, path: r.URL.Path,
+	br := &budgetRun{b: b, ctx: ctx, traceID: traceID, keyID: id.KeyID, method: r.Method, path: r.URL.Path,
 		hits: hits, res: make([]UsageReservation, len(hits)), provider: opts.Provider}
 	if r.Method == http.MethodPost && !uploadBody(r.Header.Get("Content-Type")) {
 		br.estimate(r, body) // other requests ask for no tokens: nothing is reserved, nor charged unless reported
@@ -344,29 +343,21 @@ func (br *budgetRun) release() {
 // by the price table, from rec, the request's final record. An answer
 // that reported none is charged the estimate when it succeeded (2xx)
 // after reaching a provider, else nothing; a cache hit, or an answer
-// shared from another caller's cache fill, nothing. A request refused
-// after the budgets admitted it (by a later stage) is charged nothing.
-//
-// Four facts come from the request's state, not from rec: whether the
-// answer reported usage, was a cache hit, was shared from another
-// caller's fill, or reached a provider. They are what the budgets still
-// need from the data plane beyond its exported API (issue 21: budget's
-// own package).
+// shared from another caller's cache fill, nothing (AnswerFrom). A
+// request refused after the budgets admitted it (by a later stage) is
+// charged nothing.
 func (br *budgetRun) settle(rec *RequestLog) {
-	st := br.st
-	res := st.result
 	var tokens, cost float64
-	if !res.cacheHit && !st.shared {
-		_, _, _, _, ok := st.usage.counts() // whether the answer reported usage (read by finish)
+	if reached, own, usage := AnswerFrom(br.ctx); own {
 		model := rec.Model
 		if model == "" {
 			model = br.model
 		}
 		switch {
-		case ok:
+		case usage:
 			tokens = float64(rec.TotalTokens)
 			cost, _ = br.b.prices.Cost(rec.Provider, model, rec.PromptTokens, rec.CompletionTokens, rec.CachedPromptTokens)
-		case res.upstream && rec.Status >= 200 && rec.Status <= 299:
+		case reached && rec.Status >= 200 && rec.Status <= 299:
 			tokens = br.prompt + br.complete
 			cost, _ = br.b.prices.Cost(rec.Provider, model, int64(br.prompt), int64(br.complete), 0)
 		}
