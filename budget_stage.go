@@ -13,6 +13,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/modelgateway/gateway/internal/jsonscan"
 )
 
 // budgetHit is one budget applied to one request: a usage-limits policy's
@@ -283,16 +284,16 @@ func (br *budgetRun) estimate(r *http.Request, body []byte) {
 // maxTokens returns the completion-token cap a JSON request body sets at
 // its top level.
 func maxTokens(body []byte) (int64, bool) {
-	i := skipJSONSpace(body, 0)
+	i := jsonscan.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' || !json.Valid(body) {
 		return 0, false
 	}
 	var out int64
 	var found bool
-	eachJSONMember(body[i:], func(name, v []byte) bool {
+	jsonscan.EachMember(body[i:], func(name, v []byte) bool {
 		switch string(name) {
 		case "max_tokens", "max_completion_tokens", "max_output_tokens":
-			if n, ok := jsonInt(v, 64); ok && n >= 0 {
+			if n, ok := jsonscan.Int(v, 64); ok && n >= 0 {
 				out, found = n, true
 				return false
 			}
