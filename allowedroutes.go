@@ -17,9 +17,13 @@ const (
 	maxAllowedRouteLen = 256
 )
 
-// checkAllowedRoutes validates the allowed_routes of a virtual key as
-// written, returning a 400 that names param[i] for the first bad entry.
-func checkAllowedRoutes(routes []string, param string) error {
+// CheckAllowedRoutes checks the allowed_routes of a virtual key as
+// written (VirtualKey.AllowedRoutes), as the data plane reads them: at
+// most 64 entries, each a method (or "*") and a path below the gateway
+// prefix. The error is a 400 *Error whose Param and Message name
+// allowed_routes[i] for the first bad entry.
+func CheckAllowedRoutes(routes []string) error {
+	const param = "allowed_routes"
 	if len(routes) > maxAllowedRoutes {
 		return policyInvalid(param, param+" may hold at most "+strconv.Itoa(maxAllowedRoutes)+" entries")
 	}

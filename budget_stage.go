@@ -7,13 +7,13 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"mime"
 	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/modelgateway/gateway/internal/jsonscan"
 )
 
 // budgetHit is one budget applied to one request: a usage-limits policy's
@@ -76,7 +76,6 @@ type budgets struct {
 	audit      AuditStore
 	errLog     *slog.Logger
 	now        func() time.Time
-	maxBody    int64
 	keys       *lru.Cache[string, *budgetSet] // parsed API keys' usage_limits, by key id
 	wss        *lru.Cache[string, *budgetSet] // workspaces' usage_limits, by workspace id
 
@@ -100,7 +99,7 @@ const (
 
 func newBudgets(g *Gateway) *budgets {
 	b := &budgets{policies: g.opts.UsageLimits, counter: g.opts.UsageCounter, workspaces: g.opts.Workspaces,
-		prices: g.prices, audit: g.opts.Audit, errLog: g.errLog, now: g.clock, maxBody: g.opts.MaxBodyBytes}
+		prices: g.prices, audit: g.opts.Audit, errLog: g.errLog, now: g.clock}
 	if b.counter == nil {
 		b.counter = &MemoryUsageCounter{}
 	}
@@ -114,7 +113,8 @@ func newBudgets(g *Gateway) *budgets {
 type budgetRun struct {
 	b        *budgets
 	ctx      context.Context
-	st       *requestState
+	traceID  string
+	keyID    string
 	method   string
 	path     string
 	hits     []budgetHit
@@ -125,17 +125,36 @@ type budgetRun struct {
 	provider string
 }
 
+// Admit is the budgets stage as the data plane's first Admission: it
+// applies every budget of the request, and settles its usage from the
+// request's final record.
+func (b *budgets) Admit(r *http.Request) (func(*RequestLog), error) {
+	br, err := b.admit(r)
+	if err != nil {
+		if ge := (*Error)(nil); !errors.As(err, &ge) {
+			err = errorFor(err) // logged by admit: answered as WriteError would
+		}
+		return nil, err
+	}
+	if br == nil {
+		return nil, nil
+	}
+	return br.settle, nil
+}
+
 // admit applies every budget of the request: the usage_limits of its API
 // key and of its workspace, then the active usage-limits policies of its
 // workspace that match it. It returns the run to settle once the answer is
-// done (nil when no budget applies), and the request body when it read a
-// streamed one to estimate its usage (else body, unchanged); or the 412 of
-// a spent budget, or the 500 of a store or counter failure (logged).
-func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState, body []byte) (*budgetRun, []byte, error) {
+// done (nil when no budget applies), having read a streamed JSON body to
+// estimate its usage (RequestBody); or the 412 of a spent budget, or the
+// 500 of a store or counter failure (logged).
+func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
 	ctx := r.Context()
-	ws := st.identity.WorkspaceID
+	id, _ := IdentityFrom(ctx)
+	opts, _ := RequestOptionsFrom(ctx)
+	ws := id.WorkspaceID
 	var hits []budgetHit
-	if k := st.key; k != nil && len(k.UsageLimits) > 0 {
+	if k, _ := APIKeyFrom(ctx); k != nil && len(k.UsageLimits) > 0 {
 		s, ok := b.keys.Get(k.ID)
 		if !ok || s.ws != k.WorkspaceID || !bytes.Equal(s.raw, k.UsageLimits) {
 			s = newBudgetSet("api_key", k.ID, k.WorkspaceID, k.UsageLimits, k.CreatedAt)
@@ -143,7 +162,7 @@ func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState
 		}
 		if s.err != nil {
 			b.errLog.ErrorContext(ctx, "gateway: API key usage_limits", "key", k.ID, "err", s.err)
-			return nil, body, s.err
+			return nil, s.err
 		}
 		hits = s.hits[:len(s.hits):len(s.hits)]
 	}
@@ -151,7 +170,7 @@ func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState
 		s, err := b.workspaceSet(ctx, ws)
 		if err != nil {
 			b.errLog.ErrorContext(ctx, "gateway: workspace usage_limits", "workspace", ws, "err", err)
-			return nil, body, err
+			return nil, err
 		}
 		hits = append(hits, s.hits...)
 	}
@@ -159,33 +178,35 @@ func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState
 		ps, err := b.policies.UsageLimitsPolicies(ctx, ws)
 		if err != nil {
 			b.errLog.ErrorContext(ctx, "gateway: usage-limits policy store", "err", err)
-			return nil, body, err
+			return nil, err
 		}
 		for i := range ps {
 			p := &ps[i]
-			if p.Status != PolicyActive || p.WorkspaceID != ws || !p.matches(st) {
+			if p.Status != PolicyActive || p.WorkspaceID != ws || !p.matches(id, opts.Metadata) {
 				continue
 			}
 			alert := -1.0
 			if p.AlertThreshold != nil {
 				alert = *p.AlertThreshold
 			}
-			hits = append(hits, budgetHit{policyID: p.ID, valueKey: p.valueKey(st), label: "usage-limits policy " + usageLabel(p),
+			hits = append(hits, budgetHit{policyID: p.ID, valueKey: p.valueKey(id, opts.Metadata), label: "usage-limits policy " + usageLabel(p),
 				typ: p.Type, limit: p.CreditLimit, alert: alert, reset: p.PeriodicReset, days: p.PeriodicResetDays,
 				anchor: p.CreatedAt, workspace: ws, resType: "usage_limits_policies", resID: p.ID})
 		}
 	}
 	if len(hits) == 0 {
-		return nil, body, nil
+		return nil, nil
 	}
-	if body == nil && b.peek(r) {
+	var body []byte
+	if r.Method == http.MethodPost {
 		var err error
-		if body, err = readBody(w, r, b.maxBody); err != nil {
-			return nil, nil, err
+		if body, err = RequestBody(r, maxBudgetPeek); err != nil {
+			return nil, err
 		}
 	}
-	br := &budgetRun{b: b, ctx: ctx, st: st, method: r.Method, path: r.URL.Path, hits: hits,
-		res: make([]UsageReservation, len(hits)), provider: st.opts.Provider, model: st.log.Model}
+	traceID, _ := TraceIDFrom(ctx)
+	br := &budgetRun{b: b, ctx: ctx, traceID: traceID, keyID: id.KeyID, method: r.Method, path: r.URL.Path,
+		hits: hits, res: make([]UsageReservation, len(hits)), provider: opts.Provider}
 	if r.Method == http.MethodPost && !uploadBody(r.Header.Get("Content-Type")) {
 		br.estimate(r, body) // other requests ask for no tokens: nothing is reserved, nor charged unless reported
 	}
@@ -206,22 +227,11 @@ func (b *budgets) admit(w http.ResponseWriter, r *http.Request, st *requestState
 		if err != nil {
 			br.res = br.res[:i]
 			br.release()
-			return nil, body, err
+			return nil, err
 		}
 		br.res[i] = res
 	}
-	st.wantUsage = true
-	return br, body, nil
-}
-
-// peek reports whether r's body streams JSON of a known length small
-// enough to be read for its estimate.
-func (b *budgets) peek(r *http.Request) bool {
-	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody || r.ContentLength < 0 || r.ContentLength > maxBudgetPeek {
-		return false
-	}
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return mt == "application/json"
+	return br, nil
 }
 
 // workspaceSet returns the parsed usage_limits of workspace ws, reading
@@ -274,16 +284,16 @@ func (br *budgetRun) estimate(r *http.Request, body []byte) {
 // maxTokens returns the completion-token cap a JSON request body sets at
 // its top level.
 func maxTokens(body []byte) (int64, bool) {
-	i := skipJSONSpace(body, 0)
+	i := jsonscan.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' || !json.Valid(body) {
 		return 0, false
 	}
 	var out int64
 	var found bool
-	eachJSONMember(body[i:], func(name, v []byte) bool {
+	jsonscan.EachMember(body[i:], func(name, v []byte) bool {
 		switch string(name) {
 		case "max_tokens", "max_completion_tokens", "max_output_tokens":
-			if n, ok := jsonInt(v, 64); ok && n >= 0 {
+			if n, ok := jsonscan.Int(v, 64); ok && n >= 0 {
 				out, found = n, true
 				return false
 			}
@@ -326,45 +336,39 @@ func (br *budgetRun) release() {
 	if br == nil {
 		return
 	}
-	br.charge(0, 0)
+	br.charge(0, 0, 0)
 }
 
 // settle records the usage the answer reported in every budget of the
 // request, in place of its reservations: its total tokens, or their cost
-// by the price table. An answer that reported none is charged the
-// estimate when it succeeded (2xx) after reaching a provider, else
-// nothing; a cache hit, or an answer shared from another caller's cache
-// fill, nothing. settle on a nil br does nothing.
-func (br *budgetRun) settle(res result) {
-	if br == nil {
-		return
-	}
-	st := br.st
+// by the price table, from rec, the request's final record. An answer
+// that reported none is charged the estimate when it succeeded (2xx)
+// after reaching a provider, else nothing; a cache hit, or an answer
+// shared from another caller's cache fill, nothing (AnswerFrom). A
+// request refused after the budgets admitted it (by a later stage) is
+// charged nothing.
+func (br *budgetRun) settle(rec *RequestLog) {
 	var tokens, cost float64
-	if !res.cacheHit && !st.shared {
-		u := st.usageDone()
-		p, c, t, k, ok := u.counts()
-		model := st.log.Model
-		if model == "" {
-			model = u.answerModel()
-		}
+	if reached, own, usage := AnswerFrom(br.ctx); own {
+		model := rec.Model
 		if model == "" {
 			model = br.model
 		}
 		switch {
-		case ok:
-			tokens = float64(t)
-			cost, _ = br.b.prices.Cost(st.log.Provider, model, p, c, k)
-		case res.upstream && st.rw.status >= 200 && st.rw.status <= 299:
+		case usage:
+			tokens = float64(rec.TotalTokens)
+			cost, _ = br.b.prices.Cost(rec.Provider, model, rec.PromptTokens, rec.CompletionTokens, rec.CachedPromptTokens)
+		case reached && rec.Status >= 200 && rec.Status <= 299:
 			tokens = br.prompt + br.complete
-			cost, _ = br.b.prices.Cost(st.log.Provider, model, int64(br.prompt), int64(br.complete), 0)
+			cost, _ = br.b.prices.Cost(rec.Provider, model, int64(br.prompt), int64(br.complete), 0)
 		}
 	}
-	br.charge(tokens, cost)
+	br.charge(tokens, cost, rec.Status)
 }
 
-// charge settles every reservation with tokens or cost, by type.
-func (br *budgetRun) charge(tokens, cost float64) {
+// charge settles every reservation with tokens or cost, by type; status
+// is the answer's, for the audit record of an alert (0: none went out).
+func (br *budgetRun) charge(tokens, cost float64, status int) {
 	b := br.b
 	ctx := context.WithoutCancel(br.ctx)
 	now := b.now()
@@ -380,7 +384,7 @@ func (br *budgetRun) charge(tokens, cost float64) {
 			continue
 		}
 		if s.AlertCrossed {
-			br.alert(ctx, h, s.Usage, now)
+			br.alert(ctx, h, s.Usage, now, status)
 		}
 		if s.LimitCrossed {
 			b.errLog.WarnContext(ctx, "gateway: usage limit exhausted", "budget", h.label, "value_key", h.valueKey,
@@ -391,17 +395,16 @@ func (br *budgetRun) charge(tokens, cost float64) {
 
 // alert writes the warning and the audit record of an entity of h whose
 // usage crossed its alert threshold.
-func (br *budgetRun) alert(ctx context.Context, h *budgetHit, usage float64, now time.Time) {
+func (br *budgetRun) alert(ctx context.Context, h *budgetHit, usage float64, now time.Time, status int) {
 	b := br.b
 	b.errLog.WarnContext(ctx, "gateway: usage limit alert threshold reached", "budget", h.label, "value_key", h.valueKey,
 		"usage", usage, "alert_threshold", h.alert, "credit_limit", h.limit, "type", h.typ)
 	if b.audit == nil {
 		return
 	}
-	st := br.st
-	rec := AuditRecord{Time: now.UTC(), RequestID: st.traceID, KeyID: st.identity.KeyID, WorkspaceID: h.workspace,
+	rec := AuditRecord{Time: now.UTC(), RequestID: br.traceID, KeyID: br.keyID, WorkspaceID: h.workspace,
 		Method: br.method, URI: br.path, Action: h.resType + ".alert_threshold", ResourceType: h.resType,
-		ResourceID: h.resID, Status: st.rw.status}
+		ResourceID: h.resID, Status: status}
 	if err := b.audit.AddAuditRecord(ctx, &rec); err != nil {
 		b.errLog.ErrorContext(ctx, "gateway: audit store", "err", err)
 	}

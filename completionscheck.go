@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/modelgateway/gateway/internal/jsonscan"
 )
 
 // checkCompletionBody is the quick check of a POST /completions body: it
@@ -23,7 +25,7 @@ func checkCompletionBody(body []byte) (model string, ok bool) {
 	if !json.Valid(body) {
 		return "", false
 	}
-	i := skipJSONSpace(body, 0)
+	i := jsonscan.SkipSpace(body, 0)
 	if i == len(body) || body[i] != '{' {
 		return "", false
 	}
@@ -42,7 +44,7 @@ func checkCompletionBody(body []byte) (model string, ok bool) {
 			*dst = nil
 			return true
 		}
-		x, ok := jsonInt(v, strconv.IntSize)
+		x, ok := jsonscan.Int(v, strconv.IntSize)
 		*val, *dst = int(x), val
 		return ok
 	}
@@ -51,7 +53,7 @@ func checkCompletionBody(body []byte) (model string, ok bool) {
 			*dst = nil
 			return true
 		}
-		x, ok := jsonFloat(v)
+		x, ok := jsonscan.Float(v)
 		*val, *dst = x, val
 		return ok
 	}
@@ -63,7 +65,7 @@ func checkCompletionBody(body []byte) (model string, ok bool) {
 		*val, *dst = v[0] == 't', val
 		return v[0] == 't' || v[0] == 'f'
 	}
-	ok = eachJSONMember(body[i:], func(key, v []byte) bool {
+	ok = jsonscan.EachMember(body[i:], func(key, v []byte) bool {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return false // an escaped name could spell a known one
 		}
@@ -109,7 +111,7 @@ func checkCompletionBody(body []byte) (model string, ok bool) {
 			if isNull(v) {
 				return true
 			}
-			_, ok := jsonInt(v, 64)
+			_, ok := jsonscan.Int(v, 64)
 			return ok
 		case "frequency_penalty":
 			return setFloat(&req.FrequencyPenalty, v, &freq)
@@ -144,7 +146,7 @@ func checkPrompt(v []byte) bool {
 		return false
 	}
 	var first byte
-	return eachJSONElem(v, func(e []byte) bool {
+	return jsonscan.EachElem(v, func(e []byte) bool {
 		if first == 0 {
 			first = e[0]
 			if first == '-' || first >= '0' && first <= '9' {
@@ -155,13 +157,13 @@ func checkPrompt(v []byte) bool {
 		case '"':
 			return e[0] == '"'
 		case '0':
-			_, ok := jsonInt(e, strconv.IntSize)
+			_, ok := jsonscan.Int(e, strconv.IntSize)
 			return ok
 		case '[':
 			n := 0
-			ok := e[0] == '[' && eachJSONElem(e, func(t []byte) bool {
+			ok := e[0] == '[' && jsonscan.EachElem(e, func(t []byte) bool {
 				n++
-				_, ok := jsonInt(t, strconv.IntSize)
+				_, ok := jsonscan.Int(t, strconv.IntSize)
 				return ok
 			})
 			return ok && n > 0
@@ -177,7 +179,7 @@ func checkStop(v []byte) bool {
 		return true
 	}
 	n := 0
-	ok := v[0] == '[' && eachJSONElem(v, func(e []byte) bool {
+	ok := v[0] == '[' && jsonscan.EachElem(v, func(e []byte) bool {
 		n++
 		return e[0] == '"' && n <= maxStopSequences
 	})
@@ -188,14 +190,14 @@ func checkStop(v []byte) bool {
 // accepts: an object whose names are token ids written plainly and whose
 // values are integers from -100 to 100.
 func checkLogitBias(v []byte) bool {
-	return v[0] == '{' && eachJSONMember(v, func(name, b []byte) bool {
+	return v[0] == '{' && jsonscan.EachMember(v, func(name, b []byte) bool {
 		if len(name) == 0 || name[0] == '-' || len(name) > 1 && name[0] == '0' {
 			return false
 		}
-		if _, ok := jsonInt(name, 64); !ok {
+		if _, ok := jsonscan.Int(name, 64); !ok {
 			return false
 		}
-		f, ok := jsonFloat(b)
+		f, ok := jsonscan.Float(b)
 		return ok && f >= -maxLogitBias && f <= maxLogitBias && f == math.Trunc(f)
 	})
 }
@@ -204,7 +206,7 @@ func checkLogitBias(v []byte) bool {
 // decodes: an object whose include_usage and include_obfuscation are
 // booleans or null.
 func checkStreamOptions(v []byte) bool {
-	return v[0] == '{' && eachJSONMember(v, func(name, b []byte) bool {
+	return v[0] == '{' && jsonscan.EachMember(v, func(name, b []byte) bool {
 		switch string(name) {
 		case "include_usage", "include_obfuscation":
 			return b[0] == 't' || b[0] == 'f' || b[0] == 'n'

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/modelgateway/gateway/internal/jsonscan"
 )
 
 // plainValue returns a copy of a query operand with its json.Numbers (kept
@@ -89,9 +91,9 @@ func (in *matchInput) param(key string) (any, bool) {
 	if !in.scanned {
 		in.scanned = true
 		if len(in.body) > 0 && json.Valid(in.body) {
-			if i := skipJSONSpace(in.body, 0); in.body[i] == '{' {
+			if i := jsonscan.SkipSpace(in.body, 0); in.body[i] == '{' {
 				in.fields = make(map[string][]byte)
-				eachJSONMember(in.body[i:], func(name, v []byte) bool {
+				jsonscan.EachMember(in.body[i:], func(name, v []byte) bool {
 					k := string(name)
 					if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
 						// Decoded as encoding/json would: escapes, and

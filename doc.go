@@ -86,7 +86,7 @@
 // KeyStore, VirtualKeyStore, ConfigStore and PolicyStore are small
 // interfaces, with optional ones for the control plane's writes;
 // MemoryStore implements them all and loads the JSON document of
-// examples/server (DecodeStoreFile). The sqlstore sub-module keeps them,
+// examples/server (admin.Decode). The sqlstore sub-module keeps them,
 // the workspaces, the audit log and the request logs in SQLite or
 // Postgres, secrets sealed, hot-path lookups served from an in-process
 // snapshot that replicas bring up to date within a second or two. Provider kinds are registered by
@@ -129,7 +129,7 @@
 // link-local (cloud metadata), CGNAT and IPv4-mapped forms are refused, on
 // the address actually dialed, and redirects are never followed — unless
 // Options.CustomHostAllow names the host. Only hosts the operator wrote
-// (in Go, or a StoreFile) are trusted as they are.
+// (in Go, or an admin.File) are trusted as they are.
 //
 // A key acts only on keys whose scopes are a subset of its own
 // (organisation keys rank above workspace keys), and never changes its own

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 )
 
 // whereSent is a Transport standing in for the cloud hosts: it answers
@@ -71,7 +73,7 @@ func Example_azureOpenAI() {
 // store file: each stored credential carries its host's settings, and the
 // caller names only the key.
 func Example_virtualKeysForCloudHosts() {
-	f, err := gateway.DecodeStoreFile(strings.NewReader(`{
+	f, err := admin.Decode(strings.NewReader(`{
 	  "api_keys": [{"id": "k", "key": "gw-secret", "workspace_id": "ws-1"}],
 	  "virtual_keys": [
 	    {"slug": "gemini", "provider": "vertex-ai", "api_key": "ya29.stored", "project_id": "my-proj", "region": "europe-west4"},
@@ -81,7 +83,7 @@ func Example_virtualKeysForCloudHosts() {
 		panic(err)
 	}
 	store := &gateway.MemoryStore{}
-	if err := store.Load(f); err != nil {
+	if err := admin.Apply(context.Background(), f, store); err != nil {
 		panic(err)
 	}
 	g := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Transport: whereSent{}})

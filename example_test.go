@@ -116,21 +116,3 @@ func ExampleLogBuffer() {
 	// Output:
 	// trace-42 team-a openai GET /v1/models 200
 }
-
-func ExampleDecodeStoreFile() {
-	f, err := gateway.DecodeStoreFile(strings.NewReader(`{
-		"api_keys": [{"id": "key-admin", "key": "gw-example", "workspace_id": "ws-1", "role": "admin"}],
-		"virtual_keys": [{"slug": "openai-prod", "provider": "openai", "api_key": "sk-example"}]
-	}`))
-	if err != nil {
-		panic(err)
-	}
-	store := &gateway.MemoryStore{}
-	if err := store.Load(f); err != nil {
-		panic(err)
-	}
-	_, err = gateway.DecodeStoreFile(strings.NewReader(`{"api_kyes": []}`))
-	fmt.Println(err)
-	// Output:
-	// gateway: store file: json: unknown field "api_kyes"
-}

@@ -283,7 +283,8 @@ type Gateway struct {
 	authFailures authFailureCounts // requests refused by the authentication stage (AuthFailures)
 
 	limits     *limits       // the limits stage
-	budgets    *budgets      // the usage-limits stage
+	budgets    *budgets      // the usage-limits stage: the first of admissions
+	admissions []Admission   // budgets, then Options.Admissions
 	streamIdle time.Duration // Options.StreamIdleTimeout resolved; 0: no limit
 	handler    http.Handler  // the pipeline: see Gateway.pipeline
 }
@@ -358,6 +359,7 @@ func New(opts Options) *Gateway {
 		g.prices = DefaultPrices()
 	}
 	g.budgets = newBudgets(g)
+	g.admissions = append([]Admission{g.budgets}, opts.Admissions...)
 	switch {
 	case opts.StreamIdleTimeout == 0:
 		g.streamIdle = defaultStreamIdleTimeout

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 )
 
 // hostsStoreJSON is the store every host test loads: virtual keys and
@@ -109,12 +111,12 @@ func newHostsEnv(t *testing.T, fake http.HandlerFunc) *hostsEnv {
 	}
 	up := httptest.NewServer(fake)
 	t.Cleanup(up.Close)
-	f, err := gateway.DecodeStoreFile(strings.NewReader(hostsStoreJSON))
+	f, err := admin.Decode(strings.NewReader(hostsStoreJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := &gateway.MemoryStore{}
-	if err := st.Load(f); err != nil {
+	if err := admin.Apply(context.Background(), f, st); err != nil {
 		t.Fatal(err)
 	}
 	env := &hostsEnv{rt: &hostsRecorder{fake: up}, logs: make(hostsLogs, 16)}

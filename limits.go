@@ -260,17 +260,23 @@ func policyUnitName(unit string) string {
 
 // policyValue returns the value of a condition or group key for a request.
 func policyValue(st *requestState, key string) (string, bool) {
+	return conditionValue(st.identity, st.opts.Metadata, key)
+}
+
+// conditionValue is policyValue of a request by its caller's identity and
+// metadata (RequestOptions.Metadata).
+func conditionValue(id Identity, md map[string]string, key string) (string, bool) {
 	switch key {
 	case "api_key":
-		return st.identity.KeyID, true
+		return id.KeyID, true
 	case "workspace_id":
-		return st.identity.WorkspaceID, true
+		return id.WorkspaceID, true
 	case "organisation_id":
-		v, ok := st.opts.Metadata[MetadataOrganisation]
+		v, ok := md[MetadataOrganisation]
 		return v, ok
 	}
 	if name, ok := strings.CutPrefix(key, "metadata."); ok {
-		v, ok := st.opts.Metadata[name]
+		v, ok := md[name]
 		return v, ok
 	}
 	return "", false

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/modelgateway/gateway/internal/jsonscan"
 )
 
 // defaultLogBodyMax is Options.LogBodyMax's zero value: 16 KiB.
@@ -282,9 +284,9 @@ func redactJSON(dst, b []byte) []byte {
 			}
 			key = false
 			dst = append(dst, b[i:end]...)
-			colon := skipJSONSpace(b, end)
+			colon := jsonscan.SkipSpace(b, end)
 			if colon < len(b) && b[colon] == ':' && credentialName(jsonName(b[i:end])) {
-				start := skipJSONSpace(b, colon+1)
+				start := jsonscan.SkipSpace(b, colon+1)
 				dst = append(dst, b[end:start]...)
 				dst = append(dst, `"`+redacted+`"`...)
 				i = skipCutJSONValue(b, start)
@@ -330,7 +332,7 @@ func scanJSONString(b []byte, i int) int {
 }
 
 // skipCutJSONValue returns the index just past the value starting at
-// b[i], or len(b) when b ends inside it (skipJSONValue's input is whole).
+// b[i], or len(b) when b ends inside it (jsonscan.SkipValue's input is whole).
 func skipCutJSONValue(b []byte, i int) int {
 	if i >= len(b) {
 		return i

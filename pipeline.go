@@ -23,7 +23,7 @@ func Chain(mws ...func(http.Handler) http.Handler) func(http.Handler) http.Handl
 // pipeline composes the Gateway's stages once, in the order of DESIGN §2:
 //
 //	begin → trace → key → headers → path check → mux → endpoint
-//	      → budgets → limits → route → execute  (forward, on the data plane)
+//	      → admissions (budgets first) → limits → route → execute  (forward, on the data plane)
 //
 // Each stage is a middleware a host can also run by hand (Trace,
 // Authenticate, ParseHeaders, Limits); one that ran in front of the
@@ -345,6 +345,10 @@ type countingBody struct {
 	n   int64
 	eof bool
 	st  *requestState // its request's, when its bytes are kept for the log (Options.LogBodies)
+
+	// read is the whole body of a data-plane request once its endpoint or
+	// an Admission (RequestBody) read it; nil while it streams.
+	read []byte
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
@@ -368,24 +372,19 @@ func (b *countingBody) Close() error { return b.rc.Close() }
 // the caller.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	st := stateFrom(r.Context())
-	br, body, err := g.budgets.admit(w, r, st, body) // logs its own failures
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
+	st.body.read = body
 	if !g.admit(w, r, st) {
-		br.release()
 		return
 	}
+	body = st.body.read                 // when an Admission read it (RequestBody)
 	lw, err := g.limits.admit(w, r, st) // logs its own failures
 	if err != nil {
-		br.release()
 		WriteError(w, r, err)
 		return
 	}
 	// Deferred: a response aborted mid-stream (http.ErrAbortHandler) is
 	// still charged for the tokens that went out.
-	defer func() { lw.settle(st.result); br.settle(st.result) }()
+	defer func() { lw.settle(st.result) }()
 	st.result = g.route(lw.writer(w), r, st, body)
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 )
 
 // Gateway API keys of the policy tests. Admin and member keys of ws-1 and
@@ -1283,11 +1284,11 @@ func TestPolicyFileWithoutWorkspace(t *testing.T) {
 	]}`
 	e := newPolEnv(t, nil, nil)
 	e.addVirtualKey("vk2", func(vk *gateway.VirtualKey) { vk.WorkspaceID = "ws-2" })
-	f, err := gateway.DecodeStoreFile(strings.NewReader(file))
+	f, err := admin.Decode(strings.NewReader(file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.Load(f); err != nil {
+	if err := admin.Apply(context.Background(), f, e.store); err != nil {
 		t.Fatal(err)
 	}
 
@@ -1494,12 +1495,12 @@ func TestPolicyIDCase(t *testing.T) {
 
 	// A store file's id in upper case is kept in lower case.
 	const fileID = "7D1E0000-0000-4000-8000-0000000000C1"
-	f, err := gateway.DecodeStoreFile(strings.NewReader(`{"rate_limits_policies":[{"id":"` + fileID + `","workspace_id":"ws-1",
+	f, err := admin.Decode(strings.NewReader(`{"rate_limits_policies":[{"id":"` + fileID + `","workspace_id":"ws-1",
 		"group_by":[{"key":"api_key"}],"type":"requests","unit":"rph","value":1}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.Load(f); err != nil {
+	if err := admin.Apply(context.Background(), f, e.store); err != nil {
 		t.Fatal(err)
 	}
 	lower := "/v1/policies/rate-limits/" + strings.ToLower(fileID)

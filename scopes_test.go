@@ -54,24 +54,3 @@ func TestScopes(t *testing.T) {
 		t.Errorf("the provider saw %d requests, want 2 (the member's and the unexpired key's)", n)
 	}
 }
-
-// TestStoreFileScopes: a store file names scopes and an expiry, and an
-// unknown scope is refused naming its place.
-func TestStoreFileScopes(t *testing.T) {
-	f, err := DecodeStoreFile(strings.NewReader(`{"api_keys":[{"id":"k","key":"gw-k","workspace_id":"ws","scopes":["logs.read"],"expires_at":"2030-01-02T03:04:05Z"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s MemoryStore
-	if err := s.Load(f); err != nil {
-		t.Fatal(err)
-	}
-	k, _ := s.APIKey(t.Context(), HashAPIKey("gw-k"))
-	if len(k.Scopes) != 1 || k.Scopes[0] != ScopeLogsRead || !k.ExpiresAt.Equal(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)) {
-		t.Errorf("key %+v", k)
-	}
-	f, _ = DecodeStoreFile(strings.NewReader(`{"api_keys":[{"id":"k","key":"gw-k","workspace_id":"ws","scopes":["logs.read","root"]}]}`))
-	if err := new(MemoryStore).Load(f); err == nil || !strings.Contains(err.Error(), "api_keys[0].scopes[1]") {
-		t.Errorf("Load: %v, want an error naming api_keys[0].scopes[1]", err)
-	}
-}

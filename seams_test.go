@@ -204,3 +204,60 @@ func TestAdmissions(t *testing.T) {
 		t.Errorf("the first admission was settled with %+v, want the second's refusal", fr[2])
 	}
 }
+
+// bodyAdmission records the body and key an Admission reads through
+// RequestBody and APIKeyFrom.
+type bodyAdmission struct {
+	mu     sync.Mutex
+	bodies []string
+	keys   []string
+}
+
+func (a *bodyAdmission) Admit(r *http.Request) (func(*RequestLog), error) {
+	body, err := RequestBody(r, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	k, _ := APIKeyFrom(r.Context())
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.bodies = append(a.bodies, string(body))
+	if k != nil {
+		a.keys = append(a.keys, k.ID)
+	}
+	return nil, nil
+}
+
+// TestAdmissionRequestBody: an Admission reads the request's body
+// (RequestBody) and its API key record (APIKeyFrom), whether the endpoint
+// read the body (the legacy completions) or it streams (chat completions,
+// a pass-through route),
+// and the provider still gets the body whole.
+func TestAdmissionRequestBody(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	a := &bodyAdmission{}
+	e := newCoreEnv(t, up, func(o *Options) { o.Admissions = []Admission{a} })
+	const chat, embed = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, `{"model":"e","input":"hello"}`
+	const legacy = `{"model":"m","prompt":"hi"}`
+	for _, c := range []struct{ path, body string }{{"/v1/chat/completions", chat}, {"/v1/embeddings", embed}, {"/v1/completions", legacy}} {
+		res := e.do("POST", c.path, strings.NewReader(c.body), "x-gateway-api-key: "+coreKey, "x-gateway-virtual-key: vk-up",
+			"Content-Type: application/json")
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("%s: %d", c.path, res.StatusCode)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.bodies) != 3 || a.bodies[0] != chat || a.bodies[1] != embed || a.bodies[2] != legacy {
+		t.Errorf("the admission read %q, want the three bodies", a.bodies)
+	}
+	if len(a.keys) != 3 || a.keys[0] != "key-member" {
+		t.Errorf("the admission found keys %q, want key-member thrice", a.keys)
+	}
+	got := up.received()
+	if len(got) != 3 || got[0].Body != chat || got[1].Body != embed || got[2].Body != legacy {
+		t.Errorf("the provider got %+v, want the bodies whole", got)
+	}
+}

@@ -1,16 +1,10 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net/url"
-	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -127,7 +121,7 @@ type AuditStore interface {
 // A slug is unique within a workspace; an empty WorkspaceID makes the key
 // usable by every workspace. Name, Note, CreatedAt and UpdatedAt are kept
 // by the control plane (their zero values change nothing on the data
-// plane) and are not part of a StoreFile.
+// plane) and are not part of an admin.File.
 //
 // AllowedRoutes, when not empty, narrows what the key may be used for:
 // each entry is a method (or "*", any method) and a path prefix below the
@@ -155,7 +149,7 @@ type VirtualKey struct {
 	// plane (POST or PUT /virtual-keys), which sets it: BaseURL is then
 	// guarded like an x-gateway-custom-host (names resolved and every
 	// address checked at dial) unless Options.CustomHostAllow lists it.
-	// The zero value is the operator's key (a StoreFile entry, or one a
+	// The zero value is the operator's key (an admin.File entry, or one a
 	// host's own Go code stores), whose BaseURL is trusted as written.
 	Tenant bool `json:"-"`
 }
@@ -166,7 +160,7 @@ type VirtualKey struct {
 //
 // Name, Version, VersionID, CreatedAt and UpdatedAt are kept by the
 // control plane (their zero values change nothing on the data plane) and
-// are not part of a StoreFile. Version counts from 1 and grows by one with
+// are not part of an admin.File. Version counts from 1 and grows by one with
 // every update; a stored version (see ConfigAdmin) has the Version,
 // VersionID, Name, Config and UpdatedAt it was written with.
 type SavedConfig struct {
@@ -185,7 +179,7 @@ type SavedConfig struct {
 	// it: each custom_host is then guarded like an x-gateway-custom-host
 	// (names resolved and every address checked at dial) unless
 	// Options.CustomHostAllow lists it. The zero value is the operator's
-	// config (a StoreFile entry, or one a host's own Go code stores),
+	// config (an admin.File entry, or one a host's own Go code stores),
 	// whose hosts are trusted as written.
 	Tenant bool `json:"-"`
 }
@@ -390,190 +384,3 @@ func policyEqual(a, b *RateLimitsPolicy) bool {
 		a.WorkspaceID == b.WorkspaceID && a.OrganisationID == b.OrganisationID &&
 		a.CreatedAt == b.CreatedAt && a.LastUpdatedAt == b.LastUpdatedAt
 }
-
-// StoreFile is the JSON document a MemoryStore loads: the config file of
-// examples/server.
-type StoreFile struct {
-	APIKeys            []APIKeyEntry      `json:"api_keys"`
-	VirtualKeys        []VirtualKey       `json:"virtual_keys"`
-	Configs            []SavedConfig      `json:"configs"`
-	RateLimitsPolicies []RateLimitsPolicy `json:"rate_limits_policies"`
-	CustomHosts        struct {
-		Allow []string `json:"allow"`
-	} `json:"custom_hosts"`
-}
-
-// APIKeyEntry is a gateway API key as written in a StoreFile: the key
-// itself, or the lower-case hex of its SHA-256 digest. An entry without
-// WorkspaceID is an organisation key (DESIGN §14): with the admin role it
-// holds every scope over every workspace, so it can create workspaces
-// (POST /admin/workspaces) and read the organisation-wide audit log; an
-// entry with WorkspaceID is a key of that workspace.
-type APIKeyEntry struct {
-	ID            string            `json:"id"`
-	Key           string            `json:"key,omitempty"`
-	KeySHA256     string            `json:"key_sha256,omitempty"`
-	WorkspaceID   string            `json:"workspace_id"`
-	Role          Role              `json:"role,omitempty"`
-	Disabled      bool              `json:"disabled,omitempty"`
-	Metadata      map[string]string `json:"metadata,omitempty"`
-	DefaultConfig string            `json:"default_config,omitempty"`
-	Scopes        []Scope           `json:"scopes,omitempty"`
-	ExpiresAt     time.Time         `json:"expires_at,omitzero"`
-}
-
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-// DecodeStoreFile reads a StoreFile from r. Every ${VAR} in the document is
-// replaced by the environment variable VAR (JSON-escaped; empty when unset)
-// before decoding. Unknown fields are an error naming the field.
-//
-// A rate_limits_policies entry without workspace_id belongs to the
-// operator: it applies to every workspace (its conditions, e.g. on
-// workspace_id, narrow it), and no workspace admin can list, change or
-// delete it through the control plane. Policy ids are UUIDs, kept in lower
-// case.
-func DecodeStoreFile(r io.Reader) (*StoreFile, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	data = envRef.ReplaceAllFunc(data, func(m []byte) []byte {
-		v := os.Getenv(string(m[2 : len(m)-1]))
-		q, _ := json.Marshal(v)
-		return q[1 : len(q)-1]
-	})
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var f StoreFile
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("gateway: store file: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("gateway: store file: trailing data after the JSON object")
-	}
-	return &f, nil
-}
-
-// Load adds every record of f to s, after checking them all: an error
-// leaves s unchanged.
-func (s *MemoryStore) Load(f *StoreFile) error {
-	keys := make([]APIKey, 0, len(f.APIKeys))
-	// Where each id, key, slug and policy id was first seen, for the
-	// errors naming a repeat.
-	keyIDs := make(map[string]int, len(f.APIKeys))
-	digests := make(map[[sha256.Size]byte]int, len(f.APIKeys))
-	slugs := make(map[string]int, len(f.VirtualKeys))
-	configIDs := make(map[string]int, len(f.Configs))
-	policyIDs := make(map[string]int, len(f.RateLimitsPolicies))
-	for i, e := range f.APIKeys {
-		k := APIKey{ID: e.ID, WorkspaceID: e.WorkspaceID, Role: e.Role, Disabled: e.Disabled, Metadata: e.Metadata,
-			DefaultConfig: e.DefaultConfig, Scopes: e.Scopes, ExpiresAt: e.ExpiresAt}
-		if e.WorkspaceID == "" {
-			k.Type = KeyOrganisation // the operator's key over every workspace
-		}
-		for j, s := range e.Scopes {
-			if !ValidScope(s) {
-				return fmt.Errorf("gateway: store file: api_keys[%d].scopes[%d]: unknown scope %q", i, j, s)
-			}
-		}
-		switch {
-		case e.ID == "":
-			return fmt.Errorf("gateway: store file: api_keys[%d].id is required", i)
-		case (e.Key == "") == (e.KeySHA256 == ""):
-			return fmt.Errorf("gateway: store file: api_keys[%d]: exactly one of key and key_sha256 is required", i)
-		case e.Key != "":
-			k.Digest = HashAPIKey(e.Key)
-		default:
-			d, err := ParseKeyDigest(e.KeySHA256)
-			if err != nil {
-				return fmt.Errorf("gateway: store file: api_keys[%d].key_sha256: %w", i, unprefixed{err})
-			}
-			k.Digest = d
-		}
-		switch k.Role {
-		case "":
-			k.Role = RoleMember
-		case RoleMember, RoleAdmin:
-		default:
-			return fmt.Errorf("gateway: store file: api_keys[%d].role must be admin or member", i)
-		}
-		if j, ok := keyIDs[k.ID]; ok {
-			return fmt.Errorf("gateway: store file: api_keys[%d].id repeats api_keys[%d].id", i, j)
-		}
-		if j, ok := digests[k.Digest]; ok {
-			return fmt.Errorf("gateway: store file: api_keys[%d] has the same key as api_keys[%d]", i, j)
-		}
-		keyIDs[k.ID], digests[k.Digest] = i, i
-		keys = append(keys, k)
-	}
-	for i, vk := range f.VirtualKeys {
-		if vk.Slug == "" || vk.Provider == "" {
-			return fmt.Errorf("gateway: store file: virtual_keys[%d]: slug and provider are required", i)
-		}
-		if j, ok := slugs[vk.Slug]; ok {
-			return fmt.Errorf("gateway: store file: virtual_keys[%d].slug repeats virtual_keys[%d].slug", i, j)
-		}
-		slugs[vk.Slug] = i
-		if vk.BaseURL != "" {
-			if u, err := url.Parse(vk.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Errorf("gateway: store file: virtual_keys[%d].base_url must be an absolute http or https URL", i)
-			}
-		}
-		if len(vk.AllowedRoutes) > maxAllowedRoutes {
-			return fmt.Errorf("gateway: store file: virtual_keys[%d].allowed_routes may hold at most %d entries", i, maxAllowedRoutes)
-		}
-		for j, r := range vk.AllowedRoutes {
-			if msg := allowedRouteProblem(r); msg != "" {
-				return fmt.Errorf("gateway: store file: virtual_keys[%d].allowed_routes[%d] %s", i, j, msg)
-			}
-		}
-	}
-	for i, c := range f.Configs {
-		if c.ID == "" {
-			return fmt.Errorf("gateway: store file: configs[%d].id is required", i)
-		}
-		if j, ok := configIDs[c.ID]; ok {
-			return fmt.Errorf("gateway: store file: configs[%d].id repeats configs[%d].id", i, j)
-		}
-		configIDs[c.ID] = i
-		if _, err := ParseConfig(c.Config); err != nil {
-			return fmt.Errorf("gateway: store file: configs[%d].config: %w", i, unprefixed{err})
-		}
-	}
-	policies := make([]RateLimitsPolicy, 0, len(f.RateLimitsPolicies))
-	for i, p := range f.RateLimitsPolicies {
-		if p.Status == "" {
-			p.Status = PolicyActive
-		}
-		if err := p.Validate(); err != nil {
-			return fmt.Errorf("gateway: store file: rate_limits_policies[%d]: %w", i, unprefixed{err})
-		}
-		p.ID = strings.ToLower(p.ID)
-		if j, ok := policyIDs[p.ID]; ok {
-			return fmt.Errorf("gateway: store file: rate_limits_policies[%d].id repeats rate_limits_policies[%d].id", i, j)
-		}
-		policyIDs[p.ID] = i
-		policies = append(policies, p)
-	}
-	for _, k := range keys {
-		s.AddAPIKey(k)
-	}
-	for _, vk := range f.VirtualKeys {
-		s.AddVirtualKey(vk)
-	}
-	for _, c := range f.Configs {
-		s.AddConfig(c)
-	}
-	for i := range policies {
-		s.PutPolicy(context.Background(), &policies[i])
-	}
-	return nil
-}
-
-// unprefixed is err without its own "gateway: " prefix, for messages that
-// wrap it after one of their own.
-type unprefixed struct{ err error }
-
-func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), "gateway: ") }
-func (u unprefixed) Unwrap() error { return u.err }

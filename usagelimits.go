@@ -305,9 +305,9 @@ func checkUsageLimit(prefix, typ string, credit float64, alert *float64, reset s
 }
 
 // matches reports whether every condition of p holds for the request.
-func (p *UsageLimitsPolicy) matches(st *requestState) bool {
+func (p *UsageLimitsPolicy) matches(id Identity, md map[string]string) bool {
 	for _, c := range p.Conditions {
-		if v, ok := policyValue(st, c.Key); !ok || v != c.Value {
+		if v, ok := conditionValue(id, md, c.Key); !ok || v != c.Value {
 			return false
 		}
 	}
@@ -319,14 +319,14 @@ func (p *UsageLimitsPolicy) matches(st *requestState) bool {
 // "key:value" pairs joined by commas, values escaped as in a URL query.
 // A request lacking a group key's value counts in the entity of the empty
 // value.
-func (p *UsageLimitsPolicy) valueKey(st *requestState) string {
+func (p *UsageLimitsPolicy) valueKey(id Identity, md map[string]string) string {
 	if len(p.GroupBy) == 1 {
-		v, _ := policyValue(st, p.GroupBy[0].Key)
+		v, _ := conditionValue(id, md, p.GroupBy[0].Key)
 		return v
 	}
 	var b strings.Builder
 	for i, g := range p.GroupBy {
-		v, _ := policyValue(st, g.Key)
+		v, _ := conditionValue(id, md, g.Key)
 		if i > 0 {
 			b.WriteByte(',')
 		}

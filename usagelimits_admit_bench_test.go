@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 )
@@ -26,6 +27,7 @@ func BenchmarkAdmissionCheck(b *testing.B) {
 		*st = requestState{gw: gw, identity: Identity{KeyID: k.ID, WorkspaceID: k.WorkspaceID}, key: k}
 		return st
 	}
+	sreq := req.WithContext(context.WithValue(ctx, stateKey{}, st)) // the budgets find st in its context
 
 	b.Run("rate-limits", func(b *testing.B) {
 		store := &MemoryStore{}
@@ -65,11 +67,12 @@ func BenchmarkAdmissionCheck(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				st := state(gw, k)
-				br, _, err := gw.budgets.admit(w, req, st, nil)
+				br, err := gw.budgets.admit(sreq)
 				if err != nil || br == nil {
 					b.Fatal(err)
 				}
-				br.settle(result{upstream: true})
+				st.result = result{upstream: true}
+				br.settle(&RequestLog{Status: http.StatusOK})
 			}
 		})
 	}

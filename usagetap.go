@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/modelgateway/gateway/internal/jsonscan"
 )
 
 // answerCoding is how an answer's body is encoded, as far as reading its
@@ -148,25 +150,25 @@ func (st *requestState) usageDone() *usageScanner {
 // level, or "" when it names none or is not a JSON object. It reads no
 // further than the model member.
 func requestModel(b []byte) string {
-	i := skipJSONSpace(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return ""
 	}
 	for i++; ; {
-		i = skipJSONSpace(b, i)
+		i = jsonscan.SkipSpace(b, i)
 		if i >= len(b) || b[i] != '"' {
 			return ""
 		}
-		end := skipJSONString(b, i)
+		end := jsonscan.SkipString(b, i)
 		if end > len(b) || end-i < 2 || b[end-1] != '"' {
 			return ""
 		}
 		name := b[i+1 : end-1]
-		i = skipJSONSpace(b, end)
+		i = jsonscan.SkipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return ""
 		}
-		i = skipJSONSpace(b, i+1)
+		i = jsonscan.SkipSpace(b, i+1)
 		if i >= len(b) {
 			return ""
 		}
@@ -174,7 +176,7 @@ func requestModel(b []byte) string {
 			if b[i] != '"' {
 				return ""
 			}
-			end = skipJSONString(b, i)
+			end = jsonscan.SkipString(b, i)
 			if end > len(b) || end-i < 2 || b[end-1] != '"' {
 				return ""
 			}
@@ -188,7 +190,7 @@ func requestModel(b []byte) string {
 			}
 			return s
 		}
-		i = skipJSONSpace(b, skipJSONValue(b, i))
+		i = jsonscan.SkipSpace(b, jsonscan.SkipValue(b, i))
 		if i >= len(b) || b[i] != ',' {
 			return ""
 		}

@@ -205,7 +205,7 @@ func (g *Gateway) applyVirtualKeyBody(b *virtualKeyBody, vk *VirtualKey) error {
 		vk.BaseURL = *b.BaseURL
 	}
 	if b.AllowedRoutes != nil {
-		if err := checkAllowedRoutes(*b.AllowedRoutes, "allowed_routes"); err != nil {
+		if err := CheckAllowedRoutes(*b.AllowedRoutes); err != nil {
 			return err
 		}
 		vk.AllowedRoutes = slices.Clone(*b.AllowedRoutes)

@@ -19,6 +19,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
 )
 
@@ -102,12 +103,12 @@ func newEnv(t *testing.T, opts bedrock.Options, fake http.HandlerFunc) *env {
 	t.Helper()
 	up := httptest.NewServer(fake)
 	t.Cleanup(up.Close)
-	f, err := gateway.DecodeStoreFile(strings.NewReader(storeJSON))
+	f, err := admin.Decode(strings.NewReader(storeJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := &gateway.MemoryStore{}
-	if err := st.Load(f); err != nil {
+	if err := admin.Apply(context.Background(), f, st); err != nil {
 		t.Fatal(err)
 	}
 	if opts.Now == nil {

@@ -1,6 +1,7 @@
 package bedrock_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
 )
 
@@ -33,12 +35,12 @@ func TestStoredKeyPairNeverFollowsCallerHost(t *testing.T) {
 	}))
 	t.Cleanup(caller.Close)
 
-	f, err := gateway.DecodeStoreFile(strings.NewReader(storeJSON))
+	f, err := admin.Decode(strings.NewReader(storeJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := &gateway.MemoryStore{}
-	if err := st.Load(f); err != nil {
+	if err := admin.Apply(context.Background(), f, st); err != nil {
 		t.Fatal(err)
 	}
 	g := gateway.New(gateway.Options{

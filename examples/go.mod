@@ -4,12 +4,12 @@ go 1.25.0
 
 require (
 	github.com/google/go-cmp v0.7.0
-	github.com/modelgateway/gateway v0.1.0
-	github.com/modelgateway/gateway/bedrock v0.1.0
-	github.com/modelgateway/gateway/otel v0.1.0
-	github.com/modelgateway/gateway/prometheus v0.1.0
-	github.com/modelgateway/gateway/redis v0.1.0
-	github.com/modelgateway/gateway/sqlstore v0.1.0
+	github.com/modelgateway/gateway v0.2.0
+	github.com/modelgateway/gateway/bedrock v0.2.0
+	github.com/modelgateway/gateway/otel v0.2.0
+	github.com/modelgateway/gateway/prometheus v0.2.0
+	github.com/modelgateway/gateway/redis v0.2.0
+	github.com/modelgateway/gateway/sqlstore v0.2.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/redis/go-redis/v9 v9.22.0
 	go.opentelemetry.io/otel v1.46.0

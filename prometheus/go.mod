@@ -3,7 +3,7 @@ module github.com/modelgateway/gateway/prometheus
 go 1.25.0
 
 require (
-	github.com/modelgateway/gateway v0.1.0
+	github.com/modelgateway/gateway v0.2.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.2
 )

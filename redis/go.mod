@@ -4,7 +4,7 @@ go 1.25.0
 
 require (
 	github.com/google/go-cmp v0.7.0
-	github.com/modelgateway/gateway v0.1.0
+	github.com/modelgateway/gateway v0.2.0
 	github.com/redis/go-redis/v9 v9.22.0
 )
 

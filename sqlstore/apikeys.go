@@ -116,7 +116,7 @@ func (s *Store) UpdateAPIKey(ctx context.Context, old, k *gateway.APIKey) error 
 // k; only its digests are stored, never a key. A digest that is another
 // key's (current or previous) is refused with gateway.ErrConflict. Times
 // are kept to the microsecond. The caller validates k (Load does, as
-// gateway.MemoryStore.Load).
+// admin.Apply).
 func (s *Store) PutAPIKey(ctx context.Context, k *gateway.APIKey) error {
 	return s.update(ctx, func(tx *sql.Tx) error { return s.putAPIKey(ctx, tx, k) })
 }

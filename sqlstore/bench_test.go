@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -14,9 +15,9 @@ import (
 // keys, virtual keys, configs and policies, in one Load each.
 func lookupFixture(tb testing.TB, n int) (*sqlstore.Store, *gateway.MemoryStore) {
 	tb.Helper()
-	var f gateway.StoreFile
+	var f admin.File
 	for i := range n {
-		f.APIKeys = append(f.APIKeys, gateway.APIKeyEntry{ID: fmt.Sprintf("key-%d", i), Key: fmt.Sprintf("gw-%d", i), WorkspaceID: fmt.Sprintf("ws-%d", i%10)})
+		f.APIKeys = append(f.APIKeys, admin.KeyEntry{ID: fmt.Sprintf("key-%d", i), Key: fmt.Sprintf("gw-%d", i), WorkspaceID: fmt.Sprintf("ws-%d", i%10)})
 		f.VirtualKeys = append(f.VirtualKeys, gateway.VirtualKey{Slug: fmt.Sprintf("vk-%d", i), Provider: "openai", APIKey: fmt.Sprintf("sk-%d", i)})
 		f.Configs = append(f.Configs, gateway.SavedConfig{ID: fmt.Sprintf("pc-%d", i), Config: json.RawMessage(`{"virtual_key":"vk-0"}`)})
 	}
@@ -33,7 +34,7 @@ func lookupFixture(tb testing.TB, n int) (*sqlstore.Store, *gateway.MemoryStore)
 		tb.Fatal(err)
 	}
 	m := &gateway.MemoryStore{}
-	if err := m.Load(&f); err != nil {
+	if err := admin.Apply(context.Background(), &f, m); err != nil {
 		tb.Fatal(err)
 	}
 	return s, m

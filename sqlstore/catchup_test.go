@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -109,9 +110,9 @@ func TestCatchUpAfterPruning(t *testing.T) {
 
 	// A write of more records than catchUp reads one by one (a big Load)
 	// is caught up by reading everything too.
-	var f gateway.StoreFile
+	var f admin.File
 	for i := range 2100 {
-		f.APIKeys = append(f.APIKeys, gateway.APIKeyEntry{ID: fmt.Sprintf("key-%d", i), Key: fmt.Sprintf("gw-%d", i)})
+		f.APIKeys = append(f.APIKeys, admin.KeyEntry{ID: fmt.Sprintf("key-%d", i), Key: fmt.Sprintf("gw-%d", i)})
 	}
 	if err := a.Load(ctx, &f); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func (s *Store) Config(_ context.Context, id string) (*gateway.SavedConfig, erro
 // whole config JSON, which may hold provider credentials, is sealed under
 // the master key (ErrMasterKeyRequired without one); times are kept to
 // the microsecond. c.Config must be valid JSON; the caller validates it
-// as a config (Load does, as gateway.MemoryStore.Load).
+// as a config (Load does, as admin.Apply).
 func (s *Store) PutConfig(ctx context.Context, c *gateway.SavedConfig) error {
 	return s.update(ctx, func(tx *sql.Tx) error { return s.putConfig(ctx, tx, c, false) })
 }

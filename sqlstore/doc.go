@@ -11,8 +11,8 @@
 // gateway.UsageLimitsStore and gateway.UsageCounter; pass it as each of
 // those in gateway.Options.
 //
-// Load applies a store file (gateway.DecodeStoreFile) as
-// gateway.MemoryStore.Load does, checked by the same rules: each entry it
+// Load applies a store file (admin.Decode) as
+// admin.Apply does, checked by the same rules: each entry it
 // names is created or replaced, every other entry is left alone, all in
 // one transaction. PutAPIKey, PutVirtualKey, PutConfig and PutPolicy
 // create or replace one record, and the Delete methods remove one; a

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -41,7 +42,7 @@ func Example() {
 	}
 	defer store.Close()
 
-	f, err := gateway.DecodeStoreFile(strings.NewReader(`{
+	f, err := admin.Decode(strings.NewReader(`{
 	  "api_keys": [{"id": "team-a", "key": "gw-secret", "workspace_id": "ws-1"}],
 	  "virtual_keys": [{"slug": "openai-prod", "provider": "openai", "api_key": "sk-stored", "base_url": "` + provider.URL + `/v1"}]
 	}`))

@@ -5,7 +5,7 @@ go 1.25.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/modelgateway/gateway v0.1.0
+	github.com/modelgateway/gateway v0.2.0
 	github.com/ncruces/go-sqlite3 v0.35.3
 )
 

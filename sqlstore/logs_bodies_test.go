@@ -16,6 +16,7 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -75,7 +76,7 @@ func TestLogBodiesAtRest(t *testing.T) {
 	s := openStore(t, filepath.Join(dir, "gateway.db"), sqlstore.Options{})
 	canaries := []string{"canary-gateway-key-b0d1e5", "canary-body-api-key-77aa", "canary-body-password-e1e1",
 		"canary-answer-token-5e5e", "canary-provider-key-c3c3"}
-	f, err := gateway.DecodeStoreFile(strings.NewReader(`{
+	f, err := admin.Decode(strings.NewReader(`{
 	  "api_keys": [{"id": "key-canary", "key": "` + canaries[0] + `", "workspace_id": "ws-1", "role": "admin"}],
 	  "virtual_keys": [{"slug": "vk-up", "provider": "openai", "api_key": "` + canaries[4] + `", "base_url": "BASE", "workspace_id": "ws-1"}]
 	}`))

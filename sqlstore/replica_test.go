@@ -11,6 +11,7 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -83,9 +84,9 @@ func TestReplicas(t *testing.T) {
 	})
 }
 
-func mustStoreFile(t *testing.T, doc string) *gateway.StoreFile {
+func mustStoreFile(t *testing.T, doc string) *admin.File {
 	t.Helper()
-	f, err := gateway.DecodeStoreFile(bytes.NewReader([]byte(doc)))
+	f, err := admin.Decode(bytes.NewReader([]byte(doc)))
 	if err != nil {
 		t.Fatal(err)
 	}

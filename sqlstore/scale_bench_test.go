@@ -14,6 +14,7 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -112,9 +113,9 @@ func BenchmarkAuthenticate(b *testing.B) {
 func BenchmarkOpenLarge(b *testing.B) {
 	ctx := context.Background()
 	dsn := sqliteDSN(b)
-	var f gateway.StoreFile
+	var f admin.File
 	for i := range 100000 {
-		f.APIKeys = append(f.APIKeys, gateway.APIKeyEntry{ID: fmt.Sprintf("key-%d", i), Key: fmt.Sprintf("gw-%d", i),
+		f.APIKeys = append(f.APIKeys, admin.KeyEntry{ID: fmt.Sprintf("key-%d", i), Key: fmt.Sprintf("gw-%d", i),
 			WorkspaceID: fmt.Sprintf("ws-%d", i%100), Metadata: map[string]string{"team": "t"}})
 	}
 	for i := range 10000 {

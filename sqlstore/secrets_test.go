@@ -15,6 +15,7 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -162,7 +163,7 @@ func TestNoSecretAtRest(t *testing.T) {
 		"canary-config-api-key-d15ea5",  // an api_key inside a saved config
 		"canary-config-aws-secret-8e7d", // a secret_access_key inside one
 	}
-	f, err := gateway.DecodeStoreFile(strings.NewReader(`{
+	f, err := admin.Decode(strings.NewReader(`{
 	  "api_keys": [{"id": "key-canary", "key": "` + canaries[0] + `", "workspace_id": "ws-1"}],
 	  "virtual_keys": [{"slug": "vk-canary", "provider": "bedrock", "api_key": "` + canaries[1] + `",
 	                    "access_key_id": "AKIAEXAMPLE", "secret_access_key": "` + canaries[2] + `", "session_token": "` + canaries[3] + `"}],

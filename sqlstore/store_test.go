@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -362,7 +363,7 @@ func TestLoad(t *testing.T) {
 		s := openStore(t, dsn, sqlstore.Options{})
 		load := func(doc string) error {
 			t.Helper()
-			f, err := gateway.DecodeStoreFile(strings.NewReader(doc))
+			f, err := admin.Decode(strings.NewReader(doc))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -56,7 +57,7 @@ VALUES ($1, '', $2, 'openai', 'http://internal.example/v1')`), "row-"+slug, slug
 				t.Errorf("migrated %s: Tenant %v, AllowedRoutes %q; want true, none", slug, vk.Tenant, vk.AllowedRoutes)
 			}
 		}
-		f := &gateway.StoreFile{
+		f := &admin.File{
 			VirtualKeys: []gateway.VirtualKey{{Slug: "vk-operator", Provider: "openai", BaseURL: "http://internal.example/v1",
 				AllowedRoutes: []string{"GET /models"}}},
 			Configs: []gateway.SavedConfig{{ID: "pc-operator", Config: json.RawMessage(`{"provider":"openai","custom_host":"http://internal.example/v1"}`)}},

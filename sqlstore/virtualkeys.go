@@ -29,7 +29,7 @@ func (s *Store) VirtualKey(_ context.Context, slug string) (*gateway.VirtualKey,
 // without one); its other fields are stored in clear, times to the
 // microsecond, Tenant included: a key put from Go code with Tenant false
 // is the operator's, its base_url trusted. The caller validates vk (Load
-// does, as gateway.MemoryStore.Load).
+// does, as admin.Apply).
 func (s *Store) PutVirtualKey(ctx context.Context, vk *gateway.VirtualKey) error {
 	return s.update(ctx, func(tx *sql.Tx) error { return s.putVirtualKey(ctx, tx, vk) })
 }

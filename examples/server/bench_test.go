@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 )
 
 // The benchmarks below compare the server with a bare httputil.ReverseProxy
@@ -247,7 +248,7 @@ func BenchmarkServerChain(b *testing.B) {
 				b.Fatal(err)
 			}
 			store := &gateway.MemoryStore{}
-			if err := store.Load(f); err != nil {
+			if err := admin.Apply(context.Background(), f, store); err != nil {
 				b.Fatal(err)
 			}
 			var opts gateway.Options

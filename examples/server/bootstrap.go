@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 )
 
 // apiKeyEnv is the environment variable whose key seeds a store that
@@ -46,7 +47,7 @@ const (
 // With -demo (an in-memory store) beside a config file's keys, the
 // demo's member key is added too (see demoAPIKey). loadState returns the
 // key the server announces, if any, for the demo's curl command.
-func loadState(ctx context.Context, st *backend, file *gateway.StoreFile, path string, demo bool, stderr io.Writer) (apiKey, error) {
+func loadState(ctx context.Context, st *backend, file *admin.File, path string, demo bool, stderr io.Writer) (apiKey, error) {
 	if file != nil {
 		if err := st.load(ctx, file); err != nil {
 			return apiKey{}, fmt.Errorf("%w (in %s)", err, path)

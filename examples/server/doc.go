@@ -64,7 +64,7 @@
 //
 // With -config it loads API keys, virtual keys, saved configs, rate-limits
 // policies and the custom-host allowlist from a JSON file (see
-// gateway.StoreFile for the complete field list). The file is the operator's: each entry
+// admin.File for the complete field list). The file is the operator's: each entry
 // it names is created or replaced at every start (a file key rotated over
 // HTTP gets the file's value back), and the entries it does not name
 // (those made through the control plane, say) are left alone; the

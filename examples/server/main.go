@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
 )
 
@@ -120,7 +121,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	if err := checkPublicURL(*publicURL); err != nil {
 		return err
 	}
-	var file *gateway.StoreFile
+	var file *admin.File
 	if *configPath != "" {
 		if file, err = readConfig(*configPath, stderr); err != nil {
 			return err
@@ -449,13 +450,13 @@ func providers() map[string]gateway.Provider {
 	}
 }
 
-// envRef matches the ${VAR} references DecodeStoreFile expands.
+// envRef matches the ${VAR} references admin.Decode expands.
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // readConfig reads and checks the config file at path. It warns on stderr
 // about ${VAR} references to unset variables (naming the variable, never a
 // value), since they expand to empty strings.
-func readConfig(path string, stderr io.Writer) (*gateway.StoreFile, error) {
+func readConfig(path string, stderr io.Writer) (*admin.File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: config: %w", err)
@@ -468,13 +469,13 @@ func readConfig(path string, stderr io.Writer) (*gateway.StoreFile, error) {
 			fmt.Fprintf(stderr, "gateway: warning: %s refers to ${%s}, which is not set\n", path, name)
 		}
 	}
-	f, err := gateway.DecodeStoreFile(bytes.NewReader(data))
+	f, err := admin.Decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
 	}
-	// The entries are checked here, with MemoryStore.Load's rules, so
+	// The entries are checked here, with admin.Apply's rules, so
 	// that a bad file fails before any database is opened or changed.
-	if err := new(gateway.MemoryStore).Load(f); err != nil {
+	if err := admin.Apply(context.Background(), f, new(gateway.MemoryStore)); err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
 	}
 	return f, nil

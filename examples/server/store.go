@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/console"
 	"github.com/modelgateway/gateway/sqlstore"
 )
@@ -189,11 +190,11 @@ func (b *backend) durable() bool { return b.db != nil }
 
 // load creates or replaces every entry f names, and leaves the others
 // alone.
-func (b *backend) load(ctx context.Context, f *gateway.StoreFile) error {
+func (b *backend) load(ctx context.Context, f *admin.File) error {
 	if b.db != nil {
 		return b.db.Load(ctx, f)
 	}
-	return b.mem.Load(f)
+	return admin.Apply(ctx, f, b.mem)
 }
 
 // apiKey returns the stored key of digest d, or gateway.ErrNotFound.

@@ -1,16 +1,21 @@
-package gateway
+// Package jsonscan walks JSON documents that are already known to be
+// valid (json.Valid) without decoding them: the data plane reads a few
+// members of request and answer bodies this way, allocation-free.
+package jsonscan
 
 import "strconv"
 
-func skipJSONSpace(b []byte, i int) int {
+// SkipSpace returns the index of the first byte of b at or after i that
+// is not JSON white space.
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
 	return i
 }
 
-// skipJSONString returns the index after the string that starts at b[i].
-func skipJSONString(b []byte, i int) int {
+// SkipString returns the index after the string that starts at b[i].
+func SkipString(b []byte, i int) int {
 	for i++; i < len(b); i++ {
 		switch b[i] {
 		case '\\':
@@ -22,17 +27,17 @@ func skipJSONString(b []byte, i int) int {
 	return i
 }
 
-// skipJSONValue returns the index after the value that starts at b[i].
-func skipJSONValue(b []byte, i int) int {
+// SkipValue returns the index after the value that starts at b[i].
+func SkipValue(b []byte, i int) int {
 	switch b[i] {
 	case '"':
-		return skipJSONString(b, i)
+		return SkipString(b, i)
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
 			switch b[i] {
 			case '"':
-				i = skipJSONString(b, i)
+				i = SkipString(b, i)
 				continue
 			case '{', '[':
 				depth++
@@ -51,24 +56,24 @@ func skipJSONValue(b []byte, i int) int {
 	return i
 }
 
-// eachJSONMember calls fn with the name (between its quotes, escapes
+// EachMember calls fn with the name (between its quotes, escapes
 // kept) and the value of each member of the object b, in order, while fn
 // returns true. It reports whether fn always did.
-func eachJSONMember(b []byte, fn func(name, v []byte) bool) bool {
-	i := skipJSONSpace(b, 0) + 1 // past '{'
+func EachMember(b []byte, fn func(name, v []byte) bool) bool {
+	i := SkipSpace(b, 0) + 1 // past '{'
 	for {
-		i = skipJSONSpace(b, i)
+		i = SkipSpace(b, i)
 		if b[i] == ',' {
-			i = skipJSONSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		}
 		if b[i] == '}' {
 			return true
 		}
-		end := skipJSONString(b, i)
+		end := SkipString(b, i)
 		name := b[i+1 : end-1]
-		i = skipJSONSpace(b, end) // at ':'
-		i = skipJSONSpace(b, i+1) // at the value
-		end = skipJSONValue(b, i)
+		i = SkipSpace(b, end) // at ':'
+		i = SkipSpace(b, i+1) // at the value
+		end = SkipValue(b, i)
 		if !fn(name, b[i:end]) {
 			return false
 		}
@@ -76,19 +81,19 @@ func eachJSONMember(b []byte, fn func(name, v []byte) bool) bool {
 	}
 }
 
-// eachJSONElem calls fn with each element of the array b, in order, while
+// EachElem calls fn with each element of the array b, in order, while
 // fn returns true. It reports whether fn always did.
-func eachJSONElem(b []byte, fn func(v []byte) bool) bool {
+func EachElem(b []byte, fn func(v []byte) bool) bool {
 	i := 1 // past '['
 	for {
-		i = skipJSONSpace(b, i)
+		i = SkipSpace(b, i)
 		if b[i] == ',' {
-			i = skipJSONSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		}
 		if b[i] == ']' {
 			return true
 		}
-		end := skipJSONValue(b, i)
+		end := SkipValue(b, i)
 		if !fn(b[i:end]) {
 			return false
 		}
@@ -96,10 +101,10 @@ func eachJSONElem(b []byte, fn func(v []byte) bool) bool {
 	}
 }
 
-// jsonInt reads v as encoding/json reads an integer of the given bit
+// Int reads v as encoding/json reads an integer of the given bit
 // size: digits with an optional minus sign, in range; a fraction or an
 // exponent is not an integer.
-func jsonInt(v []byte, bits int) (int64, bool) {
+func Int(v []byte, bits int) (int64, bool) {
 	d := v
 	neg := len(d) > 0 && d[0] == '-'
 	if neg {
@@ -125,8 +130,8 @@ func jsonInt(v []byte, bits int) (int64, bool) {
 	return 0, false
 }
 
-// jsonFloat reads v as encoding/json reads a float64.
-func jsonFloat(v []byte) (float64, bool) {
+// Float reads v as encoding/json reads a float64.
+func Float(v []byte) (float64, bool) {
 	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
 		return 0, false
 	}

@@ -1,0 +1,6 @@
+// Package admin is the gateway's administration product (DESIGN §13): the
+// records a tenant or the operator writes and the data plane reads. It
+// starts with the operator's config file (File, Decode, Apply); the
+// control-plane routes of API keys, virtual keys, configs, workspaces and
+// rate-limits policies follow it here from the root package.
+package admin
