@@ -152,7 +152,7 @@ func Percentile(sorted []int64, p float64) int64 {
 }
 
 // BucketWidth returns the width of the time buckets of a graph over
-// [start, end] (DESIGN §10): a minute up to an hour, an hour up to two
+// [start, end] (the observability routes): a minute up to an hour, an hour up to two
 // days, a day beyond.
 func BucketWidth(start, end time.Time) time.Duration {
 	switch d := end.Sub(start); {

@@ -37,7 +37,7 @@ var analyticsRoutes = map[string]analyticsRoute{
 	"/analytics/groups/metadata/{metadataKey}": groupMetadata,
 }
 
-// analytics serves one analytics route (DESIGN §10): GET only, with the
+// analytics serves one analytics route (the observability routes): GET only, with the
 // analytics.read scope, over Options.Logs (404 without one). Every figure
 // comes from the records GET /logs would return for the same filters
 // (see analyticsParams), and a workspace key sees only its workspace's.

@@ -21,7 +21,7 @@ const (
 )
 
 // serveAPIKeys serves the API keys control plane under {prefix}/api-keys
-// (DESIGN §9, the reference's shapes):
+// (the control plane, the reference's shapes):
 //
 //	POST   /api-keys/{type}/{sub-type}  create → 200 {"id","key","object":"api-key"}
 //	GET    /api-keys                    list   → 200 {"object":"list","data","total"}
@@ -37,7 +37,7 @@ const (
 // (in the query of a list, the body of a create), and alone may create
 // organisation keys. A key may grant only scopes it holds itself.
 //
-// Keys are ordered by scope (DESIGN §14): a key creates, updates, rotates
+// Keys are ordered by scope (docs/architecture.md, Trust): a key creates, updates, rotates
 // and deletes only keys whose scopes (Scopes, or its role's preset when it
 // names none) are a subset of its own, and only an organisation key acts
 // on an organisation key; any other is a 403 naming the scope it lacks.
@@ -226,7 +226,7 @@ func (g *Gateway) getAPIKey(w http.ResponseWriter, r *http.Request, store APIKey
 
 // passOnLimits makes a key created by a key that carries rate_limits,
 // usage_limits or an expiry carry them too: a key may not lift its own
-// limits (DESIGN §14), so neither may it mint an unlimited twin. Absent
+// limits (docs/architecture.md, Trust), so neither may it mint an unlimited twin. Absent
 // limits are the creator's and other ones are refused (403 naming the
 // field); the new key expires no later than its creator. A creator the
 // store does not hold (a key the host authenticates some other way) passes

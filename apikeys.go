@@ -183,7 +183,7 @@ func checkKeyText(name, description *string) error {
 }
 
 // selfChange refuses an update of a key by itself that changes its
-// scopes, limits or expiry (DESIGN §14): a key cannot widen what it was
+// scopes, limits or expiry (docs/architecture.md, Trust): a key cannot widen what it was
 // given. It may still rename, describe or rotate itself.
 func (u *apiKeyUpdate) selfChange() error {
 	for _, f := range []struct {

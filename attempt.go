@@ -90,7 +90,7 @@ func (g *Gateway) try(w http.ResponseWriter, r *http.Request, a *attempt, body [
 // depends on, and OpenAI's Idempotency-Key, which makes the provider's side
 // of a retried POST safe. Everything else, User-Agent included, goes only
 // when the caller names it in x-gateway-forward-headers or the provider
-// lists it as its own (DESIGN §3).
+// lists it as its own (the HTTP contract).
 var requestHeaders = []string{"Content-Type", "Accept", "Accept-Encoding", "Content-Encoding", "Idempotency-Key"}
 
 // upstreamHeader returns the caller's headers that reach the provider
@@ -276,7 +276,7 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 // attemptBudget counts the upstream attempts of one request, across its
 // targets and retries (a cache fill's included), against maxAttempts, and
 // has the rate-limits policies that admitted the request count each one
-// after the first (DESIGN §14). It is shared by the loops of one run, one
+// after the first (docs/architecture.md, Trust). It is shared by the loops of one run, one
 // of which may be a cache fill's on another goroutine.
 type attemptBudget struct {
 	made    atomic.Int32

@@ -252,7 +252,7 @@ func invalidKey() error {
 // authentication, by what the caller was told. Such requests are not
 // request logs (neither the LogSink's nor the LogStore's, so neither the
 // analytics'): an anonymous flood must not fill the store nor crowd real
-// records out of the log queues (DESIGN §14). These counts are how they
+// records out of the log queues (docs/architecture.md, Trust). These counts are how they
 // are seen; the prometheus sub-module exports them.
 type AuthFailures struct {
 	// Missing counts the 401 missing_api_key: no gateway API key sent.

@@ -6,7 +6,7 @@ import (
 )
 
 // Bounds on what tenants write through the control plane and callers send
-// on the data plane (DESIGN §14). Each is checked where the value enters,
+// on the data plane (docs/architecture.md, Trust). Each is checked where the value enters,
 // and a value over its bound is a 400 naming the field.
 const (
 	// maxNameBytes bounds the names and descriptions of stored resources

@@ -148,7 +148,7 @@ func (r *CompletionRequest) Validate() error {
 	return floatRange("top_p", r.TopP, 0, 1)
 }
 
-// checkModel refuses a model over maxModelBytes (DESIGN §14): it becomes a
+// checkModel refuses a model over maxModelBytes (docs/architecture.md, Trust): it becomes a
 // log field, a metrics label and a part of the cache key.
 func checkModel(m string) error {
 	if len(m) > maxModelBytes {

@@ -53,7 +53,7 @@ func plainValue(v any) (any, error) {
 	return v, nil
 }
 
-// Bounds on the work one request's conditions cost (DESIGN §14): a
+// Bounds on the work one request's conditions cost (docs/architecture.md, Trust): a
 // config holds at most maxConditions tests of a field, its $regex patterns
 // compile to at most maxRegexInsts instructions in all, and a $regex is
 // only matched against values of at most maxRegexValue bytes. Go's regexp

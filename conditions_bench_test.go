@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkConditionsWorstCase measures the worst case of one request's
-// conditions at the bounds of DESIGN §14: 32 $regex tests, none matching
+// conditions at the bounds of the trust model: 32 $regex tests, none matching
 // (so every one runs), whose patterns compile to nearly the 1,024
 // instructions a config may hold in all and keep that many threads alive
 // at every step (optional characters, no literal prefix to skip to), each

@@ -11,7 +11,7 @@ import (
 
 // FuzzConditions parses random configs and matches their conditions
 // against random bodies and metadata: no panic; every config accepted
-// keeps the bounds of DESIGN §14 (32 tests of a field, 1,024 $regex
+// keeps the bounds of the trust model (32 tests of a field, 1,024 $regex
 // instructions, 10 upstream attempts), which bound the work of matching;
 // matching stops only with a 400 naming a field or when the caller left;
 // and the body fields conditions read are those encoding/json decodes.

@@ -97,7 +97,7 @@ const (
 // operators with other keys is refused. The keys $and and $or take arrays
 // of queries. Every entry of a query must match.
 //
-// Bounds (DESIGN §14), so that matching costs a request little: a config
+// Bounds (docs/architecture.md, Trust), so that matching costs a request little: a config
 // holds at most 32 tests of a field in all its conditions (each operator
 // on a field counts one), its $regex patterns are at most 1 KiB each and
 // compile to at most 1,024 instructions in all (a{100} counts 100), and a
@@ -115,7 +115,7 @@ type Condition struct {
 
 // RetryConfig says how often an attempt is retried. Attempts is the number
 // of retries after the first try, 0 to 5. A request makes at most 10
-// upstream attempts in all, its targets' and their retries (DESIGN §14):
+// upstream attempts in all, its targets' and their retries (docs/architecture.md, Trust):
 // ParseConfig refuses a config whose worst case (a fallback's targets
 // add up, the other modes try one target) exceeds it, and execution stops
 // there whatever the plan, answering with the last failure. Each attempt
@@ -152,7 +152,7 @@ const (
 	maxConditionDepth = 8       // nesting of $and / $or
 	maxRegexLen       = 1024    // bytes of a $regex pattern
 	maxTimeoutMillis  = 3600000 // request_timeout: one hour
-	maxAttempts       = 10      // upstream attempts of one request: targets × retries (DESIGN §14)
+	maxAttempts       = 10      // upstream attempts of one request: targets × retries (docs/architecture.md, Trust)
 	maxCacheAgeSecs   = 365 * 24 * 3600
 )
 

@@ -90,7 +90,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
-// TestParseConfigAccepts checks configs of DESIGN §4 that must parse.
+// TestParseConfigAccepts checks routing configs that must parse.
 func TestParseConfigAccepts(t *testing.T) {
 	for _, c := range []string{
 		`{}`,
@@ -106,7 +106,7 @@ func TestParseConfigAccepts(t *testing.T) {
 		  "request_timeout":10000,"forward_headers":["x-trace"],"override_params":{"temperature":0}}`,
 		`{"strategy":{"mode":"conditional","conditions":[{"query":{"$or":[{"params.n":{"$gte":1,"$lt":3}},{"metadata.x":{"$in":["a",1,true,null]}}]},"then":"a"}]},"targets":[{"name":"a"}]}`,
 		`{"resource_name":"r","deployment_id":"d","api_version":"2024-02-01","provider":"azure-openai"}`,
-		// DESIGN §7's sample: without targets a config is the single
+		// the server's sample config: without targets a config is the single
 		// target of its own top level, whatever the mode.
 		`{"strategy":{"mode":"fallback"},"targets":[]}`,
 		`{"strategy":{"mode":"loadbalance"}}`,

@@ -69,7 +69,7 @@ func findConfig(ctx context.Context, st ConfigStore, ws, id string) (*SavedConfi
 }
 
 // serveConfigs serves the configs control plane under {prefix}/configs
-// (DESIGN §9, the reference's shapes):
+// (the control plane, the reference's shapes):
 //
 //	POST   /configs                 create   → 200 {"success":true,"data":{"id","slug","version_id"}}
 //	GET    /configs                 list     → 200 {"object":"list","success":true,"data","total"}
@@ -83,7 +83,7 @@ func findConfig(ctx context.Context, st ConfigStore, ws, id string) (*SavedConfi
 // The config member is validated exactly like an inline x-gateway-config
 // (a 400 invalid_config whose message names the JSON path), and each
 // custom_host in it is checked like an x-gateway-custom-host when
-// written. What these routes write is a tenant's (DESIGN §14): a config
+// written. What these routes write is a tenant's (docs/architecture.md, Trust): a config
 // whose custom hosts they set is marked SavedConfig.Tenant, and its hosts
 // are guarded when used too, their names resolved and every address
 // checked at each dial, unless Options.CustomHostAllow lists them. A PUT

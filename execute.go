@@ -105,7 +105,7 @@ func (x *run) fail(err error) {
 }
 
 // cacheablePath reports whether responses of POST path may be cached
-// (DESIGN §8).
+// (the HTTP contract).
 func cacheablePath(path string) bool {
 	switch path {
 	case "/completions", "/chat/completions", "/embeddings":

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Feedback is a score given to a trace (DESIGN §10): POST /feedback makes
+// Feedback is a score given to a trace (the observability routes): POST /feedback makes
 // it, PUT /feedback/{id} changes it, and the analytics routes read it
 // with the request logs of its trace in its workspace.
 type Feedback struct {

@@ -28,7 +28,7 @@ type feedbackBody struct {
 }
 
 // serveFeedback serves {prefix}/feedback and {prefix}/feedback/{id}
-// (DESIGN §10), for a key with completions.write (an application scoring
+// (the observability routes), for a key with completions.write (an application scoring
 // its own answers) or logs.write:
 //
 //   - POST /feedback: one FeedbackRequest or an array of 1 to 100 of them

@@ -379,7 +379,7 @@ func TestServeFineTuningJobAndFiles(t *testing.T) {
 		t.Errorf("repeated purpose: status %d param %s", res.StatusCode, deref(e.Error.Param))
 	}
 
-	// Other methods on the typed paths are pass-through (DESIGN §8).
+	// Other methods on the typed paths are pass-through (the HTTP contract).
 	for _, p := range []string{"/v1/fine_tuning/jobs", "/v1/files", "/v1/fine_tuning/jobs/ftjob-4"} {
 		res := env.do(http.MethodPost, p+"?limit=0", strings.NewReader(`{"x":1}`), typedHeaders...)
 		io.Copy(io.Discard, res.Body)

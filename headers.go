@@ -307,7 +307,7 @@ func mergedMetadataFits(defaults, md map[string]string) bool {
 // parse fills o from the gateway headers of h. badAuth reports an
 // Authorization that is not a bearer token: it is refused only where the
 // token would be used, since beside a virtual key the caller's
-// Authorization is dropped whatever it holds (DESIGN §8).
+// Authorization is dropped whatever it holds (the HTTP contract).
 func (o *RequestOptions) parse(h http.Header, defaults map[string]string) (badAuth bool, err error) {
 	var vals [numOptionHeaders]string
 	var sent [numOptionHeaders]bool

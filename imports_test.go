@@ -9,7 +9,7 @@ import (
 // module is the root package's import path.
 const module = "github.com/modelgateway/gateway"
 
-// products are the packages of the module's products (DESIGN §13): the
+// products are the packages of the module's products (docs/architecture.md, Where the package is heading): the
 // root never depends on them, and they never depend on memstore.
 var products = []string{"admin", "observe", "budget", "guardrail", "prompt"}
 

@@ -459,7 +459,7 @@ func (lw *limitWriter) settle(res result) {
 
 // takeAttempt takes one more unit from every requests policy that admitted
 // the request, for an upstream attempt beyond the first (a retry, or
-// another target): DESIGN §14 counts each attempt, and admission took the
+// another target): the trust model counts each attempt, and admission took the
 // first. It reports false, taking nothing, when a policy refuses or the
 // Limiter fails (logged): the request then makes no more attempts. A nil
 // lw takes nothing and reports true.

@@ -70,7 +70,7 @@ func (c *bodyCapture) addSecret(v string) {
 // provider token, from a virtual key, a config or the caller's bearer
 // token, and the AWS key pair and session token) to the secrets scrubbed
 // from st's kept bodies, so that a provider echoing one in its answer
-// does not put it in the log (DESIGN §14). It runs on the request's
+// does not put it in the log (docs/architecture.md, Trust). It runs on the request's
 // goroutine, for each target tried; without kept bodies it does nothing.
 func (st *requestState) noteTarget(t *Target) {
 	if st.bodies == nil {

@@ -16,7 +16,7 @@ import (
 const logExportObject = "export"
 
 // logExportRoutes registers the export lifecycle of request logs under
-// {p}/logs/exports (DESIGN §10, the reference's shapes):
+// {p}/logs/exports (the observability routes, the reference's shapes):
 //
 //	POST /logs/exports                    create a draft      → {"id","total","object":"export"}
 //	GET  /logs/exports                    list                → {"object":"list","total","data"}

@@ -48,7 +48,7 @@ func (g *Gateway) exportSignature(id string, expires int64) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// signedExportURL returns the signed_url of export id (DESIGN §14): its
+// signedExportURL returns the signed_url of export id (docs/architecture.md, Trust): its
 // content route on Options.PublicURL (a relative path without it), with
 // the expiry, signedURLTTL from now, and its signature in the query. The
 // URL is the only credential its holder needs, for that export's records

@@ -45,7 +45,7 @@ func (e *coreEnv) getStatus(path string, headers ...string) (int, string, string
 // TestLogExportSignedURL: the download route's signed_url is an
 // HMAC-signed, expiring URL that serves that export's records without a
 // key; changing its id, expiry or signature, or waiting past its expiry,
-// gets it refused; the host is never the request's (DESIGN §14).
+// gets it refused; the host is never the request's (docs/architecture.md, Trust).
 func TestLogExportSignedURL(t *testing.T) {
 	var offset atomic.Int64
 	e := newExportsEnv(t, nil)

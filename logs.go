@@ -86,7 +86,7 @@ type RequestLog struct {
 // LogSink receives request logs. The gateway calls Log from a single
 // goroutine of its own, in request completion order, after the response has
 // been sent; rec is the sink's to keep. Requests that failed
-// authentication never reach it (DESIGN §14): they are counted by
+// authentication never reach it (docs/architecture.md, Trust): they are counted by
 // Gateway.AuthFailures, so that anonymous callers cannot crowd real
 // records out of its queue.
 type LogSink interface {

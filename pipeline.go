@@ -20,7 +20,7 @@ func Chain(mws ...func(http.Handler) http.Handler) func(http.Handler) http.Handl
 	}
 }
 
-// pipeline composes the Gateway's stages once, in the order of DESIGN §2:
+// pipeline composes the Gateway's stages once, in the order of docs/architecture.md, The path of a request:
 //
 //	begin → trace → key → headers → path check → mux → endpoint
 //	      → admissions (budgets first) → limits → route → execute  (forward, on the data plane)
@@ -150,7 +150,7 @@ func cleanPath(p string) string {
 // A request that failed authentication reaches the log hook only: it is
 // counted (AuthFailures), never queued for the LogSink nor stored, so
 // that anonymous callers can neither fill the LogStore nor crowd the
-// records of real requests out of the log queues (DESIGN §14).
+// records of real requests out of the log queues (docs/architecture.md, Trust).
 func (g *Gateway) finish(ctx context.Context, st *requestState) {
 	p := recover()
 	if p != nil && p != http.ErrAbortHandler {
@@ -314,7 +314,7 @@ var cacheStatusHeader = http.CanonicalHeaderKey(HeaderCacheStatus)
 
 // cacheStatusSent returns the x-gateway-cache-status of the answer header
 // h: what the request log records, whatever the stages noted on the way
-// (DESIGN §14: the record carries the cache status the caller saw).
+// (docs/architecture.md, Trust: the record carries the cache status the caller saw).
 func cacheStatusSent(h http.Header) CacheStatus {
 	if v := h[cacheStatusHeader]; len(v) > 0 {
 		return CacheStatus(v[0])

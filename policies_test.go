@@ -1274,7 +1274,7 @@ func (e *polEnv) addVirtualKey(slug string, mod func(*gateway.VirtualKey)) {
 // no workspace admin can see, change or delete it.
 func TestPolicyFileWithoutWorkspace(t *testing.T) {
 	const (
-		designID = "7d1e0000-0000-4000-8000-0000000000a1" // DESIGN §7's sample, value 1
+		designID = "7d1e0000-0000-4000-8000-0000000000a1" // the server's config file's sample, value 1
 		globalID = "7d1e0000-0000-4000-8000-0000000000a2" // no conditions at all
 	)
 	file := `{"rate_limits_policies": [

@@ -39,7 +39,7 @@ const (
 // (the admin role holds both; others get 403). A workspace key sees only
 // the policies of its own workspace: another workspace's policy is a 404,
 // as if it did not exist. An organisation key acts on the policies of
-// every workspace (DESIGN §9): it names the workspace of a new policy with
+// every workspace (the control plane): it names the workspace of a new policy with
 // workspace_id in the body, lists every workspace's policies or those of
 // workspace_id in the query, and the audit record of a write names the
 // policy's workspace. The operator's policies, of no workspace, are out of

@@ -77,7 +77,7 @@ func (g *Gateway) virtualKeyTarget(ctx context.Context, id Identity, slug, param
 	}
 	vk, err := findVirtualKey(ctx, g.opts.VirtualKeys, id.WorkspaceID, slug)
 	// Another workspace's key answers as an unknown one: no existence
-	// oracle (DESIGN §14).
+	// oracle (docs/architecture.md, Trust).
 	if errors.Is(err, ErrNotFound) || err == nil && vk.WorkspaceID != "" && vk.WorkspaceID != id.WorkspaceID {
 		return nil, badRequest(CodeUnknownVirtualKey, param, "unknown virtual key "+quoteShort(slug))
 	} else if err != nil {
@@ -202,7 +202,7 @@ func (g *Gateway) savedConfigHosts(ctx context.Context, id Identity, ref string)
 	}
 	sc, err := findConfig(ctx, g.opts.Configs, id.WorkspaceID, ref)
 	// Another workspace's config answers as an unknown one: no existence
-	// oracle (DESIGN §14).
+	// oracle (docs/architecture.md, Trust).
 	if errors.Is(err, ErrNotFound) || err == nil && sc.WorkspaceID != "" && sc.WorkspaceID != id.WorkspaceID {
 		return nil, false, unknownConfig(ref)
 	} else if err != nil {

@@ -213,7 +213,7 @@ func TestControlPlaneNamespaceNotPassedThrough(t *testing.T) {
 }
 
 // TestConfigWithoutTargets: a config with empty or absent targets is the
-// single target of its own top level whatever its mode (DESIGN §7's
+// single target of its own top level whatever its mode (the server's
 // sample config among them), filled from the request's headers when it
 // names no provider. A conditional config without targets is refused, and
 // the error names x-gateway-config.

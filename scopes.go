@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Scope is one permission of a gateway API key (DESIGN §9):
+// Scope is one permission of a gateway API key (the control plane):
 // completions.write for every data-plane route (typed endpoints and
 // pass-through), and <area>.read or <area>.write for an area of the
 // control plane.
@@ -88,7 +88,7 @@ func (k *APIKey) effectiveScopes() []Scope {
 }
 
 // mayActOn checks that the caller may create, update, rotate or delete
-// key k, which it sees (DESIGN §14, keys are ordered by scope): k's
+// key k, which it sees (docs/architecture.md, Trust, keys are ordered by scope): k's
 // effective scopes must be a subset of the caller's, and an organisation
 // key is acted on only by an organisation key. Otherwise it is the 403
 // naming what k holds that the caller lacks. What a key may not change

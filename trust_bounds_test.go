@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// The bounds DESIGN §14 puts on what one data-plane request may cost:
+// The bounds the trust model puts on what one data-plane request may cost:
 // conditions, upstream attempts, model and metadata.
 
 // conditionalConfig is a conditional config whose queries route to target

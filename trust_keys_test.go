@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Tests of DESIGN §14 on the API keys, workspaces and policies control
+// Tests of the trust model on the API keys, workspaces and policies control
 // planes: keys ordered by scope, bounds on what tenants write, no-store
 // on plaintext keys, and audit records naming the workspace acted on.
 

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The request-log rules of DESIGN §14: requests that fail authentication
+// The request-log rules of the trust model: requests that fail authentication
 // are counted, not logged; records carry the cache status the caller saw.
 // (Kept bodies lose the credentials the gateway injected: logbodies_test.go;
 // only WebSocket upgrades pass: upgrade_test.go.)

@@ -85,7 +85,7 @@ func policyAudit(t *testing.T, e *ulEnv, keyID, resourceType string) []string {
 // server's bootstrap key) creates, lists, reads, updates and deletes the
 // rate-limits policies of two workspaces; the one it made for ws-1 is
 // enforced on ws-1's requests; a workspace key still sees only its own;
-// the audit records name each policy's workspace (DESIGN §9, §14).
+// the audit records name each policy's workspace (the control plane, §14).
 func TestRateLimitsPoliciesOrganisationKey(t *testing.T) {
 	e := newPolOrgEnv(t)
 	const base = "/v1/policies/rate-limits"

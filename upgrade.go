@@ -18,7 +18,7 @@ var websocketHeaders = []string{"Sec-Websocket-Key", "Sec-Websocket-Version", "S
 // header names upgrade) before the gateway replaced its headers, and the
 // caller's Sec-WebSocket-* headers. up is that Upgrade value.
 //
-// Only WebSocket passes (DESIGN §14): an upgrade to any other protocol
+// Only WebSocket passes (docs/architecture.md, Trust): an upgrade to any other protocol
 // (h2c, TLS, anything) is a hop-by-hop header like the Connection that
 // names it, and is dropped with it, so that the request goes on as a
 // plain one, which the ReverseProxy then refuses to switch.

@@ -69,7 +69,7 @@ func findVirtualKey(ctx context.Context, st VirtualKeyStore, ws, slug string) (*
 }
 
 // serveVirtualKeys serves the virtual keys control plane under
-// {prefix}/virtual-keys (DESIGN §9, the reference's shapes):
+// {prefix}/virtual-keys (the control plane, the reference's shapes):
 //
 //	POST   /virtual-keys         create → 200 {"success":true,"data":{"slug"}}
 //	GET    /virtual-keys         list   → 200 {"object":"list","data","total"}
@@ -90,7 +90,7 @@ func findVirtualKey(ctx context.Context, st VirtualKeyStore, ws, slug string) (*
 // returned: reads show it masked, its first 2 and last 2 characters with
 // '*' between (all '*' for one shorter than 8).
 //
-// What these routes write is a tenant's (DESIGN §14): a key whose host
+// What these routes write is a tenant's (docs/architecture.md, Trust): a key whose host
 // they set is marked VirtualKey.Tenant, and its base_url is guarded like
 // an x-gateway-custom-host (Options.CustomHostAllow) when written and when
 // used, its names resolved and every address checked at each dial.

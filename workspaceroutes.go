@@ -23,7 +23,7 @@ const (
 )
 
 // serveWorkspaces serves the workspaces control plane under
-// {prefix}/admin/workspaces (DESIGN §9, the reference's shapes):
+// {prefix}/admin/workspaces (the control plane, the reference's shapes):
 //
 //	POST   /admin/workspaces       create → 200 the workspace
 //	GET    /admin/workspaces       list   → 200 {"object":"list","data","total"}
@@ -96,7 +96,7 @@ type workspaceBody struct {
 
 // apply checks b and writes its fields into ws: name a label
 // (checkLabel), description at most 4096 bytes without NUL, and
-// defaults.metadata within the bounds of x-gateway-metadata (DESIGN §14).
+// defaults.metadata within the bounds of x-gateway-metadata (docs/architecture.md, Trust).
 func (b *workspaceBody) apply(ws *Workspace) error {
 	if b.Users != nil {
 		return policyInvalid("users", "the gateway has no user accounts: users are not accepted")

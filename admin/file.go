@@ -33,7 +33,7 @@ type File struct {
 
 // KeyEntry is a gateway API key as written in a File: the key itself, or
 // the lower-case hex of its SHA-256 digest. An entry without WorkspaceID
-// is an organisation key (DESIGN §14): with the admin role it holds every
+// is an organisation key (docs/architecture.md, Trust): with the admin role it holds every
 // scope over every workspace, so it can create workspaces (POST
 // /admin/workspaces) and read the organisation-wide audit log; an entry
 // with WorkspaceID is a key of that workspace.

@@ -48,7 +48,7 @@ func TestSignInCookie(t *testing.T) {
 }
 
 // TestSecureCookie: cookies are Secure unless the console is served on
-// loopback only (DESIGN §14), and always under TLS.
+// loopback only (docs/architecture.md, Trust), and always under TLS.
 func TestSecureCookie(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -215,7 +215,7 @@ func TestSecurityHeaders(t *testing.T) {
 }
 
 // TestSignInNeverLocksOut: wrong keys beyond the limit are answered 429,
-// but a correct key from the same address still signs in (DESIGN §14).
+// but a correct key from the same address still signs in (docs/architecture.md, Trust).
 func TestSignInNeverLocksOut(t *testing.T) {
 	e := newEnv(t, Options{})
 	b := e.browser()

@@ -28,7 +28,7 @@ func (r *recordingSessions) CreateConsoleSession(ctx context.Context, d [sha256.
 
 // TestSessionsShared: consoles sharing Options.Sessions (replicas) share
 // sign-ins and sign-outs; the store is given the digest of the session
-// id, never the id; consoles without it do not share (DESIGN §14).
+// id, never the id; consoles without it do not share (docs/architecture.md, Trust).
 func TestSessionsShared(t *testing.T) {
 	shared := &recordingSessions{memorySessions: newMemorySessions(10, time.Now)}
 	e := newEnv(t, Options{Sessions: shared})

@@ -28,7 +28,7 @@ func (c *console) showSignIn(w http.ResponseWriter, r *http.Request, status int,
 
 // signIn checks the key the form gives against the API (it must
 // authenticate and hold logs.read) and starts a session for it. A
-// correct key always signs in (DESIGN §14): keys are 128-bit random, so
+// correct key always signs in (docs/architecture.md, Trust): keys are 128-bit random, so
 // throttling them would only lock out the people sharing an address with
 // someone who mistyped. Wrong keys are counted per client address and in
 // total; beyond the limits they are answered 429 with Retry-After rather

@@ -40,7 +40,7 @@ type Options struct {
 }
 
 // codeBudgetExhausted is the error code of a request refused by a
-// usage-limits policy (DESIGN §10), answered with 412.
+// usage-limits policy (the observability routes), answered with 412.
 const codeBudgetExhausted = "budget_exhausted"
 
 // otherModel is the model label of requests beyond Options.MaxModels.

@@ -20,7 +20,7 @@ var _ console.SessionStore = (*sqlstore.Store)(nil)
 // TestConsoleSessions: the console's sessions are shared by the stores
 // of one database (replicas), found by digest, deleted on sign-out and
 // once ended; the key is sealed, and a sealed key moved to another row
-// does not open (DESIGN §14).
+// does not open (docs/architecture.md, Trust).
 func TestConsoleSessions(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()

@@ -192,7 +192,7 @@ func checkRoutes(t *testing.T, base, gwKey, upKey string, fake *gatewaytest.Serv
 		t.Errorf("the provider received %q, want %q", got, want)
 	}
 	// Requests the gateway refuses before authentication are counted in
-	// metrics, not logged (DESIGN §14).
+	// metrics, not logged (docs/architecture.md, Trust).
 	n := 0
 	for _, tc := range tests {
 		if tc.gateway && tc.want.Status != 401 {

@@ -33,7 +33,7 @@ const (
 	demoWorkspace = "default"
 )
 
-// loadState fills the store st at start-up (DESIGN §14, bootstrap):
+// loadState fills the store st at start-up (docs/architecture.md, Trust, bootstrap):
 //
 //   - the config file's entries (file, read from path; nil without
 //     -config) are created or replaced, the other stored entries left

@@ -58,7 +58,7 @@ var generatedRE = regexp.MustCompile(`^gateway: generated API key (gw-[A-Za-z0-9
 // TestRunBootstrapOrganisationKey: a new database gets one generated
 // organisation admin key, printed once, which can create workspaces and
 // read the organisation-wide audit log; the next start on the database
-// generates none and keeps it (DESIGN §14).
+// generates none and keeps it (docs/architecture.md, Trust).
 func TestRunBootstrapOrganisationKey(t *testing.T) {
 	t.Setenv(masterKeyEnv, "")
 	t.Setenv(apiKeyEnv, "")
@@ -98,7 +98,7 @@ func TestRunBootstrapOrganisationKey(t *testing.T) {
 
 // TestRunRestartKeepsRevocations: GATEWAY_API_KEY seeds only a store that
 // holds no API key; rotated or deleted over HTTP, it does not come back
-// at the next start (DESIGN §14).
+// at the next start (docs/architecture.md, Trust).
 func TestRunRestartKeepsRevocations(t *testing.T) {
 	t.Setenv(masterKeyEnv, "")
 	const envKey = "gw-seed-from-env"
@@ -347,7 +347,7 @@ func TestPublicURLFlag(t *testing.T) {
 
 // TestRunConsoleCookies: the console's cookies are not Secure when the
 // server listens on loopback only, and Secure on any other address
-// (DESIGN §14).
+// (docs/architecture.md, Trust).
 func TestRunConsoleCookies(t *testing.T) {
 	for _, tc := range []struct {
 		addr   string
@@ -433,7 +433,7 @@ func consolePage(t *testing.T, base, path string, ck *http.Cookie) int {
 // TestRunConsoleSessionsInDatabase: on a database the console's sessions
 // are kept there, so that a restart (or another replica) keeps a
 // signed-in person signed in; the key they signed in with is in no file
-// of the database (DESIGN §14).
+// of the database (docs/architecture.md, Trust).
 func TestRunConsoleSessionsInDatabase(t *testing.T) {
 	t.Setenv(masterKeyEnv, "")
 	const key = "gw-console-session-key-7c1d"

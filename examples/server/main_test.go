@@ -405,7 +405,7 @@ func TestServerBinary(t *testing.T) {
 					if trace == "" {
 						t.Fatal("the 401 has no x-gateway-trace-id")
 					}
-					// No request log line (DESIGN §14: counted in
+					// No request log line (docs/architecture.md, Trust: counted in
 					// metrics, not logged). Lines come in the order
 					// requests end, so once a later request's line is
 					// out, the 401's would be too.

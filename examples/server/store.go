@@ -50,8 +50,8 @@ type dbSpec struct {
 // chooseDB returns the -db value the server runs with: flagValue when -db
 // was given (set), else :memory: with -demo (a throwaway demo, whose fake
 // provider and virtual key live as long as the process), else
-// flagValue, which is then gateway.db, with or without -config (DESIGN
-// §14: keys and virtual keys made over HTTP must survive a restart).
+// flagValue, which is then gateway.db, with or without -config (keys and
+// virtual keys made over HTTP must survive a restart).
 func chooseDB(flagValue string, set, demo bool) string {
 	if demo && !set {
 		return memoryDB

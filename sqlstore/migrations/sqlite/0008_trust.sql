@@ -1,4 +1,4 @@
--- Schema version 8: the trust model of DESIGN §14.
+-- Schema version 8: the trust model of the trust model.
 --
 -- audit_logs.detail is what a write changed that its route does not say
 -- (the old and new host of a credential, say); never a secret.
