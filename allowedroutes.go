@@ -7,10 +7,6 @@ import (
 	"strings"
 )
 
-// CodeRouteNotAllowed is the code of the 403 for a request through a
-// virtual key whose AllowedRoutes do not list its route.
-const CodeRouteNotAllowed = "route_not_allowed"
-
 // Bounds of a virtual key's allowed_routes.
 const (
 	maxAllowedRoutes   = 64

@@ -45,6 +45,15 @@ const (
 	// CodeUnsupportedParameter: a request translated for a provider
 	// (see Translator) uses a parameter that provider cannot honour.
 	CodeUnsupportedParameter = "unsupported_parameter"
+
+	// CodeRouteNotAllowed: the 403 of a request through a virtual key
+	// whose AllowedRoutes do not list its route.
+	CodeRouteNotAllowed = "route_not_allowed"
+
+	// CodeSecretRequired: the 400 of an update that changes where a
+	// stored secret goes (a virtual key's base_url, say) without sending
+	// the secret again.
+	CodeSecretRequired = "secret_required"
 )
 
 // Error is an error the gateway answers with. Its fields are the four keys

@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -22,16 +22,11 @@ func (s *MemoryStore) UsageLimitsPolicies(_ context.Context, workspaceID string)
 		}
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt != out[j].CreatedAt {
-			return out[i].CreatedAt < out[j].CreatedAt
-		}
-		return out[i].ID < out[j].ID
-	})
+	slices.SortFunc(out, usagePolicyOrder)
 	return out, nil
 }
 
-// AllUsageLimitsPolicies implements AllUsageLimitsLister: every policy,
+// AllUsageLimitsPolicies implements allUsageLimitsLister: every policy,
 // ordered by CreatedAt then ID.
 func (s *MemoryStore) AllUsageLimitsPolicies(_ context.Context) ([]UsageLimitsPolicy, error) {
 	s.mu.RLock()
@@ -40,12 +35,7 @@ func (s *MemoryStore) AllUsageLimitsPolicies(_ context.Context) ([]UsageLimitsPo
 		out = append(out, *p)
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt != out[j].CreatedAt {
-			return out[i].CreatedAt < out[j].CreatedAt
-		}
-		return out[i].ID < out[j].ID
-	})
+	slices.SortFunc(out, usagePolicyOrder)
 	return out, nil
 }
 

@@ -89,7 +89,7 @@ func rateLimitsKind(store PolicyStore) *policyKind[RateLimitsPolicy] {
 		clone:    func(p *RateLimitsPolicy) *RateLimitsPolicy { c := *p; return &c },
 		policyID: func(p *RateLimitsPolicy) string { return p.ID },
 	}
-	if l, ok := store.(AllPoliciesLister); ok {
+	if l, ok := store.(allPoliciesLister); ok {
 		k.all = l.AllPolicies
 	}
 	if cas, ok := store.(PolicyCompareAndSwapper); ok {
@@ -149,12 +149,12 @@ func policyCreateWorkspace(id Identity, named string) (string, error) {
 	return id.WorkspaceID, nil
 }
 
-// AllPoliciesLister is an optional capability of a PolicyStore, found by
+// allPoliciesLister is an optional capability of a PolicyStore, found by
 // type assertion: AllPolicies returns the policies of every workspace
 // (and of none), for an organisation key's list. MemoryStore and
 // sqlstore.Store implement it. Without it, such a list shows the policies
 // of the workspaces Options.Workspaces registers.
-type AllPoliciesLister interface {
+type allPoliciesLister interface {
 	AllPolicies(ctx context.Context) ([]RateLimitsPolicy, error)
 }
 

@@ -1,12 +1,12 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -282,16 +282,11 @@ func (s *MemoryStore) Policies(_ context.Context, workspaceID string) ([]RateLim
 		}
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt != out[j].CreatedAt {
-			return out[i].CreatedAt < out[j].CreatedAt
-		}
-		return out[i].ID < out[j].ID
-	})
+	slices.SortFunc(out, policyOrder)
 	return out, nil
 }
 
-// AllPolicies implements AllPoliciesLister: every policy, ordered by
+// AllPolicies implements allPoliciesLister: every policy, ordered by
 // creation time.
 func (s *MemoryStore) AllPolicies(_ context.Context) ([]RateLimitsPolicy, error) {
 	s.mu.RLock()
@@ -300,12 +295,7 @@ func (s *MemoryStore) AllPolicies(_ context.Context) ([]RateLimitsPolicy, error)
 		out = append(out, *p)
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt != out[j].CreatedAt {
-			return out[i].CreatedAt < out[j].CreatedAt
-		}
-		return out[i].ID < out[j].ID
-	})
+	slices.SortFunc(out, policyOrder)
 	return out, nil
 }
 
@@ -383,4 +373,14 @@ func policyEqual(a, b *RateLimitsPolicy) bool {
 		a.Type == b.Type && a.Unit == b.Unit && a.Value == b.Value && a.Status == b.Status &&
 		a.WorkspaceID == b.WorkspaceID && a.OrganisationID == b.OrganisationID &&
 		a.CreatedAt == b.CreatedAt && a.LastUpdatedAt == b.LastUpdatedAt
+}
+
+// policyOrder and usagePolicyOrder order policies as the stores list them:
+// by creation time (RFC 3339 in UTC, which sorts as text), then id.
+func policyOrder(a, b RateLimitsPolicy) int {
+	return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
+}
+
+func usagePolicyOrder(a, b UsageLimitsPolicy) int {
+	return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
 }

@@ -92,7 +92,7 @@ func usageLimitsKind(store UsageLimitsStore) *policyKind[UsageLimitsPolicy] {
 		clone:    cloneUsageLimits,
 		policyID: func(p *UsageLimitsPolicy) string { return p.ID },
 	}
-	if l, ok := store.(AllUsageLimitsLister); ok {
+	if l, ok := store.(allUsageLimitsLister); ok {
 		k.all = l.AllUsageLimitsPolicies
 	}
 	return k
@@ -110,13 +110,13 @@ func lookupUsageLimits(r *http.Request, store UsageLimitsStore, id Identity, pid
 	return usageLimitsKind(store).lookup(r, id, pid)
 }
 
-// AllUsageLimitsLister is an optional capability of a UsageLimitsStore,
+// allUsageLimitsLister is an optional capability of a UsageLimitsStore,
 // found by type assertion: AllUsageLimitsPolicies returns the policies of
 // every workspace, for an organisation key's list; callers must not
 // modify them. MemoryStore and sqlstore.Store implement it. Without it,
 // such a list shows the policies of the workspaces Options.Workspaces
 // registers.
-type AllUsageLimitsLister interface {
+type allUsageLimitsLister interface {
 	AllUsageLimitsPolicies(ctx context.Context) ([]UsageLimitsPolicy, error)
 }
 

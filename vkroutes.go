@@ -233,11 +233,6 @@ func (g *Gateway) applyVirtualKeyBody(b *virtualKeyBody, vk *VirtualKey) error {
 	return nil
 }
 
-// CodeSecretRequired is the code of the 400 for an update that changes
-// where a stored secret goes (a virtual key's base_url, say) without
-// sending the secret again.
-const CodeSecretRequired = "secret_required"
-
 // hostChanges lists, for the audit record, the settings of vk that name
 // where its secrets go and differ from old's: "base_url: <old> → <new>"
 // (URLs without user info, query or fragment), "region: a → b".

@@ -9,10 +9,12 @@ import (
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
-var (
-	_ gateway.AllPoliciesLister    = (*sqlstore.Store)(nil)
-	_ gateway.AllUsageLimitsLister = (*sqlstore.Store)(nil)
-)
+// The methods the rate-limits and usage-limits routes look for by type
+// assertion, to list every workspace's policies.
+var _ interface {
+	AllPolicies(context.Context) ([]gateway.RateLimitsPolicy, error)
+	AllUsageLimitsPolicies(context.Context) ([]gateway.UsageLimitsPolicy, error)
+} = (*sqlstore.Store)(nil)
 
 // TestAllPolicies: the policies of every workspace, for an organisation
 // key's list, in creation order, and a copy the caller may change.

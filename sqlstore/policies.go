@@ -25,8 +25,9 @@ func (s *Store) Policies(_ context.Context, workspaceID string) ([]gateway.RateL
 	return snap.operatorPolicies, nil
 }
 
-// AllPolicies implements gateway.AllPoliciesLister from the snapshot:
-// every policy, copies ordered by creation time then id.
+// AllPolicies serves the rate-limits routes' organisation-wide list
+// (found by type assertion) from the snapshot: every policy, copies
+// ordered by creation time then id.
 func (s *Store) AllPolicies(_ context.Context) ([]gateway.RateLimitsPolicy, error) {
 	snap := s.snap.Load()
 	out := make([]gateway.RateLimitsPolicy, 0, len(snap.policies))

@@ -56,9 +56,9 @@ func (s *Store) UsageLimitsPolicies(ctx context.Context, workspaceID string) ([]
 	return set.of[workspaceID], nil
 }
 
-// AllUsageLimitsPolicies implements gateway.AllUsageLimitsLister from the
-// same cache as UsageLimitsPolicies: every policy, ordered by CreatedAt
-// then ID.
+// AllUsageLimitsPolicies serves the usage-limits routes'
+// organisation-wide list (found by type assertion) from the same cache as
+// UsageLimitsPolicies: every policy, ordered by CreatedAt then ID.
 func (s *Store) AllUsageLimitsPolicies(ctx context.Context) ([]gateway.UsageLimitsPolicy, error) {
 	gen := s.snap.Load().gen
 	set := s.budgets.cur.Load()
