@@ -250,6 +250,11 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	var re errRetryable
 	var be *blockedAddrError
 	switch {
+	case errors.As(err, &be) && a.target != nil && a.target.VirtualKey != "":
+		// A tenant's stored host, not the caller's: name the virtual key.
+		a.err = &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Code: CodeInvalidCustomHost,
+			Param: HeaderVirtualKey, Message: "virtual key " + quoteShort(a.target.VirtualKey) +
+				" base_url resolves to an address that is not allowed", Err: err}
 	case errors.As(err, &re), errors.As(err, &ge), errors.As(err, &be):
 		a.err = err
 	case r.Context().Err() != nil:

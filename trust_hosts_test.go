@@ -94,6 +94,11 @@ func TestTenantVirtualKeyHostGuarded(t *testing.T) {
 		t.Errorf("tenant base_url resolving to the loopback: %d %s, upstream reached %d times; want 400 %s, never",
 			st, code, reached, CodeInvalidCustomHost)
 	}
+	// The refusal at dial names the virtual key, not the caller's header.
+	res := e.do("GET", "/v1/models", nil, HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": loop")
+	if eb := decodeError(t, res); deref(eb.Error.Param) != HeaderVirtualKey || !strings.Contains(eb.Error.Message, `"loop" base_url`) {
+		t.Errorf("tenant base_url refused at dial: %+v, want it to name the virtual key", eb.Error)
+	}
 	// The issue's own case: localhost, resolved by the system.
 	e2 := &akEnv{coreEnv: newCoreEnv(t, up, func(o *Options) { o.CustomHostAllow = nil })}
 	e2.want(200, coreAdminKey, "POST", "/v1/virtual-keys",
@@ -106,7 +111,7 @@ func TestTenantVirtualKeyHostGuarded(t *testing.T) {
 	// by an older gateway), is refused before any dial.
 	e.store.AddVirtualKey(VirtualKey{Slug: "literal", Provider: "openai", APIKey: "sk-literal", BaseURL: up.URL + "/v1",
 		WorkspaceID: "ws-1", Tenant: true})
-	res := e.do("GET", "/v1/models", nil, HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": literal")
+	res = e.do("GET", "/v1/models", nil, HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": literal")
 	eb := decodeError(t, res)
 	if res.StatusCode != 400 || deref(eb.Error.Code) != CodeInvalidCustomHost || deref(eb.Error.Param) != HeaderVirtualKey ||
 		!strings.Contains(eb.Error.Message, "base_url") {
