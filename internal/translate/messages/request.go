@@ -1,0 +1,632 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/modelgateway/gateway/internal/chat"
+)
+
+// Error codes of the errors Request returns, as the gateway writes them
+// in the "code" of its 400 answer.
+const (
+	// CodeUnsupportedParameter: the request uses something a chat target
+	// cannot do (a document block, a server tool, top_k…).
+	CodeUnsupportedParameter = "unsupported_parameter"
+
+	// CodeInvalidJSON: the body or one of its members is not what the
+	// Messages API takes.
+	CodeInvalidJSON = "invalid_json"
+)
+
+// Error is a request the translator refuses: Param is the JSON path of
+// the offending member (e.g. messages[2].content[0].type), for the 400
+// that names it.
+type Error struct {
+	Code    string // CodeUnsupportedParameter or CodeInvalidJSON
+	Param   string // "" when the body as a whole is at fault
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Param == "" {
+		return "messages: " + e.Message
+	}
+	return "messages: " + e.Param + ": " + e.Message
+}
+
+func unsupported(param, msg string) *Error {
+	return &Error{Code: CodeUnsupportedParameter, Param: param, Message: msg}
+}
+
+func invalid(param, msg string) *Error {
+	return &Error{Code: CodeInvalidJSON, Param: param, Message: msg}
+}
+
+// Bounds of a request, far above what any agent sends, so that an absurd
+// body is refused before it costs much.
+const (
+	maxDepth    = 128   // nesting of arrays and objects
+	maxMessages = 50000 // messages
+	maxBlocks   = 10000 // content blocks of one message
+	maxTools    = 2048
+	maxStops    = 1024
+	maxDropped  = 32 // paths listed in Translation.Dropped
+)
+
+// Translation is a Messages request translated to chat.
+type Translation struct {
+	// Body is the chat completion request, as JSON.
+	Body []byte
+
+	// Model and Stream are the request's, for the route and the answer.
+	Model  string
+	Stream bool
+
+	// StopSequences are the request's stop_sequences, for Answer and
+	// Stream to tell a stop sequence from the end of a turn.
+	StopSequences []string
+
+	// Dropped lists, as JSON paths, what the chat target cannot take and
+	// was left out without changing the answer's meaning: cache_control
+	// (only Anthropic caches on it), thinking blocks when the dialect has
+	// no reasoning member, redacted thinking, the signatures of thinking
+	// blocks, is_error of tool results. At most 32 are listed; the last
+	// then says how many more were dropped.
+	Dropped []string
+}
+
+func (t *Translation) drop(path string) {
+	switch n := len(t.Dropped); {
+	case n < maxDropped-1:
+		t.Dropped = append(t.Dropped, path)
+	case n == maxDropped-1:
+		t.Dropped = append(t.Dropped, "and more")
+	}
+}
+
+// The request's wire types. Members that need no translation
+// (cache_control, citations) are not decoded.
+type (
+	msgRequest struct {
+		Model         string          `json:"model"`
+		MaxTokens     *int            `json:"max_tokens"`
+		System        json.RawMessage `json:"system"`
+		Messages      []msgMessage    `json:"messages"`
+		Tools         []msgTool       `json:"tools"`
+		ToolChoice    *msgToolChoice  `json:"tool_choice"`
+		StopSequences []string        `json:"stop_sequences"`
+		Temperature   *float64        `json:"temperature"`
+		TopP          *float64        `json:"top_p"`
+		TopK          *int            `json:"top_k"`
+		Metadata      *struct {
+			UserID string `json:"user_id"`
+		} `json:"metadata"`
+		Stream   bool         `json:"stream"`
+		Thinking *msgThinking `json:"thinking"`
+	}
+	msgMessage struct {
+		Role    string     `json:"role"`
+		Content msgContent `json:"content"`
+	}
+	msgContent struct {
+		Text   *string
+		Blocks []msgBlock
+	}
+	msgBlock struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		Source    *msgSource      `json:"source"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   *msgContent     `json:"content"`
+		IsError   bool            `json:"is_error"`
+		Thinking  string          `json:"thinking"`
+		Signature string          `json:"signature"`
+		Cache     json.RawMessage `json:"cache_control"`
+	}
+	msgSource struct {
+		Type      string `json:"type"` // base64, url, file, text, content
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	}
+	msgTool struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+		Cache       json.RawMessage `json:"cache_control"`
+	}
+	msgToolChoice struct {
+		Type                   string `json:"type"`
+		Name                   string `json:"name"`
+		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
+	}
+	msgThinking struct {
+		Type         string `json:"type"`
+		BudgetTokens int    `json:"budget_tokens"`
+	}
+)
+
+// UnmarshalJSON decodes a string or an array of blocks.
+func (c *msgContent) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		c.Text = &s
+		return nil
+	case len(b) > 0 && b[0] == '[':
+		return json.Unmarshal(b, &c.Blocks)
+	case string(b) == "null":
+		return nil
+	}
+	return &json.UnmarshalTypeError{Value: "content", Type: reflect.TypeFor[[]msgBlock]()}
+}
+
+// members are the top-level members Request reads or knowingly ignores.
+var members = map[string]bool{"model": true, "max_tokens": true, "system": true, "messages": true,
+	"tools": true, "tool_choice": true, "stop_sequences": true, "temperature": true, "top_p": true,
+	"top_k": true, "metadata": true, "stream": true, "thinking": true, "service_tier": true}
+
+// The chat request written, over internal/chat's types, with the members
+// of other chat dialects.
+type (
+	chatRequest struct {
+		Model               string              `json:"model"`
+		Messages            []chatMessage       `json:"messages"`
+		Tools               []chat.Tool         `json:"tools,omitempty"`
+		ToolChoice          json.RawMessage     `json:"tool_choice,omitempty"`
+		ParallelToolCalls   *bool               `json:"parallel_tool_calls,omitempty"`
+		Stop                []string            `json:"stop,omitempty"`
+		MaxTokens           *int                `json:"max_tokens,omitempty"`
+		MaxCompletionTokens *int                `json:"max_completion_tokens,omitempty"`
+		ReasoningEffort     string              `json:"reasoning_effort,omitempty"`
+		Temperature         *float64            `json:"temperature,omitempty"`
+		TopP                *float64            `json:"top_p,omitempty"`
+		TopK                *int                `json:"top_k,omitempty"`
+		Stream              bool                `json:"stream,omitempty"`
+		StreamOptions       *chat.StreamOptions `json:"stream_options,omitempty"`
+		User                string              `json:"user,omitempty"`
+	}
+	chatMessage struct {
+		chat.Message
+		ReasoningContent string `json:"reasoning_content,omitempty"`
+		Reasoning        string `json:"reasoning,omitempty"`
+	}
+)
+
+// Request translates a Messages request body to a chat completion
+// request for a target of dialect d. What a chat target cannot do is an
+// *Error with Code CodeUnsupportedParameter naming the member; a body that
+// is not a Messages request is an *Error with Code CodeInvalidJSON.
+//
+// The mapping: system (a string or text blocks, joined by blank lines)
+// becomes the first message, a system message. A user message's
+// tool_result blocks become tool messages, in order and ahead of its other
+// blocks; images in a tool result follow them as a user message, since
+// chat's tool messages hold text only. An assistant message's text
+// becomes its content, its tool_use blocks its tool_calls, and its
+// thinking the dialect's reasoning member. Images (base64 or url) become
+// image_url parts. tool_choice any is required, tool a named function;
+// disable_parallel_tool_use is parallel_tool_calls false. stop_sequences
+// is stop, metadata.user_id user. A stream asks for usage in its last
+// chunk. thinking enabled becomes reasoning_effort by budget_tokens (below
+// 4096 low, below 16384 medium, else high) and max_tokens then becomes
+// max_completion_tokens, which bounds reasoning and answer together as
+// Anthropic's max_tokens does. service_tier is ignored.
+func Request(body []byte, d Dialect) (*Translation, error) {
+	r, names, err := decode(body)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if !members[n] {
+			return nil, unsupported(n, "has no equivalent in chat completions")
+		}
+	}
+	if r.Model == "" {
+		return nil, invalid("model", "is required")
+	}
+	if r.MaxTokens == nil {
+		return nil, invalid("max_tokens", "is required")
+	}
+	if *r.MaxTokens < 1 {
+		return nil, invalid("max_tokens", "must be at least 1")
+	}
+	t := &Translation{Model: r.Model, Stream: r.Stream, StopSequences: r.StopSequences}
+	out := chatRequest{Model: r.Model, Temperature: r.Temperature, TopP: r.TopP, Stop: r.StopSequences, Stream: r.Stream}
+	if r.Stream {
+		out.StreamOptions = &chat.StreamOptions{IncludeUsage: true}
+	}
+	if r.TopK != nil {
+		if !d.TopK {
+			return nil, unsupported("top_k", "the target takes no top_k")
+		}
+		out.TopK = r.TopK
+	}
+	if r.Metadata != nil {
+		out.User = r.Metadata.UserID
+	}
+	if th := r.Thinking; th != nil {
+		switch th.Type {
+		case "enabled":
+			out.ReasoningEffort = effort(th.BudgetTokens)
+		case "disabled":
+		default:
+			return nil, unsupported("thinking.type", "must be enabled or disabled")
+		}
+	}
+	if out.ReasoningEffort != "" {
+		out.MaxCompletionTokens = r.MaxTokens
+	} else {
+		out.MaxTokens = r.MaxTokens
+	}
+	if out.Messages, err = system(r.System, t); err != nil {
+		return nil, err
+	}
+	if len(r.Messages) == 0 {
+		return nil, invalid("messages", "must hold at least one message")
+	}
+	for i := range r.Messages {
+		if out.Messages, err = appendMessage(out.Messages, &r.Messages[i], "messages["+strconv.Itoa(i)+"]", d, t); err != nil {
+			return nil, err
+		}
+	}
+	if out.Tools, err = tools(r.Tools, t); err != nil {
+		return nil, err
+	}
+	if tc := r.ToolChoice; tc != nil {
+		switch tc.Type {
+		case "auto":
+			out.ToolChoice = json.RawMessage(`"auto"`)
+		case "any":
+			out.ToolChoice = json.RawMessage(`"required"`)
+		case "none":
+			out.ToolChoice = json.RawMessage(`"none"`)
+		case "tool":
+			if tc.Name == "" {
+				return nil, invalid("tool_choice.name", "is required when type is tool")
+			}
+			out.ToolChoice = appendString([]byte(`{"type":"function","function":{"name":`), tc.Name)
+			out.ToolChoice = append(out.ToolChoice, '}', '}')
+		default:
+			return nil, invalid("tool_choice.type", "must be auto, any, tool or none")
+		}
+		if tc.DisableParallelToolUse && len(out.Tools) > 0 {
+			f := false
+			out.ParallelToolCalls = &f
+		}
+	}
+	if t.Body, err = json.Marshal(&out); err != nil {
+		return nil, invalid("", "cannot be encoded: "+err.Error())
+	}
+	return t, nil
+}
+
+// decode checks the body's bounds and decodes it, returning its top-level
+// member names too.
+func decode(body []byte) (*msgRequest, []string, error) {
+	names, deep := scan(body, maxDepth)
+	if deep {
+		return nil, nil, invalid("", "the body nests deeper than "+strconv.Itoa(maxDepth)+" levels")
+	}
+	r := &msgRequest{}
+	if err := json.Unmarshal(body, r); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			p := te.Field
+			if p == "" {
+				return nil, nil, invalid("", "the request body must be a JSON object")
+			}
+			return nil, nil, invalid(p, "must be a JSON "+jsonKind(te.Type.Kind().String()))
+		}
+		return nil, nil, invalid("", "the request body is not valid JSON")
+	}
+	switch {
+	case len(r.Messages) > maxMessages:
+		return nil, nil, invalid("messages", "more than "+strconv.Itoa(maxMessages)+" messages")
+	case len(r.Tools) > maxTools:
+		return nil, nil, invalid("tools", "more than "+strconv.Itoa(maxTools)+" tools")
+	case len(r.StopSequences) > maxStops:
+		return nil, nil, invalid("stop_sequences", "more than "+strconv.Itoa(maxStops)+" sequences")
+	}
+	for i := range r.Messages {
+		if len(r.Messages[i].Content.Blocks) > maxBlocks {
+			return nil, nil, invalid("messages["+strconv.Itoa(i)+"].content", "more than "+strconv.Itoa(maxBlocks)+" blocks")
+		}
+	}
+	return r, names, nil
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "int", "int64", "float64":
+		return "number"
+	case "slice":
+		return "array"
+	case "map", "struct", "ptr":
+		return "object"
+	}
+	return k
+}
+
+// effort buckets a thinking budget into a reasoning effort. Claude Code's
+// budgets fall one to a bucket: 4000 ("think") low, 10000 medium, 31999
+// ("ultrathink") high.
+func effort(budget int) string {
+	switch {
+	case budget < 4096:
+		return "low"
+	case budget < 16384:
+		return "medium"
+	}
+	return "high"
+}
+
+// system returns the system prompt as the first message.
+func system(raw json.RawMessage, t *Translation) ([]chatMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var c msgContent
+	if err := c.UnmarshalJSON(raw); err != nil {
+		return nil, invalid("system", "must be a string or an array of text blocks")
+	}
+	if c.Text != nil {
+		return []chatMessage{{Message: chat.Message{Role: "system", Content: chat.Content{Text: c.Text}}}}, nil
+	}
+	var sb strings.Builder
+	for j, b := range c.Blocks {
+		p := "system[" + strconv.Itoa(j) + "]"
+		if b.Type != "text" {
+			return nil, unsupported(p+".type", "system blocks must be text")
+		}
+		if b.Cache != nil {
+			t.drop(p + ".cache_control")
+		}
+		if j > 0 {
+			sb.WriteString("\n\n")
+		}
+		sb.WriteString(b.Text)
+	}
+	s := sb.String()
+	return []chatMessage{{Message: chat.Message{Role: "system", Content: chat.Content{Text: &s}}}}, nil
+}
+
+// appendMessage appends the chat messages of one Messages message.
+func appendMessage(out []chatMessage, m *msgMessage, p string, d Dialect, t *Translation) ([]chatMessage, error) {
+	if m.Role != "user" && m.Role != "assistant" {
+		return nil, invalid(p+".role", "must be user or assistant")
+	}
+	if m.Content.Text != nil {
+		return append(out, chatMessage{Message: chat.Message{Role: m.Role, Content: chat.Content{Text: m.Content.Text}}}), nil
+	}
+	if m.Content.Blocks == nil {
+		return nil, invalid(p+".content", "is required")
+	}
+	if len(m.Content.Blocks) == 0 {
+		return nil, invalid(p+".content", "must hold at least one block")
+	}
+	if m.Role == "assistant" {
+		return appendAssistant(out, m.Content.Blocks, p, d, t)
+	}
+	var parts, images []chat.Part
+	for j := range m.Content.Blocks {
+		b := &m.Content.Blocks[j]
+		bp := p + ".content[" + strconv.Itoa(j) + "]"
+		if b.Cache != nil {
+			t.drop(bp + ".cache_control")
+		}
+		switch b.Type {
+		case "text":
+			parts = append(parts, chat.Part{Type: "text", Text: b.Text})
+		case "image":
+			part, err := image(b, bp)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, part)
+		case "tool_result":
+			if b.ToolUseID == "" {
+				return nil, invalid(bp+".tool_use_id", "is required")
+			}
+			if b.IsError {
+				t.drop(bp + ".is_error")
+			}
+			text, imgs, err := toolResult(b.Content, bp+".content", t)
+			if err != nil {
+				return nil, err
+			}
+			images = append(images, imgs...)
+			out = append(out, chatMessage{Message: chat.Message{Role: "tool", ToolCallID: b.ToolUseID, Content: chat.Content{Text: &text}}})
+		default:
+			return nil, blockType(b.Type, bp, "user")
+		}
+	}
+	if len(images) > 0 {
+		parts = append(images, parts...)
+	}
+	if len(parts) == 1 && parts[0].Type == "text" {
+		return append(out, chatMessage{Message: chat.Message{Role: "user", Content: chat.Content{Text: &parts[0].Text}}}), nil
+	}
+	if len(parts) > 0 {
+		out = append(out, chatMessage{Message: chat.Message{Role: "user", Content: chat.Content{Parts: parts}}})
+	}
+	return out, nil
+}
+
+// appendAssistant appends an assistant message: its text, tool calls and
+// reasoning.
+func appendAssistant(out []chatMessage, blocks []msgBlock, p string, d Dialect, t *Translation) ([]chatMessage, error) {
+	var text, reasoning strings.Builder
+	hasText := false
+	var calls []chat.ToolCall
+	for j := range blocks {
+		b := &blocks[j]
+		bp := p + ".content[" + strconv.Itoa(j) + "]"
+		if b.Cache != nil {
+			t.drop(bp + ".cache_control")
+		}
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+			hasText = true
+		case "tool_use":
+			if b.ID == "" || b.Name == "" {
+				return nil, invalid(bp, "a tool_use block needs an id and a name")
+			}
+			args, err := compact(b.Input)
+			if err != nil {
+				return nil, invalid(bp+".input", "must be a JSON object")
+			}
+			calls = append(calls, chat.ToolCall{ID: b.ID, Type: "function", Function: chat.FunctionCall{Name: b.Name, Arguments: args}})
+		case "thinking":
+			if d.Reasoning == "" {
+				t.drop(bp)
+				continue
+			}
+			if b.Signature != "" {
+				t.drop(bp + ".signature")
+			}
+			reasoning.WriteString(b.Thinking)
+		case "redacted_thinking":
+			t.drop(bp)
+		default:
+			return nil, blockType(b.Type, bp, "assistant")
+		}
+	}
+	m := chatMessage{Message: chat.Message{Role: "assistant", ToolCalls: calls}}
+	if hasText || len(calls) == 0 {
+		s := text.String()
+		m.Content.Text = &s
+	}
+	switch d.Reasoning {
+	case "reasoning":
+		m.Reasoning = reasoning.String()
+	default:
+		m.ReasoningContent = reasoning.String()
+	}
+	return append(out, m), nil
+}
+
+// blockType is the error for a block a role cannot hold in chat.
+func blockType(typ, p, role string) *Error {
+	switch typ {
+	case "document", "search_result", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
+		"code_execution_tool_result", "mcp_tool_use", "mcp_tool_result", "container_upload", "tool_use",
+		"tool_result", "thinking", "redacted_thinking":
+		return unsupported(p+".type", typ+" blocks in "+role+" messages have no equivalent in chat completions")
+	}
+	return invalid(p+".type", "unknown content block type "+strconv.Quote(typ))
+}
+
+// image returns an image block as an image_url part.
+func image(b *msgBlock, p string) (chat.Part, error) {
+	s := b.Source
+	if s == nil {
+		return chat.Part{}, invalid(p+".source", "is required")
+	}
+	switch s.Type {
+	case "base64":
+		if s.MediaType == "" || s.Data == "" {
+			return chat.Part{}, invalid(p+".source", "a base64 image needs media_type and data")
+		}
+		return chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: "data:" + s.MediaType + ";base64," + s.Data}}, nil
+	case "url":
+		if s.URL == "" {
+			return chat.Part{}, invalid(p+".source.url", "is required")
+		}
+		return chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: s.URL}}, nil
+	}
+	return chat.Part{}, unsupported(p+".source.type", "images of source type "+strconv.Quote(s.Type)+" have no equivalent in chat completions")
+}
+
+// toolResult returns a tool result's text, and its images apart.
+func toolResult(c *msgContent, p string, t *Translation) (string, []chat.Part, error) {
+	if c == nil {
+		return "", nil, nil
+	}
+	if c.Text != nil {
+		return *c.Text, nil, nil
+	}
+	var text strings.Builder
+	var images []chat.Part
+	for k := range c.Blocks {
+		b := &c.Blocks[k]
+		bp := p + "[" + strconv.Itoa(k) + "]"
+		if b.Cache != nil {
+			t.drop(bp + ".cache_control")
+		}
+		switch b.Type {
+		case "text":
+			if text.Len() > 0 {
+				text.WriteByte('\n')
+			}
+			text.WriteString(b.Text)
+		case "image":
+			part, err := image(b, bp)
+			if err != nil {
+				return "", nil, err
+			}
+			images = append(images, part)
+		default:
+			return "", nil, blockType(b.Type, bp, "tool_result")
+		}
+	}
+	return text.String(), images, nil
+}
+
+// compact returns a tool_use input as chat's arguments text.
+func compact(input json.RawMessage) (string, error) {
+	input = bytes.TrimSpace(input)
+	if len(input) == 0 || string(input) == "null" {
+		return "{}", nil
+	}
+	if input[0] != '{' {
+		return "", errors.New("not an object")
+	}
+	var b bytes.Buffer
+	b.Grow(len(input))
+	if err := json.Compact(&b, input); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// tools returns the request's tools as chat functions.
+func tools(in []msgTool, t *Translation) ([]chat.Tool, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]chat.Tool, 0, len(in))
+	for i := range in {
+		tool := &in[i]
+		p := "tools[" + strconv.Itoa(i) + "]"
+		if tool.Type != "" && tool.Type != "custom" {
+			return nil, unsupported(p+".type", "the server tool "+strconv.Quote(tool.Type)+" has no equivalent in chat completions")
+		}
+		if tool.Name == "" {
+			return nil, invalid(p+".name", "is required")
+		}
+		if len(tool.InputSchema) == 0 {
+			return nil, invalid(p+".input_schema", "is required")
+		}
+		if tool.Cache != nil {
+			t.drop(p + ".cache_control")
+		}
+		out = append(out, chat.Tool{Type: "function", Function: chat.Function{Name: tool.Name,
+			Description: tool.Description, Parameters: tool.InputSchema}})
+	}
+	return out, nil
+}
