@@ -12,14 +12,22 @@ import (
 // reasoning text (reasoning_content, reasoning), the stop sequence met
 // (vLLM's stop_reason, SGLang's matched_stop) and cache writes.
 type (
+	// chatCompletion is a whole answer, or one chunk of a stream.
 	chatCompletion struct {
 		ID      string       `json:"id"`
 		Model   string       `json:"model"`
 		Choices []chatChoice `json:"choices"`
 		Usage   *chatUsage   `json:"usage"`
+		Error   *struct {
+			Message stringOnly `json:"message"`
+			Type    stringOnly `json:"type"`
+			Code    stringOnly `json:"code"`
+		} `json:"error"` // in a stream
 	}
 	chatChoice struct {
+		Index        int               `json:"index"`
 		Message      chatAnswerMessage `json:"message"`
+		Delta        chatAnswerMessage `json:"delta"`
 		FinishReason string            `json:"finish_reason"`
 		StopReason   stringOnly        `json:"stop_reason"`
 		MatchedStop  stringOnly        `json:"matched_stop"`
@@ -32,7 +40,7 @@ type (
 		ToolCalls        []chatToolCall `json:"tool_calls"`
 	}
 	chatToolCall struct {
-		Index    int    `json:"index"`
+		Index    *int   `json:"index"` // in stream chunks
 		ID       string `json:"id"`
 		Function struct {
 			Name      string `json:"name"`
@@ -56,6 +64,10 @@ type stringOnly string
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (s *stringOnly) UnmarshalJSON(b []byte) error {
+	if len(b) >= 2 && b[0] == '"' && bytes.IndexByte(b, '\\') < 0 {
+		*s = stringOnly(b[1 : len(b)-1]) // valid JSON, as the decoder checked
+		return nil
+	}
 	if len(b) > 0 && b[0] == '"' {
 		var v string
 		if err := json.Unmarshal(b, &v); err != nil {

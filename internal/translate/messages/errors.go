@@ -74,7 +74,7 @@ func ErrorBody(status int, typ, code, param, message string) []byte {
 		message = param + ": " + message
 	}
 	if message == "" {
-		message = strconv.Itoa(status) + " " + http.StatusText(status)
+		message = strings.TrimSpace(strconv.Itoa(status) + " " + http.StatusText(status))
 	}
 	b := make([]byte, 0, 64+len(message))
 	b = append(b, `{"type":"error","error":{"type":`...)

@@ -328,7 +328,7 @@ func decode(body []byte) (*msgRequest, []string, error) {
 			if p == "" {
 				return nil, nil, invalid("", "the request body must be a JSON object")
 			}
-			return nil, nil, invalid(p, "must be a JSON "+jsonKind(te.Type.Kind().String()))
+			return nil, nil, invalid(p, "has the wrong JSON type ("+te.Value+")")
 		}
 		return nil, nil, invalid("", "the request body is not valid JSON")
 	}
@@ -346,18 +346,6 @@ func decode(body []byte) (*msgRequest, []string, error) {
 		}
 	}
 	return r, names, nil
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "int", "int64", "float64":
-		return "number"
-	case "slice":
-		return "array"
-	case "map", "struct", "ptr":
-		return "object"
-	}
-	return k
 }
 
 // effort buckets a thinking budget into a reasoning effort. Claude Code's

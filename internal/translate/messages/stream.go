@@ -73,43 +73,6 @@ func NewStream(w io.Writer, o StreamOptions) *Stream {
 	return &Stream{w: w, opts: o, open: -1, buf: make([]byte, 0, 512)}
 }
 
-// The chat chunk's wire type, with other dialects' members.
-type (
-	chatChunk struct {
-		ID      string            `json:"id"`
-		Model   string            `json:"model"`
-		Choices []chatChunkChoice `json:"choices"`
-		Usage   *chatUsage        `json:"usage"`
-		Error   *struct {
-			Message stringOnly `json:"message"`
-			Type    stringOnly `json:"type"`
-			Code    stringOnly `json:"code"`
-		} `json:"error"`
-	}
-	chatChunkChoice struct {
-		Index        int        `json:"index"`
-		Delta        chatDelta  `json:"delta"`
-		FinishReason string     `json:"finish_reason"`
-		StopReason   stringOnly `json:"stop_reason"`
-		MatchedStop  stringOnly `json:"matched_stop"`
-	}
-	chatDelta struct {
-		Content          string          `json:"content"`
-		Refusal          string          `json:"refusal"`
-		ReasoningContent string          `json:"reasoning_content"`
-		Reasoning        stringOnly      `json:"reasoning"`
-		ToolCalls        []chatToolDelta `json:"tool_calls"`
-	}
-	chatToolDelta struct {
-		Index    *int   `json:"index"`
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	}
-)
-
 // maxToolCalls bounds the tool calls of one streamed answer.
 const maxToolCalls = 1024
 
@@ -128,7 +91,7 @@ func (s *Stream) Chunk(data []byte) error {
 		s.end()
 		return s.flush()
 	}
-	var c chatChunk
+	var c chatCompletion
 	if json.Unmarshal(data, &c) != nil {
 		s.fail("api_error", "the provider's stream sent an event that is not JSON")
 		if err := s.flush(); err != nil {
@@ -235,16 +198,16 @@ func (s *Stream) start(chatID, model string) {
 }
 
 // choice translates the first choice's delta.
-func (s *Stream) choice(ch *chatChunkChoice) {
+func (s *Stream) choice(ch *chatChoice) {
 	d := &ch.Delta
-	if r := reasoningOf(stringOnly(d.ReasoningContent), d.Reasoning); r != "" {
+	if r := reasoningOf(d.ReasoningContent, d.Reasoning); r != "" {
 		s.delta('r', "thinking_delta", "thinking", r)
 	}
 	if d.Content != "" {
-		s.delta('t', "text_delta", "text", d.Content)
+		s.delta('t', "text_delta", "text", string(d.Content))
 	}
 	if d.Refusal != "" {
-		s.delta('t', "text_delta", "text", d.Refusal)
+		s.delta('t', "text_delta", "text", string(d.Refusal))
 	}
 	for i := range d.ToolCalls {
 		tc := &d.ToolCalls[i]
