@@ -106,7 +106,7 @@ func truthy(v any) bool {
 	case []any:
 		return len(x) > 0
 	case map[string]any:
-		return true
+		return x != nil
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
