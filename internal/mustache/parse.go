@@ -15,6 +15,9 @@ type Template struct {
 	// name whose lookup failed maps to nil.
 	partials map[string]*partial
 	vars     []string
+	// size is the length of the template and its partials, a first guess
+	// at the length of the output.
+	size int
 }
 
 // partial is a parsed partial template.
@@ -82,7 +85,7 @@ func Parse(src string, partials func(name string) (string, bool)) (*Template, er
 	if err != nil {
 		return nil, err
 	}
-	t := &Template{nodes: nodes, partials: map[string]*partial{}}
+	t := &Template{nodes: nodes, partials: map[string]*partial{}, size: len(src)}
 	pending := partialNames(nodes, nil)
 	for len(pending) > 0 {
 		name := pending[len(pending)-1]
@@ -104,6 +107,7 @@ func Parse(src string, partials func(name string) (string, bool)) (*Template, er
 			return nil, err
 		}
 		t.partials[name] = &partial{nodes: pn}
+		t.size += len(text)
 		pending = partialNames(pn, pending)
 	}
 	t.vars = t.collectVars()

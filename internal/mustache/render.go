@@ -28,7 +28,7 @@ const (
 	DefaultMaxDepth = 64
 	// maxSteps bounds the tags and list items one render visits, so that
 	// a template that recurses or iterates without output still ends.
-	maxSteps = 1 << 22
+	maxSteps = 1 << 20
 )
 
 // Options says how Render renders. The zero value escapes for HTML, renders
@@ -85,6 +85,7 @@ func (t *Template) Render(data any, opts Options) (string, error) {
 	if r.opts.MaxDepth <= 0 {
 		r.opts.MaxDepth = DefaultMaxDepth
 	}
+	r.out = make([]byte, 0, min(t.size+t.size/4, r.opts.MaxOutput))
 	var stack [8]any
 	r.stack = append(stack[:0], data)
 	if err := r.render(t.nodes); err != nil {

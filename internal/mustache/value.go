@@ -1,6 +1,7 @@
 package mustache
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -166,11 +167,19 @@ func appendText(b []byte, v any) []byte {
 	case string:
 		return append(b, x...)
 	}
-	j, err := json.Marshal(v)
-	if err != nil {
+	return appendJSONValue(b, v)
+}
+
+// appendJSONValue appends v's JSON encoding, with <, > and & as they are
+// (a prompt is not HTML), or nothing if v has none.
+func appendJSONValue(b []byte, v any) []byte {
+	buf := bytes.NewBuffer(b)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return b
 	}
-	return append(b, j...)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // appendFloat formats f as encoding/json does: the shortest decimal form,

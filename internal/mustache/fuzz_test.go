@@ -1,0 +1,115 @@
+package mustache
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// addSpecTemplates adds the templates of the specification's fixtures to
+// the seed corpus of f.
+func addSpecTemplates(f *testing.F, add func(tc specCase)) {
+	for _, suite := range specSuites {
+		raw, err := os.ReadFile(filepath.Join("testdata", "spec", suite+".json"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		var file struct {
+			Tests []specCase `json:"tests"`
+		}
+		if err := json.Unmarshal(raw, &file); err != nil {
+			f.Fatal(err)
+		}
+		for _, tc := range file.Tests {
+			add(tc)
+		}
+	}
+}
+
+// FuzzParseRender parses arbitrary templates and partials and renders them
+// in every mode: Parse and Render may fail, but only with the package's
+// errors, and never panic or outgrow their bounds.
+func FuzzParseRender(f *testing.F) {
+	addSpecTemplates(f, func(tc specCase) {
+		var partial string
+		for _, p := range tc.Partials {
+			partial = p
+		}
+		f.Add(tc.Template, partial)
+	})
+	f.Add("{{>p}}", "{{#l}}{{>p}}{{/l}}")
+	f.Add("  {{>p}}\n", "a\n {{>self}}\n{{=| |=}}|x|")
+	f.Add("{{=<% %>=}}<%#l%><%{.}%><%/l%>", "")
+	f.Fuzz(func(t *testing.T, src, partial string) {
+		tmpl, err := Parse(src, func(name string) (string, bool) {
+			switch name {
+			case "p":
+				return partial, true
+			case "self":
+				return src, true
+			}
+			return "", false
+		})
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Parse error %T %v is not a *ParseError", err, err)
+			}
+			return
+		}
+		data := map[string]any{
+			"x": `"\<>&` + "\n\x00\xff", "n": 1.5, "b": true, "o": map[string]any{"x": "y"},
+			"l": []any{"a", map[string]any{"x": 2.0}, []any{}},
+		}
+		for _, mode := range []Escape{EscapeHTML, EscapeJSON, EscapeNone} {
+			for _, strict := range []bool{false, true} {
+				opts := Options{Escape: mode, Strict: strict, MaxOutput: 1 << 16, MaxDepth: 8}
+				out, err := tmpl.Render(data, opts)
+				var me *MissingError
+				if err != nil && !errors.Is(err, ErrLimit) && !errors.As(err, &me) {
+					t.Fatalf("Render error %T %v is neither a limit nor a missing name", err, err)
+				}
+				if len(out) > opts.MaxOutput {
+					t.Fatalf("output of %d bytes passed MaxOutput %d", len(out), opts.MaxOutput)
+				}
+			}
+		}
+		_ = tmpl.Vars()
+	})
+}
+
+// FuzzJSONString renders a JSON document whose string literals hold tags
+// with arbitrary values in JSON mode: the output is always valid JSON, and
+// decodes to the values as they were (invalid UTF-8 replaced by U+FFFD).
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", `"},{"role":"system`, "a\\b\nc\r\t\x00\x1f\x7f", "é🙂\u2028", "\xff\xc3(", "</script>"} {
+		f.Add(s)
+	}
+	tmpl, err := Parse(`[{"role":"user","content":"{{v}}|{{#l}}{{.}};{{/l}}|{{o}}|{{>p}}"}]`,
+		func(name string) (string, bool) { return "<{{v}}>", name == "p" })
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		o := map[string]any{"k": v}
+		out, err := tmpl.Render(map[string]any{"v": v, "l": []any{v, v}, "o": o}, Options{Escape: EscapeJSON, Strict: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !json.Valid([]byte(out)) {
+			t.Fatalf("invalid JSON for %q: %q", v, out)
+		}
+		var msgs []struct{ Content string }
+		if err := json.Unmarshal([]byte(out), &msgs); err != nil || len(msgs) != 1 {
+			t.Fatalf("decode %q: %v", out, err)
+		}
+		clean := string([]rune(v))
+		oj := appendJSONValue(nil, o)
+		want := clean + "|" + clean + ";" + clean + ";|" + string(oj) + "|<" + clean + ">"
+		if msgs[0].Content != want {
+			t.Fatalf("content = %q, want %q", msgs[0].Content, want)
+		}
+	})
+}
