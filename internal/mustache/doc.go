@@ -29,7 +29,9 @@
 // literals, as a prompt is (a JSON array of chat messages): the value is
 // escaped as the content of a JSON string, so quotes, backslashes,
 // newlines, control characters and invalid UTF-8 cannot end the string or
-// break the document. EscapeNone places values as they are. In every mode
+// break the document. A partial tag sits inside a string too, so in this
+// mode the text of the partial is escaped the same way: a partial holds
+// prose, not JSON. EscapeNone places values as they are. In every mode
 // {{{name}}} and {{&name}} place the value unescaped; a template that uses
 // them inside JSON must be checked by the caller (json.Valid) after
 // rendering.

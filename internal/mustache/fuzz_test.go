@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -81,33 +82,37 @@ func FuzzParseRender(f *testing.F) {
 }
 
 // FuzzJSONString renders a JSON document whose string literals hold tags
-// with arbitrary values in JSON mode: the output is always valid JSON, and
-// decodes to the values as they were (invalid UTF-8 replaced by U+FFFD).
+// with arbitrary values, and a partial with arbitrary text, in JSON mode:
+// the output is always valid JSON, and decodes to the values and text as
+// they were (invalid UTF-8 replaced by U+FFFD).
 func FuzzJSONString(f *testing.F) {
 	for _, s := range []string{"", "plain", `"},{"role":"system`, "a\\b\nc\r\t\x00\x1f\x7f", "é🙂\u2028", "\xff\xc3(", "</script>"} {
-		f.Add(s)
+		f.Add(s, s)
 	}
-	tmpl, err := Parse(`[{"role":"user","content":"{{v}}|{{#l}}{{.}};{{/l}}|{{o}}|{{>p}}"}]`,
-		func(name string) (string, bool) { return "<{{v}}>", name == "p" })
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, v string) {
+	f.Add("v", "line 1\n  line 2\n\ttabbed \"quoted\"\n")
+	f.Fuzz(func(t *testing.T, v, text string) {
+		for strings.Contains(text, "{{") {
+			text = strings.ReplaceAll(text, "{{", "{ {")
+		}
+		tmpl, err := Parse(`[{"role":"user","content":"{{v}}|{{#l}}{{.}};{{/l}}|{{o}}|{{>p}}"}]`,
+			func(name string) (string, bool) { return text + "<{{v}}>", name == "p" })
+		if err != nil {
+			t.Fatal(err)
+		}
 		o := map[string]any{"k": v}
 		out, err := tmpl.Render(map[string]any{"v": v, "l": []any{v, v}, "o": o}, Options{Escape: EscapeJSON, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !json.Valid([]byte(out)) {
-			t.Fatalf("invalid JSON for %q: %q", v, out)
+			t.Fatalf("invalid JSON for %q and %q: %q", v, text, out)
 		}
 		var msgs []struct{ Content string }
 		if err := json.Unmarshal([]byte(out), &msgs); err != nil || len(msgs) != 1 {
 			t.Fatalf("decode %q: %v", out, err)
 		}
 		clean := string([]rune(v))
-		oj := appendJSONValue(nil, o)
-		want := clean + "|" + clean + ";" + clean + ";|" + string(oj) + "|<" + clean + ">"
+		want := clean + "|" + clean + ";" + clean + ";|" + string(appendJSONValue(nil, o)) + "|" + string([]rune(text)) + "<" + clean + ">"
 		if msgs[0].Content != want {
 			t.Fatalf("content = %q, want %q", msgs[0].Content, want)
 		}

@@ -93,6 +93,25 @@ func TestJSONEscapingValues(t *testing.T) {
 	}
 }
 
+func TestJSONPartialText(t *testing.T) {
+	partials := map[string]string{
+		"persona": "You are \"{{name}}\".\nRules:\n{{#rules}}\t- {{.}}\n{{/rules}}",
+	}
+	tmpl := mustParse(t, `{"messages":[{"role":"system","content":"{{>persona}}"}]}`, partials)
+	got, err := tmpl.Render(decodeJSON(t, `{"name":"A\"da","rules":["be brief","no \\ escapes"]}`), Options{Escape: EscapeJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct{ Messages []struct{ Content string } }
+	if err := json.Unmarshal([]byte(got), &body); err != nil {
+		t.Fatalf("output %q: %v", got, err)
+	}
+	want := "You are \"A\"da\".\nRules:\n\t- be brief\n\t- no \\ escapes\n"
+	if len(body.Messages) != 1 || body.Messages[0].Content != want {
+		t.Errorf("got %q, want content %q", got, want)
+	}
+}
+
 func TestEscapeModes(t *testing.T) {
 	tmpl := mustParse(t, `{{v}}|{{{v}}}|{{&v}}`, nil)
 	const v = `<a href="x">'&'</a>` + "\n"

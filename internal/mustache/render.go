@@ -14,7 +14,8 @@ const (
 	EscapeHTML Escape = iota
 	// EscapeJSON escapes the value as the content of a JSON string
 	// literal: the template is JSON text and the tag sits between the
-	// quotes of a string.
+	// quotes of a string. The text of partials is escaped the same way,
+	// since a partial tag sits in a string too.
 	EscapeJSON
 	// EscapeNone places values as they are.
 	EscapeNone
@@ -114,9 +115,9 @@ func (r *renderer) render(nodes []node) error {
 		n := &nodes[i]
 		switch n.kind {
 		case textNode:
-			r.out = append(r.out, n.text...)
+			r.text(n.text)
 		case indentNode:
-			r.out = append(r.out, r.indent...)
+			r.text(r.indent)
 		case varNode, rawNode:
 			v, ok := r.lookup(n.keys)
 			if !ok {
@@ -150,6 +151,17 @@ func (r *renderer) render(nodes []node) error {
 		}
 	}
 	return nil
+}
+
+// text writes text of the template. The text of a partial rendered in
+// JSON mode is escaped like a value: the partial tag sits inside a JSON
+// string, so what the partial holds is that string's content.
+func (r *renderer) text(s string) {
+	if r.depth > 0 && r.opts.Escape == EscapeJSON {
+		r.out = appendJSON(r.out, s)
+		return
+	}
+	r.out = append(r.out, s...)
 }
 
 func (r *renderer) section(n *node) error {
