@@ -3,55 +3,37 @@ package mustache
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
-
-// addSpecTemplates adds the templates of the specification's fixtures to
-// the seed corpus of f.
-func addSpecTemplates(f *testing.F, add func(tc specCase)) {
-	for _, suite := range specSuites {
-		raw, err := os.ReadFile(filepath.Join("testdata", "spec", suite+".json"))
-		if err != nil {
-			f.Fatal(err)
-		}
-		var file struct {
-			Tests []specCase `json:"tests"`
-		}
-		if err := json.Unmarshal(raw, &file); err != nil {
-			f.Fatal(err)
-		}
-		for _, tc := range file.Tests {
-			add(tc)
-		}
-	}
-}
 
 // FuzzParseRender parses arbitrary templates and partials and renders them
 // in every mode: Parse and Render may fail, but only with the package's
 // errors, and never panic or outgrow their bounds.
 func FuzzParseRender(f *testing.F) {
-	addSpecTemplates(f, func(tc specCase) {
-		var partial string
-		for _, p := range tc.Partials {
-			partial = p
+	for _, suite := range specSuites {
+		for _, tc := range loadSpec(f, suite) {
+			var partial string
+			if names := slices.Sorted(maps.Keys(tc.Partials)); len(names) > 0 {
+				partial = tc.Partials[names[0]]
+			}
+			f.Add(tc.Template, partial)
 		}
-		f.Add(tc.Template, partial)
-	})
+	}
 	f.Add("{{>p}}", "{{#l}}{{>p}}{{/l}}")
 	f.Add("  {{>p}}\n", "a\n {{>self}}\n{{=| |=}}|x|")
 	f.Add("{{=<% %>=}}<%#l%><%{.}%><%/l%>", "")
 	f.Fuzz(func(t *testing.T, src, partial string) {
 		tmpl, err := Parse(src, func(name string) (string, bool) {
 			switch name {
-			case "p":
-				return partial, true
+			case "missing":
+				return "", false
 			case "self":
 				return src, true
 			}
-			return "", false
+			return partial, true
 		})
 		if err != nil {
 			var pe *ParseError

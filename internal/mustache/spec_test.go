@@ -21,22 +21,28 @@ type specCase struct {
 	Expected string            `json:"expected"`
 }
 
+// loadSpec reads the cases of one suite of the specification.
+func loadSpec(t testing.TB, suite string) []specCase {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "spec", suite+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Tests []specCase `json:"tests"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatalf("%s: %v", suite, err)
+	}
+	if len(file.Tests) == 0 {
+		t.Fatalf("%s: no tests", suite)
+	}
+	return file.Tests
+}
+
 func TestSpec(t *testing.T) {
 	for _, suite := range specSuites {
-		raw, err := os.ReadFile(filepath.Join("testdata", "spec", suite+".json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var file struct {
-			Tests []specCase `json:"tests"`
-		}
-		if err := json.Unmarshal(raw, &file); err != nil {
-			t.Fatalf("%s: %v", suite, err)
-		}
-		if len(file.Tests) == 0 {
-			t.Fatalf("%s: no tests", suite)
-		}
-		for _, tc := range file.Tests {
+		for _, tc := range loadSpec(t, suite) {
 			t.Run(suite+"/"+tc.Name, func(t *testing.T) {
 				tmpl, err := Parse(tc.Template, func(name string) (string, bool) {
 					s, ok := tc.Partials[name]
