@@ -254,7 +254,7 @@ func (r *Request) Answer(body []byte, id string) (*Response, error) {
 	ch := &c.Choices[0]
 	m := &ch.Message
 	if s := m.text(); s != "" {
-		out.Output = appendItem(out.Output, reasoningItem{ID: NewID("rs"), Type: "reasoning",
+		out.Output = appendItem(out.Output, reasoningItem{ID: r.newID("rs"), Type: "reasoning",
 			Summary: []summaryPart{{Type: "summary_text", Text: s}}})
 	}
 	var parts []outputPart
@@ -265,15 +265,15 @@ func (r *Request) Answer(body []byte, id string) (*Response, error) {
 		parts = append(parts, refusalPartOf(*m.Refusal))
 	}
 	if len(parts) > 0 {
-		out.Output = appendItem(out.Output, messageItem{ID: NewID("msg"), Type: "message", Status: "completed",
+		out.Output = appendItem(out.Output, messageItem{ID: r.newID("msg"), Type: "message", Status: "completed",
 			Role: "assistant", Content: parts})
 	}
 	for _, tc := range m.ToolCalls {
 		callID := tc.ID
 		if callID == "" {
-			callID = NewID("call")
+			callID = r.newID("call")
 		}
-		out.Output = appendItem(out.Output, functionCallItem{ID: NewID("fc"), Type: "function_call", Status: "completed",
+		out.Output = appendItem(out.Output, functionCallItem{ID: r.newID("fc"), Type: "function_call", Status: "completed",
 			Arguments: tc.Function.Arguments, CallID: callID, Name: tc.Function.Name})
 	}
 	out.Status, out.IncompleteDetails = finish(ch.FinishReason)

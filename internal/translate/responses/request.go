@@ -36,6 +36,9 @@ type Request struct {
 	// Input is the input member as sent: a string or an array of items.
 	// Items turns it into items for storing.
 	Input json.RawMessage
+	// IDs returns a new identifier with the given prefix for the items of
+	// the answer ("msg", "fc", "rs", "call"); nil is NewID.
+	IDs func(prefix string) string
 
 	w     wireRequest
 	items []inputItem
@@ -266,9 +269,10 @@ type chatMessage struct {
 
 // chatRequest is a chat request with the members chat.Request lacks.
 type chatRequest struct {
+	Model    string        `json:"model"`
+	Messages []chatMessage `json:"messages"`
 	*chat.Request
-	Messages        []chatMessage `json:"messages"`
-	ReasoningEffort string        `json:"reasoning_effort,omitempty"`
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 }
 
 // Chat translates the request to a chat completion. A member that cannot
@@ -277,7 +281,7 @@ func (r *Request) Chat(opt Options) (*Translation, error) {
 	w := &r.w
 	t := &Translation{Chat: &chat.Request{Model: w.Model, Temperature: w.Temperature, TopP: w.TopP,
 		MaxCompletionTokens: w.MaxOutputTokens, User: w.User, Stream: w.Stream}}
-	out := chatRequest{Request: t.Chat}
+	out := chatRequest{Model: w.Model, Request: t.Chat}
 	c := t.Chat
 	if w.Stream {
 		c.StreamOptions = &chat.StreamOptions{IncludeUsage: true}
@@ -348,13 +352,21 @@ func (r *Request) Chat(opt Options) (*Translation, error) {
 	return t, nil
 }
 
+func (r *Request) newID(prefix string) string {
+	if r.IDs != nil {
+		return r.IDs(prefix)
+	}
+	return NewID(prefix)
+}
+
 func text(s string) chat.Content { return chat.Content{Text: &s} }
 
-// itemParam names item i of the input for an error: items prepended from
-// an earlier response are named through previous_response_id.
+// itemParam names item i of the input for an error. Items prepended from
+// an earlier response are named so in the message; messages names them
+// through previous_response_id.
 func (r *Request) itemParam(i int) string {
 	if i < r.prior {
-		return "previous_response_id"
+		return "the earlier item [" + strconv.Itoa(i) + "]"
 	}
 	return "input[" + strconv.Itoa(i-r.prior) + "]"
 }
@@ -362,7 +374,14 @@ func (r *Request) itemParam(i int) string {
 // messages translates the items. Consecutive function calls, and the
 // assistant message they follow, become one assistant message with tool
 // calls; a reasoning item goes with the assistant message that follows it.
-func (r *Request) messages(out []chatMessage, opt Options, note func(string)) ([]chatMessage, error) {
+func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_ []chatMessage, err error) {
+	i := 0
+	defer func() {
+		var e *Error
+		if errors.As(err, &e) && i < r.prior {
+			e.Message, e.Param = e.Param+": "+e.Message, "previous_response_id"
+		}
+	}()
 	var reasoning strings.Builder
 	pending := false       // reasoning waits for its assistant message
 	assistantOpen := false // the last message may take more tool calls
@@ -382,7 +401,7 @@ func (r *Request) messages(out []chatMessage, opt Options, note func(string)) ([
 		reasoning.Reset()
 		pending = false
 	}
-	for i := range r.items {
+	for i = range r.items {
 		it := &r.items[i]
 		param := r.itemParam(i)
 		typ := it.Type

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"strconv"
-	"time"
 
 	"github.com/modelgateway/gateway/internal/chat"
 )
@@ -21,6 +20,7 @@ import (
 // A Stream is not safe for concurrent use: one goroutine feeds it.
 type Stream struct {
 	w    io.Writer
+	ids  func(prefix string) string
 	resp *Response
 	seq  int64
 	buf  []byte
@@ -83,9 +83,9 @@ type chunk struct {
 }
 
 // NewStream returns a Stream writing to w the events of the response id
-// to the request.
-func (r *Request) NewStream(w io.Writer, id string) *Stream {
-	return &Stream{w: w, resp: r.Response(id, time.Now().Unix())}
+// to the request, created at createdAt (Unix seconds).
+func (r *Request) NewStream(w io.Writer, id string, createdAt int64) *Stream {
+	return &Stream{w: w, ids: r.newID, resp: r.Response(id, createdAt)}
 }
 
 // Response returns the response as streamed so far: once the stream has
@@ -308,7 +308,7 @@ func (s *Stream) closeItem() {
 func (s *Stream) reasoning(t string) {
 	if s.open != itemReasoning {
 		s.closeItem()
-		id := NewID("rs")
+		id := s.ids("rs")
 		s.openItem(itemReasoning, id, reasoningItem{ID: id, Type: "reasoning", Summary: []summaryPart{}})
 		s.event("response.reasoning_summary_part.added")
 		s.at()
@@ -329,7 +329,7 @@ func (s *Stream) reasoning(t string) {
 func (s *Stream) text(kind int, t string) {
 	if s.open != itemMessage {
 		s.closeItem()
-		id := NewID("msg")
+		id := s.ids("msg")
 		s.openItem(itemMessage, id, messageItem{ID: id, Type: "message", Status: "in_progress", Role: "assistant", Content: []outputPart{}})
 	}
 	if s.partKind != kind {
@@ -409,9 +409,9 @@ func (s *Stream) toolCall(j int, tc *chat.ToolCall) bool {
 	c := s.calls[i]
 	if c == nil {
 		s.closeItem()
-		c = &call{id: NewID("fc"), callID: tc.ID, name: tc.Function.Name}
+		c = &call{id: s.ids("fc"), callID: tc.ID, name: tc.Function.Name}
 		if c.callID == "" {
-			c.callID = NewID("call")
+			c.callID = s.ids("call")
 		}
 		s.calls[i] = c
 		s.openCall = c
