@@ -77,18 +77,21 @@ type OutputDetail struct {
 // Output items, as encoding/json writes them.
 type (
 	messageItem struct {
-		ID      string       `json:"id"`
-		Type    string       `json:"type"` // message
-		Status  string       `json:"status"`
-		Role    string       `json:"role"`
-		Content []outputPart `json:"content"`
+		ID      string `json:"id"`
+		Type    string `json:"type"` // message
+		Status  string `json:"status"`
+		Role    string `json:"role"`
+		Content []any  `json:"content"` // textPartOut and refusalPartOut
 	}
-	outputPart struct {
-		Type        string            `json:"type"` // output_text or refusal
-		Annotations []json.RawMessage `json:"annotations,omitempty"`
-		Logprobs    []json.RawMessage `json:"logprobs,omitempty"`
-		Text        *string           `json:"text,omitempty"`
-		Refusal     *string           `json:"refusal,omitempty"`
+	textPartOut struct {
+		Type        string            `json:"type"` // output_text
+		Annotations []json.RawMessage `json:"annotations"`
+		Logprobs    []json.RawMessage `json:"logprobs"`
+		Text        string            `json:"text"`
+	}
+	refusalPartOut struct {
+		Type    string `json:"type"` // refusal
+		Refusal string `json:"refusal"`
 	}
 	functionCallItem struct {
 		ID        string `json:"id"`
@@ -111,12 +114,12 @@ type (
 
 var empty = []json.RawMessage{}
 
-func textPartOf(s string) outputPart {
-	return outputPart{Type: "output_text", Annotations: empty, Logprobs: empty, Text: &s}
+func textPartOf(s string) any {
+	return textPartOut{Type: "output_text", Annotations: empty, Logprobs: empty, Text: s}
 }
 
-func refusalPartOf(s string) outputPart {
-	return outputPart{Type: "refusal", Refusal: &s}
+func refusalPartOf(s string) any {
+	return refusalPartOut{Type: "refusal", Refusal: s}
 }
 
 // completion is a chat completion answer with the members chat.Completion
@@ -257,7 +260,7 @@ func (r *Request) Answer(body []byte, id string) (*Response, error) {
 		out.Output = appendItem(out.Output, reasoningItem{ID: r.newID("rs"), Type: "reasoning",
 			Summary: []summaryPart{{Type: "summary_text", Text: s}}})
 	}
-	var parts []outputPart
+	var parts []any
 	if m.Content != nil && (*m.Content != "" || len(m.ToolCalls) == 0 && m.Refusal == nil) {
 		parts = append(parts, textPartOf(*m.Content))
 	}

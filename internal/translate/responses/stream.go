@@ -35,7 +35,7 @@ type Stream struct {
 	acc       []byte // text of the open reasoning, part or arguments
 
 	// The open message's parts: the finished ones, and the open one's kind.
-	parts    []outputPart
+	parts    []any
 	partKind int // partNone, partText, partRefusal
 
 	calls    []*call // by chat tool call index
@@ -330,7 +330,7 @@ func (s *Stream) text(kind int, t string) {
 	if s.open != itemMessage {
 		s.closeItem()
 		id := s.ids("msg")
-		s.openItem(itemMessage, id, messageItem{ID: id, Type: "message", Status: "in_progress", Role: "assistant", Content: []outputPart{}})
+		s.openItem(itemMessage, id, messageItem{ID: id, Type: "message", Status: "in_progress", Role: "assistant", Content: []any{}})
 	}
 	if s.partKind != kind {
 		s.closePart()
