@@ -24,6 +24,7 @@ type Error struct {
 	Message string
 }
 
+// Error returns the message, prefixed by the member it names.
 func (e *Error) Error() string {
 	if e.Param == "" {
 		return e.Message

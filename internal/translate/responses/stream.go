@@ -58,7 +58,6 @@ const (
 // call is one tool call of the chat stream: its output item, once begun.
 type call struct {
 	id, callID, name string
-	index            int
 	done             bool
 }
 
@@ -128,8 +127,9 @@ func (s *Stream) Chunk(data []byte) error {
 	if c.Model != "" {
 		s.resp.Model = c.Model
 	}
-	for i := range c.Choices {
-		ch := &c.Choices[i]
+	// One choice: a Responses request asks for one.
+	if len(c.Choices) > 0 {
+		ch := &c.Choices[0]
 		d := &ch.Delta
 		if t := d.text(); t != "" {
 			s.reasoning(t)
@@ -149,7 +149,6 @@ func (s *Stream) Chunk(data []byte) error {
 			s.finishReason = *ch.FinishReason
 			s.closeItem()
 		}
-		break // one choice: a Responses request asks for one
 	}
 	if c.Usage != nil {
 		s.resp.Usage = c.Usage.usage()
