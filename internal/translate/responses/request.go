@@ -1,0 +1,709 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/modelgateway/gateway/internal/chat"
+)
+
+// Bounds of a request: beyond them it is refused rather than translated.
+const (
+	maxItems = 10000 // input items, earlier ones prepended included
+	maxParts = 1000  // content parts of one message
+	maxTools = 1000
+	maxDepth = 64 // nesting of objects and arrays in the body
+)
+
+// Request is a parsed Responses request: what the translation reads, and
+// the members the caller handles itself (store, previous_response_id,
+// metadata) or echoes in the Response. Parse returns it; it is not safe
+// for concurrent use.
+type Request struct {
+	Model  string
+	Stream bool
+	// Store is the request's store member; absent is true.
+	Store bool
+	// PreviousResponseID names the response this one continues; the
+	// caller finds its items and gives them to Prepend.
+	PreviousResponseID string
+	// Metadata is kept for the stored response and echoed; it is not
+	// sent to the provider.
+	Metadata map[string]string
+	// Input is the input member as sent: a string or an array of items.
+	// Items turns it into items for storing.
+	Input json.RawMessage
+	// IDs returns a new identifier with the given prefix for the items of
+	// the answer ("msg", "fc", "rs", "call"); nil is NewID.
+	IDs func(prefix string) string
+
+	w     wireRequest
+	items []inputItem
+	prior int // items prepended from an earlier response
+}
+
+// wireRequest is the Responses request as sent.
+type wireRequest struct {
+	Model              string            `json:"model"`
+	Input              json.RawMessage   `json:"input"`
+	Instructions       *string           `json:"instructions"`
+	Tools              []json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	Text               *wireText         `json:"text"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	Temperature        *float64          `json:"temperature"`
+	TopP               *float64          `json:"top_p"`
+	ParallelToolCalls  *bool             `json:"parallel_tool_calls"`
+	User               string            `json:"user"`
+	Metadata           map[string]string `json:"metadata"`
+	Store              *bool             `json:"store"`
+	PreviousResponseID *string           `json:"previous_response_id"`
+	Reasoning          *wireReasoning    `json:"reasoning"`
+	Stream             bool              `json:"stream"`
+	Truncation         string            `json:"truncation"`
+
+	// Accepted and dropped: hints a chat completion does without.
+	Include          []string        `json:"include"`
+	PromptCacheKey   string          `json:"prompt_cache_key"`
+	ServiceTier      string          `json:"service_tier"`
+	SafetyIdentifier string          `json:"safety_identifier"`
+	StreamOptions    json.RawMessage `json:"stream_options"`
+
+	// Refused when set: a chat completion cannot do them.
+	Background   *bool           `json:"background"`
+	Prompt       json.RawMessage `json:"prompt"`
+	Conversation json.RawMessage `json:"conversation"`
+	TopLogprobs  *int            `json:"top_logprobs"`
+	MaxToolCalls *int            `json:"max_tool_calls"`
+}
+
+type wireText struct {
+	Format    json.RawMessage `json:"format"`
+	Verbosity string          `json:"verbosity"`
+}
+
+type wireReasoning struct {
+	Effort  *string `json:"effort"`
+	Summary *string `json:"summary"`
+}
+
+// inputItem is one input item; the members of every item type are here,
+// told apart by Type (absent on a message given as {role, content}).
+type inputItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+	Summary   []textPart      `json:"summary"`
+}
+
+// textPart is a content part of a message or reasoning item.
+type textPart struct {
+	Type     string  `json:"type"`
+	Text     string  `json:"text"`
+	Refusal  string  `json:"refusal"`
+	ImageURL *string `json:"image_url"`
+	FileID   *string `json:"file_id"`
+	Detail   string  `json:"detail"`
+}
+
+// wireTool is a tool as sent: a function tool is flat.
+type wireTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict"`
+}
+
+// Parse decodes a Responses request and checks its shape. A member that
+// is malformed or cannot be translated is an *Error naming it.
+func Parse(body []byte) (*Request, error) {
+	if err := checkDepth(body); err != nil {
+		return nil, err
+	}
+	r := &Request{}
+	if err := json.Unmarshal(body, &r.w); err != nil {
+		return nil, decodeError(err, "")
+	}
+	w := &r.w
+	if w.Model == "" {
+		return nil, invalid("model", "is required")
+	}
+	switch {
+	case w.Background != nil && *w.Background:
+		return nil, unsupported("background", "background responses cannot be translated")
+	case isSet(w.Prompt):
+		return nil, unsupported("prompt", "prompt templates cannot be translated")
+	case isSet(w.Conversation):
+		return nil, unsupported("conversation", "conversations cannot be translated; use previous_response_id")
+	case w.TopLogprobs != nil && *w.TopLogprobs > 0:
+		return nil, unsupported("top_logprobs", "log probabilities cannot be translated")
+	case w.MaxToolCalls != nil:
+		return nil, unsupported("max_tool_calls", "a limit on tool calls cannot be translated")
+	case w.Truncation != "" && w.Truncation != "disabled" && w.Truncation != "auto":
+		return nil, invalid("truncation", "must be auto or disabled")
+	}
+	r.Model, r.Stream, r.Metadata, r.Input = w.Model, w.Stream, w.Metadata, w.Input
+	r.Store = w.Store == nil || *w.Store
+	if w.PreviousResponseID != nil {
+		r.PreviousResponseID = *w.PreviousResponseID
+	}
+	items, err := parseInput(w.Input, "input")
+	if err != nil {
+		return nil, err
+	}
+	if !isSet(w.Input) {
+		return nil, invalid("input", "is required")
+	}
+	r.items = items
+	if len(w.Tools) > maxTools {
+		return nil, invalid("tools", "at most "+strconv.Itoa(maxTools)+" tools")
+	}
+	return r, nil
+}
+
+// Items returns an input member (a string, or an array of items) as
+// items: a string is one user message. The caller stores them with the
+// response so that a later request can Prepend them.
+func Items(input json.RawMessage) ([]json.RawMessage, error) {
+	input = bytes.TrimSpace(input)
+	if len(input) > 0 && input[0] == '"' {
+		var s string
+		if err := json.Unmarshal(input, &s); err != nil {
+			return nil, invalid("input", "must be a string or an array of items")
+		}
+		b := append([]byte(`{"type":"message","role":"user","content":[{"type":"input_text","text":`), nil...)
+		b = appendString(b, s)
+		return []json.RawMessage{append(b, "}]}"...)}, nil
+	}
+	var items []json.RawMessage
+	if len(input) > 0 && json.Unmarshal(input, &items) != nil {
+		return nil, invalid("input", "must be a string or an array of items")
+	}
+	return items, nil
+}
+
+// Prepend puts items before the request's input: the input and output
+// items of the response named by previous_response_id, in that order,
+// as Items and the Response's Output gave them. An item that cannot be
+// translated is an *Error naming previous_response_id.
+func (r *Request) Prepend(items []json.RawMessage) error {
+	if len(items)+len(r.items) > maxItems {
+		return invalid("previous_response_id", "the conversation holds more than "+strconv.Itoa(maxItems)+" items")
+	}
+	prev := make([]inputItem, len(items), len(items)+len(r.items))
+	for i, raw := range items {
+		if err := json.Unmarshal(raw, &prev[i]); err != nil {
+			return invalid("previous_response_id", "earlier item "+strconv.Itoa(i)+" is not an input item")
+		}
+	}
+	r.items = append(prev, r.items...)
+	r.prior += len(items)
+	return nil
+}
+
+// parseInput decodes the input member: a string is one user message.
+func parseInput(raw json.RawMessage, param string) ([]inputItem, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, invalid(param, "must be a string or an array of items")
+		}
+		content, _ := json.Marshal(s)
+		return []inputItem{{Type: "message", Role: "user", Content: content}}, nil
+	}
+	if raw[0] != '[' {
+		return nil, invalid(param, "must be a string or an array of items")
+	}
+	var items []inputItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, decodeError(err, param)
+	}
+	if len(items) > maxItems {
+		return nil, invalid(param, "at most "+strconv.Itoa(maxItems)+" items")
+	}
+	return items, nil
+}
+
+// Options say how a request is written for the chat dialect of the target.
+// The zero value writes plain OpenAI chat completions.
+type Options struct {
+	// ReasoningField is the assistant-message member that carries the
+	// model's earlier reasoning back to it: "reasoning_content" (DeepSeek,
+	// vLLM, Qwen) or "reasoning" (OpenRouter, Ollama). Empty drops
+	// reasoning items, with a note.
+	ReasoningField string
+}
+
+// Translation is a Responses request written as a chat completion.
+type Translation struct {
+	// Chat is the chat completion request. It lacks the members chat.Request
+	// has no field for (reasoning_effort, reasoning of earlier turns):
+	// send Body.
+	Chat *chat.Request
+	// Body is the chat completion request's JSON, every member included.
+	Body []byte
+	// Notes name what was dropped because a chat completion has no
+	// equivalent, one short sentence each.
+	Notes []string
+}
+
+// chatMessage is a chat message with the reasoning member of the
+// dialects that take one back.
+type chatMessage struct {
+	chat.Message
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	Reasoning        string `json:"reasoning,omitempty"`
+}
+
+// chatRequest is a chat request with the members chat.Request lacks.
+type chatRequest struct {
+	Model    string        `json:"model"`
+	Messages []chatMessage `json:"messages"`
+	*chat.Request
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+}
+
+// Chat translates the request to a chat completion. A member that cannot
+// be translated is an *Error naming it.
+func (r *Request) Chat(opt Options) (*Translation, error) {
+	w := &r.w
+	t := &Translation{Chat: &chat.Request{Model: w.Model, Temperature: w.Temperature, TopP: w.TopP,
+		MaxCompletionTokens: w.MaxOutputTokens, User: w.User, Stream: w.Stream}}
+	out := chatRequest{Model: w.Model, Request: t.Chat}
+	c := t.Chat
+	if w.Stream {
+		c.StreamOptions = &chat.StreamOptions{IncludeUsage: true}
+	}
+	note := func(s string) { t.Notes = append(t.Notes, s) }
+	if w.Instructions != nil && *w.Instructions != "" {
+		out.Messages = append(out.Messages, chatMessage{Message: chat.Message{Role: "system", Content: text(*w.Instructions)}})
+	}
+	msgs, err := r.messages(out.Messages, opt, note)
+	if err != nil {
+		return nil, err
+	}
+	out.Messages = msgs
+	if len(out.Messages) == 0 {
+		return nil, invalid("input", "must hold at least one message")
+	}
+	for i, raw := range w.Tools {
+		tool, err := chatTool(raw, "tools["+strconv.Itoa(i)+"]")
+		if err != nil {
+			return nil, err
+		}
+		c.Tools = append(c.Tools, tool)
+	}
+	if len(c.Tools) > 0 {
+		c.ParallelToolCalls = w.ParallelToolCalls
+	}
+	if c.ToolChoice, err = chatToolChoice(w.ToolChoice); err != nil {
+		return nil, err
+	}
+	if w.Text != nil {
+		if c.ResponseFormat, err = chatFormat(w.Text.Format); err != nil {
+			return nil, err
+		}
+		if w.Text.Verbosity != "" {
+			note("text.verbosity dropped: chat completions have no equivalent")
+		}
+	}
+	if w.Reasoning != nil {
+		if w.Reasoning.Effort != nil {
+			out.ReasoningEffort = *w.Reasoning.Effort
+		}
+		if w.Reasoning.Summary != nil {
+			note("reasoning.summary dropped: the model's reasoning is returned as it comes")
+		}
+	}
+	if len(w.Include) > 0 {
+		note("include dropped: none of its data exists in a chat completion")
+	}
+	if w.PromptCacheKey != "" {
+		note("prompt_cache_key dropped: chat completions have no equivalent")
+	}
+	if w.ServiceTier != "" {
+		note("service_tier dropped: chat completions have no equivalent")
+	}
+	if w.SafetyIdentifier != "" {
+		note("safety_identifier dropped: chat completions have no equivalent")
+	}
+	if w.Truncation == "auto" {
+		note("truncation auto dropped: the input is sent whole")
+	}
+	c.Messages = make([]chat.Message, len(out.Messages))
+	for i := range out.Messages {
+		c.Messages[i] = out.Messages[i].Message
+	}
+	if t.Body, err = json.Marshal(out); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (r *Request) newID(prefix string) string {
+	if r.IDs != nil {
+		return r.IDs(prefix)
+	}
+	return NewID(prefix)
+}
+
+func text(s string) chat.Content { return chat.Content{Text: &s} }
+
+// itemParam names item i of the input for an error. Items prepended from
+// an earlier response are named so in the message; messages names them
+// through previous_response_id.
+func (r *Request) itemParam(i int) string {
+	if i < r.prior {
+		return "the earlier item [" + strconv.Itoa(i) + "]"
+	}
+	return "input[" + strconv.Itoa(i-r.prior) + "]"
+}
+
+// messages translates the items. Consecutive function calls, and the
+// assistant message they follow, become one assistant message with tool
+// calls; a reasoning item goes with the assistant message that follows it.
+func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_ []chatMessage, err error) {
+	i := 0
+	defer func() {
+		var e *Error
+		if errors.As(err, &e) && i < r.prior {
+			e.Message, e.Param = e.Param+": "+e.Message, "previous_response_id"
+		}
+	}()
+	var reasoning strings.Builder
+	pending := false       // reasoning waits for its assistant message
+	assistantOpen := false // the last message may take more tool calls
+	dropped := false
+	takeReasoning := func(m *chatMessage) {
+		if !pending {
+			return
+		}
+		switch opt.ReasoningField {
+		case "reasoning_content":
+			m.ReasoningContent = reasoning.String()
+		case "reasoning":
+			m.Reasoning = reasoning.String()
+		default:
+			dropped = true
+		}
+		reasoning.Reset()
+		pending = false
+	}
+	for i = range r.items {
+		it := &r.items[i]
+		param := r.itemParam(i)
+		typ := it.Type
+		if typ == "" && it.Role != "" {
+			typ = "message"
+		}
+		switch typ {
+		case "message":
+			m, err := chatMessageOf(it, param)
+			if err != nil {
+				return nil, err
+			}
+			if m.Role == "assistant" {
+				takeReasoning(&m)
+				out = append(out, m)
+				assistantOpen = true
+				continue
+			}
+			if pending {
+				dropped, pending = true, false
+				reasoning.Reset()
+			}
+			out = append(out, m)
+			assistantOpen = false
+		case "function_call":
+			if it.CallID == "" {
+				return nil, invalid(param+".call_id", "is required")
+			}
+			if it.Name == "" {
+				return nil, invalid(param+".name", "is required")
+			}
+			tc := chat.ToolCall{ID: it.CallID, Type: "function", Function: chat.FunctionCall{Name: it.Name, Arguments: it.Arguments}}
+			if !assistantOpen {
+				out = append(out, chatMessage{Message: chat.Message{Role: "assistant"}})
+				assistantOpen = true
+			}
+			last := &out[len(out)-1]
+			takeReasoning(last)
+			last.ToolCalls = append(last.ToolCalls, tc)
+		case "function_call_output":
+			if it.CallID == "" {
+				return nil, invalid(param+".call_id", "is required")
+			}
+			s, err := toolOutput(it.Output, param+".output")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, chatMessage{Message: chat.Message{Role: "tool", ToolCallID: it.CallID, Content: text(s)}})
+			assistantOpen = false
+		case "reasoning":
+			for _, p := range it.Summary {
+				reasoning.WriteString(p.Text)
+			}
+			var content []textPart
+			if isSet(it.Content) && json.Unmarshal(it.Content, &content) == nil {
+				for _, p := range content {
+					reasoning.WriteString(p.Text)
+				}
+			}
+			if reasoning.Len() > 0 {
+				pending = true
+			}
+		case "item_reference":
+			return nil, unsupported(param+".type", "item references cannot be resolved; send the items themselves")
+		default:
+			return nil, unsupported(param+".type", "input items of type "+strconv.Quote(typ)+" cannot be translated")
+		}
+	}
+	if pending || dropped {
+		note("reasoning items dropped: the target takes no reasoning back")
+	}
+	return out, nil
+}
+
+// chatMessageOf translates a message item.
+func chatMessageOf(it *inputItem, param string) (chatMessage, error) {
+	var m chatMessage
+	switch it.Role {
+	case "user", "assistant", "system":
+		m.Role = it.Role
+	case "developer":
+		m.Role = "system" // chat models other than OpenAI's know no developer role
+	default:
+		return m, invalid(param+".role", "must be user, assistant, system or developer")
+	}
+	c := bytes.TrimSpace(it.Content)
+	if len(c) > 0 && c[0] == '"' {
+		var s string
+		if err := json.Unmarshal(c, &s); err != nil {
+			return m, invalid(param+".content", "must be a string or an array of content parts")
+		}
+		m.Content = text(s)
+		return m, nil
+	}
+	var parts []textPart
+	if len(c) == 0 || c[0] != '[' || json.Unmarshal(c, &parts) != nil {
+		return m, invalid(param+".content", "must be a string or an array of content parts")
+	}
+	if len(parts) > maxParts {
+		return m, invalid(param+".content", "at most "+strconv.Itoa(maxParts)+" content parts")
+	}
+	var out []chat.Part
+	textOnly := true
+	for j, p := range parts {
+		pp := param + ".content[" + strconv.Itoa(j) + "]"
+		switch p.Type {
+		case "input_text", "output_text":
+			out = append(out, chat.Part{Type: "text", Text: p.Text})
+		case "refusal":
+			out = append(out, chat.Part{Type: "text", Text: p.Refusal})
+		case "input_image":
+			if m.Role != "user" {
+				return m, unsupported(pp+".type", "images only in user messages")
+			}
+			if p.ImageURL == nil || *p.ImageURL == "" {
+				if p.FileID != nil {
+					return m, unsupported(pp+".file_id", "images by file id cannot be translated; send image_url")
+				}
+				return m, invalid(pp+".image_url", "is required")
+			}
+			detail := p.Detail
+			if detail == "auto" {
+				detail = ""
+			}
+			out = append(out, chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: *p.ImageURL, Detail: detail}})
+			textOnly = false
+		case "input_file":
+			return m, unsupported(pp+".type", "file inputs cannot be translated")
+		default:
+			return m, unsupported(pp+".type", "content parts of type "+strconv.Quote(p.Type)+" cannot be translated")
+		}
+	}
+	// Text alone is sent as a string: the widest-understood shape, and the
+	// only one some chat dialects take for system and assistant messages.
+	if textOnly && (len(out) == 1 || m.Role != "user") {
+		var b strings.Builder
+		for _, p := range out {
+			b.WriteString(p.Text)
+		}
+		m.Content = text(b.String())
+		return m, nil
+	}
+	m.Content = chat.Content{Parts: out}
+	return m, nil
+}
+
+// toolOutput is a function call's output: a string, or text parts.
+func toolOutput(raw json.RawMessage, param string) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", invalid(param, "must be a string or an array of content parts")
+		}
+		return s, nil
+	}
+	var parts []textPart
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
+		return "", invalid(param, "must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for j, p := range parts {
+		if p.Type != "input_text" && p.Type != "output_text" {
+			return "", unsupported(param+"["+strconv.Itoa(j)+"].type", "tool outputs of type "+strconv.Quote(p.Type)+" cannot be translated")
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// chatTool translates a tool: only function tools have a chat equivalent.
+func chatTool(raw json.RawMessage, param string) (chat.Tool, error) {
+	var t wireTool
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return chat.Tool{}, invalid(param, "must be a tool object")
+	}
+	if t.Type != "function" {
+		return chat.Tool{}, unsupported(param+".type", "tools of type "+strconv.Quote(t.Type)+" cannot be translated; only function tools can")
+	}
+	if t.Name == "" {
+		return chat.Tool{}, invalid(param+".name", "is required")
+	}
+	params := t.Parameters
+	if !isSet(params) {
+		params = nil
+	}
+	return chat.Tool{Type: "function", Function: chat.Function{Name: t.Name, Description: t.Description,
+		Parameters: params, Strict: t.Strict}}, nil
+}
+
+// chatToolChoice translates tool_choice.
+func chatToolChoice(raw json.RawMessage) (json.RawMessage, error) {
+	if !isSet(raw) {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "auto", "none", "required":
+			return raw, nil
+		}
+		return nil, invalid("tool_choice", "must be auto, none, required or a function")
+	}
+	var f struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		return nil, invalid("tool_choice", "must be auto, none, required or a function")
+	}
+	if f.Type != "function" {
+		return nil, unsupported("tool_choice.type", "tool choices of type "+strconv.Quote(f.Type)+" cannot be translated")
+	}
+	if f.Name == "" {
+		return nil, invalid("tool_choice.name", "is required")
+	}
+	b := appendString([]byte(`{"type":"function","function":{"name":`), f.Name)
+	return append(b, "}}"...), nil
+}
+
+// chatFormat translates text.format into response_format.
+func chatFormat(raw json.RawMessage) (*chat.ResponseFormat, error) {
+	if !isSet(raw) {
+		return nil, nil
+	}
+	var f struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Schema      json.RawMessage `json:"schema"`
+		Strict      *bool           `json:"strict"`
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		return nil, invalid("text.format", "must be a format object")
+	}
+	switch f.Type {
+	case "text":
+		return nil, nil
+	case "json_object":
+		return &chat.ResponseFormat{Type: "json_object"}, nil
+	case "json_schema":
+		if !isSet(f.Schema) {
+			return nil, invalid("text.format.schema", "is required")
+		}
+		if f.Name == "" {
+			f.Name = "response"
+		}
+		return &chat.ResponseFormat{Type: "json_schema", JSONSchema: &chat.JSONSchema{Name: f.Name,
+			Description: f.Description, Schema: f.Schema, Strict: f.Strict}}, nil
+	}
+	return nil, unsupported("text.format.type", "formats of type "+strconv.Quote(f.Type)+" cannot be translated")
+}
+
+// isSet reports whether a member is present and not null.
+func isSet(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
+}
+
+// decodeError names the member a decoding error is about.
+func decodeError(err error, prefix string) *Error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		param := prefix
+		if te.Field != "" {
+			param = strings.TrimPrefix(prefix+"."+te.Field, ".")
+		}
+		return invalid(param, "has the wrong JSON type ("+te.Value+")")
+	}
+	if prefix == "" {
+		return invalid("", "the request body must be a JSON object")
+	}
+	return invalid(prefix, "is not valid")
+}
+
+// checkDepth refuses a body nested deeper than maxDepth, before any
+// decoding: tool schemas and the like are passed on to providers.
+func checkDepth(b []byte) error {
+	depth := 0
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth > maxDepth {
+				return invalid("", "the request body is nested deeper than "+strconv.Itoa(maxDepth)+" levels")
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return nil
+}
