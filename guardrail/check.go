@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -153,6 +154,18 @@ func DecodeParameters(params json.RawMessage, v any) error {
 	if len(params) == 0 || strings.TrimSpace(string(params)) == "null" {
 		return nil
 	}
+	// encoding/json matches member names regardless of case; parameters
+	// are matched exactly, so "onlyDns" is refused rather than taken.
+	if names := jsonNames(v); names != nil {
+		var members map[string]json.RawMessage
+		if json.Unmarshal(params, &members) == nil {
+			for k := range members {
+				if !names[k] {
+					return &Error{Code: CodeInvalidParameter, Param: "parameters." + k, Message: "unknown parameter " + quote(k)}
+				}
+			}
+		}
+	}
 	err := httpapi.DecodeStrict(params, v)
 	if err == nil {
 		return nil
@@ -162,6 +175,27 @@ func DecodeParameters(params json.RawMessage, v any) error {
 		return &Error{Code: CodeInvalidParameter, Param: "parameters." + fe.Param, Message: fe.Message}
 	}
 	return &Error{Code: CodeInvalidParameter, Param: "parameters", Message: "parameters must be a JSON object"}
+}
+
+// jsonNames returns the member names of the struct v points to, or nil.
+func jsonNames(v any) map[string]bool {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	names := map[string]bool{}
+	for i := range t.Elem().NumField() {
+		f := t.Elem().Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names[name] = true
+	}
+	return names
 }
 
 // Registry maps check ids to the factories that build them. The zero

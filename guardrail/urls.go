@@ -83,12 +83,15 @@ func findURLs(s string) []string {
 			continue
 		}
 		end := strings.IndexFunc(s, func(r rune) bool {
-			return r <= ' ' || strings.ContainsRune(`,"'{}[]<>`, r) || r == '\u00a0'
+			return r <= ' ' || strings.ContainsRune(`,"'{}<>`, r) || r == '\u00a0'
 		})
 		if end < 0 {
 			end = len(s)
 		}
 		u := strings.TrimRight(s[:end], ".,;:!?)")
+		if !strings.Contains(u, "[") {
+			u = strings.TrimRight(u, "]")
+		}
 		if len(u) > n {
 			out = append(out, u)
 		}
