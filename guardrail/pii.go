@@ -14,7 +14,7 @@ import (
 // ("[EMAIL_ADDRESS]").
 const (
 	PIIEmail = "EMAIL_ADDRESS" // local@domain.tld
-	PIIPhone = "PHONE_NUMBER"  // +country and 8 to 15 digits, or 10 digits (11 with a leading 1) grouped or not
+	PIIPhone = "PHONE_NUMBER"  // + and 8 to 15 digits, or a North American number: 10 digits (11 after a 1), or 3, 3 and 4 grouped
 	PIICard  = "CREDIT_CARD"   // 13 to 19 digits, grouped by spaces or hyphens or not, with a valid Luhn check digit
 	PIIIBAN  = "IBAN_CODE"     // an upper-case IBAN, grouped by fours or not, with valid mod-97 check digits
 	PIISSN   = "SSN"           // a US social security number written ddd-dd-dddd, of an area, group and serial in use
@@ -60,7 +60,7 @@ func scanPII(s string, set piiSet) []finding {
 			continue
 		}
 		c := s[i]
-		if i > 0 && (isAlnum(s[i-1]) || s[i-1] == '_') || !(isAlnum(c) || c == '+' || c == '(' || c == ':') {
+		if !startsWord(s, i) || !(isAlnum(c) || c == '+' || c == '(' || c == ':') {
 			i++
 			continue
 		}
@@ -74,10 +74,28 @@ func scanPII(s string, set piiSet) []finding {
 			continue
 		}
 		// Skip the rest of the word.
+		if !isAlnum(c) {
+			i++
+			continue
+		}
 		for i++; i < len(s) && isAlnum(s[i]); i++ {
 		}
 	}
 	return out
+}
+
+// startsWord reports whether s[i] starts a word: what precedes it is
+// not part of a word, nor a dot, hyphen or colon after one ("1.2" and
+// "a-1" continue at the 2 and the 1).
+func startsWord(s string, i int) bool {
+	if i == 0 {
+		return true
+	}
+	p := s[i-1]
+	if isAlnum(p) || p == '_' {
+		return false
+	}
+	return !((p == '.' || p == '-' || p == ':') && i > 1 && isAlnum(s[i-2]))
 }
 
 // matchAt tries each detector at s[i], which starts a word.
@@ -282,16 +300,19 @@ func luhn(d []byte) bool {
 }
 
 // matchPhone matches a phone number at s[i]: an optional '+', then digits
-// in groups separated by one space, hyphen or dot, the area code possibly
-// in parentheses. With '+' it has 8 to 15 digits; without, 10, or 11
-// starting with 1.
+// in groups separated by one space, hyphen or dot, the first group
+// possibly in parentheses. With '+' it has 8 to 15 digits in groups of 1
+// to 5; without, it is written as North American numbers are: 10 digits
+// (11 starting with 1) in one run, or groups of 3, 3 and 4 digits after
+// an optional 1.
 func matchPhone(s string, i int) int {
 	j, plus := i, false
 	if s[j] == '+' {
 		plus = true
 		j++
 	}
-	n, best, open, parens := 0, 0, false, 0
+	var groups [8]int
+	ng, n, best, open, parens := 0, 0, 0, false, 0
 	var first byte
 	for ; j < len(s) && j-i < 32; j++ {
 		c := s[j]
@@ -301,10 +322,17 @@ func matchPhone(s string, i int) int {
 				first = c
 			}
 			n++
+			if j == i || !isDigit(s[j-1]) {
+				if ng == len(groups) {
+					return best
+				}
+				ng++
+			}
+			groups[ng-1]++
 			if j+1 < len(s) && isDigit(s[j+1]) {
 				continue
 			}
-			if !open && endsWord(s, j+1) && phoneDigits(n, plus, first) {
+			if !open && endsWord(s, j+1) && phoneShape(groups[:ng], n, plus, first) {
 				best = j + 1
 			}
 			continue
@@ -320,11 +348,28 @@ func matchPhone(s string, i int) int {
 	return best
 }
 
-func phoneDigits(n int, plus bool, first byte) bool {
+// phoneShape reports whether digit groups make a phone number.
+func phoneShape(groups []int, n int, plus bool, first byte) bool {
 	if plus {
-		return n >= 8 && n <= 15
+		if n < 8 || n > 15 {
+			return false
+		}
+		for _, g := range groups {
+			if g > 5 && len(groups) > 1 {
+				return false
+			}
+		}
+		return true
 	}
-	return n == 10 || n == 11 && first == '1'
+	switch len(groups) {
+	case 1:
+		return n == 10 || n == 11 && first == '1'
+	case 3:
+		return groups[0] == 3 && groups[1] == 3 && groups[2] == 4
+	case 4:
+		return groups[0] == 1 && first == '1' && groups[1] == 3 && groups[2] == 3 && groups[3] == 4
+	}
+	return false
 }
 
 // matchIPv6 matches an IPv6 address at s[i].
