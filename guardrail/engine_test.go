@@ -99,6 +99,7 @@ type blocking struct {
 	peak      *atomic.Int32
 	limit     time.Duration
 	ignoreCtx bool
+	started   chan struct{} // if not nil, told of each call
 }
 
 func (b *blocking) Timeout() time.Duration { return b.limit }
