@@ -224,3 +224,20 @@ func TestRequestType(t *testing.T) {
 		}
 	}
 }
+
+func TestRequiredLiterals(t *testing.T) {
+	for rule, want := range map[string][]string{
+		`\b(inappropriate|banned)\b`: {"inappropriate", "banned"},
+		`foo\d+bar`:                  {"foo"},
+		`a(bc|d)`:                    {"a"},
+		`x*`:                         nil,
+		`(?i)banned`:                 nil,
+		`[ab]c`:                      {"c"},
+		`ab|c*`:                      nil,
+	} {
+		got := requiredLiterals(rule)
+		if strings.Join(got, ",") != strings.Join(want, ",") || (got == nil) != (want == nil) {
+			t.Errorf("requiredLiterals(%q) = %q, want %q", rule, got, want)
+		}
+	}
+}

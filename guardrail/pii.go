@@ -35,7 +35,17 @@ func categoryBit(c string) piiSet {
 	return 0
 }
 
-func (s piiSet) has(c string) bool { return s&categoryBit(c) != 0 }
+// The bits of piiSet, in the order of piiCategories.
+const (
+	bitEmail piiSet = 1 << iota
+	bitPhone
+	bitCard
+	bitIBAN
+	bitSSN
+	bitIP
+)
+
+func (s piiSet) has(b piiSet) bool { return s&b != 0 }
 
 // finding is one piece of personal data: s[start:end] is of category.
 type finding struct {
@@ -48,7 +58,7 @@ type finding struct {
 func scanPII(s string, set piiSet) []finding {
 	var out []finding
 	var emails []finding
-	if set.has(PIIEmail) {
+	if set.has(bitEmail) {
 		emails = scanEmails(s)
 	}
 	e := 0
@@ -85,8 +95,9 @@ func scanPII(s string, set piiSet) []finding {
 }
 
 // startsWord reports whether s[i] starts a word: what precedes it is
-// not part of a word, nor a dot, hyphen or colon after one ("1.2" and
-// "a-1" continue at the 2 and the 1).
+// not part of a word, nor a dot or hyphen after one ("1.2" and "a-1"
+// continue at the 2 and the 1), nor a colon after a hex digit or a colon
+// (an IPv6 address continues).
 func startsWord(s string, i int) bool {
 	if i == 0 {
 		return true
@@ -95,40 +106,46 @@ func startsWord(s string, i int) bool {
 	if isAlnum(p) || p == '_' {
 		return false
 	}
-	return !((p == '.' || p == '-' || p == ':') && i > 1 && isAlnum(s[i-2]))
+	if i == 1 {
+		return true
+	}
+	if p == ':' {
+		return !isHex(s[i-2]) && s[i-2] != ':'
+	}
+	return !((p == '.' || p == '-') && isAlnum(s[i-2]))
 }
 
 // matchAt tries each detector at s[i], which starts a word.
 func matchAt(s string, i int, set piiSet) (finding, bool) {
 	c := s[i]
 	if isDigit(c) {
-		if set.has(PIISSN) {
+		if set.has(bitSSN) {
 			if end := matchSSN(s, i); end > 0 {
 				return finding{PIISSN, i, end}, true
 			}
 		}
-		if set.has(PIIIP) {
+		if set.has(bitIP) {
 			if end := matchIPv4(s, i); end > 0 {
 				return finding{PIIIP, i, end}, true
 			}
 		}
-		if set.has(PIICard) {
+		if set.has(bitCard) {
 			if end := matchCard(s, i); end > 0 {
 				return finding{PIICard, i, end}, true
 			}
 		}
 	}
-	if set.has(PIIPhone) && (isDigit(c) || c == '+' || c == '(') {
+	if set.has(bitPhone) && (isDigit(c) || c == '+' || c == '(') {
 		if end := matchPhone(s, i); end > 0 {
 			return finding{PIIPhone, i, end}, true
 		}
 	}
-	if set.has(PIIIP) && (isHex(c) || c == ':') {
+	if set.has(bitIP) && (isHex(c) || c == ':') {
 		if end := matchIPv6(s, i); end > 0 {
 			return finding{PIIIP, i, end}, true
 		}
 	}
-	if set.has(PIIIBAN) && isUpper(c) {
+	if set.has(bitIBAN) && isUpper(c) {
 		if end := matchIBAN(s, i); end > 0 {
 			return finding{PIIIBAN, i, end}, true
 		}
@@ -242,6 +259,9 @@ func matchIPv4(s string, i int) int {
 	}
 	for end > i && s[end-1] == '.' {
 		end--
+	}
+	if strings.Count(s[i:end], ".") != 3 {
+		return 0
 	}
 	a, err := netip.ParseAddr(s[i:end])
 	if err != nil || !a.Is4() || !endsWord(s, end) {
@@ -381,7 +401,7 @@ func matchIPv6(s string, i int) int {
 		}
 		end++
 	}
-	if colons < 2 || end-i > 45 {
+	if colons < 2 || end-i > 45 || strings.IndexFunc(s[i:end], func(r rune) bool { return r != ':' && r != '.' }) < 0 {
 		return 0
 	}
 	for end > i && (s[end-1] == '.' || s[end-1] == ':' && (end-2 < i || s[end-2] != ':')) {

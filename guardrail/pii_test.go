@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var allPII = categoryBit(PIIEmail) | categoryBit(PIIPhone) | categoryBit(PIICard) | categoryBit(PIIIBAN) | categoryBit(PIISSN) | categoryBit(PIIIP)
+var allPII = bitEmail | bitPhone | bitCard | bitIBAN | bitSSN | bitIP
 
 func TestScanPII(t *testing.T) {
 	tests := []struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -51,10 +52,82 @@ func newRegexMatch(params json.RawMessage) (Check, error) {
 	if err != nil {
 		return nil, paramError("rule", "is not a valid regular expression: "+err.Error())
 	}
+	lits := requiredLiterals(p.Rule)
 	return CheckFunc(func(_ context.Context, in *Input) (Verdict, error) {
-		return verdict(re.MatchString(in.Text), p.Not,
+		return verdict(mayMatch(in.Text, lits) && re.MatchString(in.Text), p.Not,
 			"The text matches the pattern.", "The text does not match the pattern."), nil
 	}), nil
+}
+
+// maxLiterals bounds the literals requiredLiterals returns.
+const maxLiterals = 32
+
+// requiredLiterals returns strings one of which every match of the
+// regular expression rule contains, or nil when it finds none: the
+// regexMatch check looks for them first, as a text that holds none
+// cannot match, and Go's regular expressions are slow on 4 KiB texts.
+func requiredLiterals(rule string) []string {
+	re, err := syntax.Parse(rule, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	return literals(re.Simplify())
+}
+
+func literals(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return nil
+		}
+		return []string{string(re.Rune)}
+	case syntax.OpCapture, syntax.OpPlus:
+		return literals(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min > 0 {
+			return literals(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		var best []string
+		for _, sub := range re.Sub {
+			if l := literals(sub); l != nil && (best == nil || shortest(l) > shortest(best)) {
+				best = l
+			}
+		}
+		return best
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range re.Sub {
+			l := literals(sub)
+			if l == nil || len(all)+len(l) > maxLiterals {
+				return nil
+			}
+			all = append(all, l...)
+		}
+		return all
+	}
+	return nil
+}
+
+func shortest(l []string) int {
+	n := len(l[0])
+	for _, s := range l {
+		n = min(n, len(s))
+	}
+	return n
+}
+
+// mayMatch reports whether s holds one of lits (nil: it may match).
+func mayMatch(s string, lits []string) bool {
+	if lits == nil {
+		return true
+	}
+	for _, l := range lits {
+		if strings.Contains(s, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // operator is the any / all / none of contains, jsonKeys and
