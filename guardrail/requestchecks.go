@@ -89,45 +89,18 @@ func newAllowedRequestTypes(params json.RawMessage) (Check, error) {
 }
 
 func newRequiredMetadataKeys(params json.RawMessage) (Check, error) {
-	var p struct {
-		MetadataKeys []string `json:"metadataKeys"`
-		Operator     string   `json:"operator"`
-	}
-	if err := DecodeParameters(params, &p); err != nil {
-		return nil, err
-	}
-	if err := nonEmpty("metadataKeys", p.MetadataKeys); err != nil {
-		return nil, err
-	}
-	op, err := operator(p.Operator, "all")
+	keys, op, err := listParams(params, "metadataKeys", "all")
 	if err != nil {
 		return nil, err
 	}
 	return CheckFunc(func(_ context.Context, in *Input) (Verdict, error) {
-		var found, missing []string
-		for _, k := range p.MetadataKeys {
-			if _, ok := in.Metadata[k]; ok {
-				found = append(found, k)
-			} else {
-				missing = append(missing, k)
-			}
-		}
+		found, missing := split(keys, func(k string) bool { _, ok := in.Metadata[k]; return ok })
 		return judge(op, "metadata keys", found, missing), nil
 	}), nil
 }
 
 func newJSONKeys(params json.RawMessage) (Check, error) {
-	var p struct {
-		Keys     []string `json:"keys"`
-		Operator string   `json:"operator"`
-	}
-	if err := DecodeParameters(params, &p); err != nil {
-		return nil, err
-	}
-	if err := nonEmpty("keys", p.Keys); err != nil {
-		return nil, err
-	}
-	op, err := operator(p.Operator, "any")
+	keys, op, err := listParams(params, "keys", "any")
 	if err != nil {
 		return nil, err
 	}
@@ -139,14 +112,7 @@ func newJSONKeys(params json.RawMessage) (Check, error) {
 			if !ok {
 				continue
 			}
-			var found, missing []string
-			for _, k := range p.Keys {
-				if _, ok := obj[k]; ok {
-					found = append(found, k)
-				} else {
-					missing = append(missing, k)
-				}
-			}
+			found, missing := split(keys, func(k string) bool { _, ok := obj[k]; return ok })
 			vd := judge(op, "keys", found, missing)
 			if vd.Pass {
 				return vd, nil

@@ -191,30 +191,55 @@ func list(s []string) string {
 	return strings.Join(q, ", ")
 }
 
+// listParams decodes the parameters of a check that takes a list of
+// strings, named name, and an operator (def when absent).
+func listParams(params json.RawMessage, name, def string) ([]string, string, error) {
+	var raw map[string]json.RawMessage
+	if err := DecodeParameters(params, &raw); err != nil {
+		return nil, "", err
+	}
+	var list []string
+	var op string
+	for k, v := range raw {
+		switch k {
+		case name:
+			if json.Unmarshal(v, &list) != nil {
+				return nil, "", paramError(k, "must be an array of strings")
+			}
+		case "operator":
+			if json.Unmarshal(v, &op) != nil {
+				return nil, "", paramError(k, "must be a string")
+			}
+		default:
+			return nil, "", paramError(k, "is not a parameter of this check")
+		}
+	}
+	if err := nonEmpty(name, list); err != nil {
+		return nil, "", err
+	}
+	op, err := operator(op, def)
+	return list, op, err
+}
+
+// split returns the elements of list that has reports, and the others.
+func split(list []string, has func(string) bool) (found, missing []string) {
+	for _, s := range list {
+		if has(s) {
+			found = append(found, s)
+		} else {
+			missing = append(missing, s)
+		}
+	}
+	return found, missing
+}
+
 func newContains(params json.RawMessage) (Check, error) {
-	var p struct {
-		Words    []string `json:"words"`
-		Operator string   `json:"operator"`
-	}
-	if err := DecodeParameters(params, &p); err != nil {
-		return nil, err
-	}
-	if err := nonEmpty("words", p.Words); err != nil {
-		return nil, err
-	}
-	op, err := operator(p.Operator, "any")
+	words, op, err := listParams(params, "words", "any")
 	if err != nil {
 		return nil, err
 	}
 	return CheckFunc(func(_ context.Context, in *Input) (Verdict, error) {
-		var found, missing []string
-		for _, w := range p.Words {
-			if strings.Contains(in.Text, w) {
-				found = append(found, w)
-			} else {
-				missing = append(missing, w)
-			}
-		}
+		found, missing := split(words, func(w string) bool { return strings.Contains(in.Text, w) })
 		return judge(op, "words", found, missing), nil
 	}), nil
 }
