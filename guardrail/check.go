@@ -124,6 +124,7 @@ type Error struct {
 	Message string
 }
 
+// Error returns the message, prefixed by the parameter it names.
 func (e *Error) Error() string {
 	if e.Param == "" {
 		return "guardrail: " + e.Message

@@ -125,7 +125,7 @@ type Result struct {
 	Verdict  bool          // whether every check passed
 	Deny     bool          // whether the failure refuses the request: !Verdict and the guardrail denies
 	Checks   []CheckResult // one for each check, in the definition's order
-	Duration time.Duration // from the first check's start to the last one's end
+	Duration time.Duration // the longest of its checks' durations
 }
 
 // MarshalJSON encodes r as a hook result: id, verdict, deny, checks and
@@ -238,7 +238,7 @@ func runOne(ctx context.Context, g *Guardrail, c *compiled, in *Input) (CheckRes
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- answer{err: errors.New("the check panicked")}
+				done <- answer{err: &Error{Message: "the check panicked"}}
 			}
 		}()
 		v, err := c.check.Check(cctx, in)
@@ -260,7 +260,7 @@ func runOne(ctx context.Context, g *Guardrail, c *compiled, in *Input) (CheckRes
 	}
 	res := CheckResult{ID: c.id, Duration: time.Since(start)}
 	if a.err != nil {
-		res.Error = errorText(a.err, cctx)
+		res.Error = errorText(cctx, a.err)
 		res.Verdict = g.allowOnError
 		if g.allowOnError {
 			res.Explanation = "The check could not decide (" + res.Error + "); the guardrail allows errors."
@@ -280,7 +280,7 @@ func runOne(ctx context.Context, g *Guardrail, c *compiled, in *Input) (CheckRes
 // errorText says why a check could not decide, without the check's own
 // error text unless it is an *Error (which is written for the caller):
 // other errors may carry URLs or credentials.
-func errorText(err error, ctx context.Context) string {
+func errorText(ctx context.Context, err error) string {
 	var e *Error
 	switch {
 	case errors.As(err, &e):
