@@ -54,15 +54,15 @@ func BenchmarkInputGuardrail4K(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		parts, err := RequestParts(body)
+		texts, err := RequestTexts(body)
 		if err != nil {
 			b.Fatal(err)
 		}
-		out := Run(context.Background(), &Input{Phase: BeforeRequest, Parts: parts}, g)
+		out := Run(context.Background(), &Input{Phase: BeforeRequest, Parts: texts.Parts}, g)
 		if out.Denied() || !out.Transformed {
 			b.Fatalf("%+v", out)
 		}
-		if _, err := ReplaceRequestParts(body, out.Parts); err != nil {
+		if _, err := texts.Replace(out.Parts); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -32,8 +32,8 @@ type Input struct {
 	Phase Phase
 
 	// Parts are the texts the checks read: on input, the text parts of
-	// the last user message (RequestParts); on output, the text of every
-	// choice (ResponseParts). A check that rewrites the text returns the
+	// the last user message (RequestTexts); on output, the text of every
+	// choice (ResponseTexts). A check that rewrites the text returns the
 	// rewritten parts in Verdict.Parts, one for each of these.
 	Parts []string
 

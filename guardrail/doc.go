@@ -14,7 +14,6 @@
 // Run fails closed: a check that errors or passes its time limit fails
 // its guardrail unless the guardrail allows errors. A check that rewrites
 // the text (personal data redaction) passes with the rewritten text,
-// which RequestParts, ResponseParts and their Replace counterparts read
-// from and write back into OpenAI chat completions and completions
-// bodies.
+// which RequestTexts and ResponseTexts read from OpenAI chat completions
+// and completions bodies and Texts.Replace writes back.
 package guardrail

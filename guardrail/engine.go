@@ -146,8 +146,7 @@ type Outcome struct {
 
 	// Parts is the text after every rewriting check, one element for
 	// each of Input.Parts; Transformed reports whether it differs from
-	// the input's (write it back with ReplaceRequestParts or
-	// ReplaceResponseParts).
+	// the input's (write it back with Texts.Replace).
 	Parts       []string
 	Transformed bool
 }

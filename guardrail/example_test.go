@@ -43,14 +43,18 @@ func Example() {
 	}
 
 	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"Write to ops@example.com"}]}`)
-	parts, _ := guardrail.RequestParts(body)
-	out := guardrail.Run(context.Background(), &guardrail.Input{Phase: guardrail.BeforeRequest, Parts: parts, Model: "gpt-4o"}, g)
+	texts, err := guardrail.RequestTexts(body)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out := guardrail.Run(context.Background(), &guardrail.Input{Phase: guardrail.BeforeRequest, Parts: texts.Parts, Model: "gpt-4o"}, g)
 	for _, c := range out.Results[0].Checks {
 		fmt.Println(c.ID, c.Verdict, c.Explanation)
 	}
 	fmt.Println("denied:", out.Denied())
 	if out.Transformed {
-		body, _ = guardrail.ReplaceRequestParts(body, out.Parts)
+		body, _ = texts.Replace(out.Parts)
 	}
 	fmt.Println(string(body))
 

@@ -61,24 +61,25 @@ func FuzzSchema(f *testing.F) {
 	})
 }
 
-func FuzzRequestParts(f *testing.F) {
+func FuzzRequestTexts(f *testing.F) {
 	f.Add(`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`)
 	f.Add(`{"prompt":["x","y"]}`)
 	f.Add(`{"messages":[{"role":"user","content":"é\u0000"}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		parts, err := RequestParts([]byte(body))
+		texts, err := RequestTexts([]byte(body))
 		if err != nil {
 			return
 		}
-		for i := range parts {
-			parts[i] = "<" + parts[i] + ">"
+		parts := make([]string, len(texts.Parts))
+		for i, p := range texts.Parts {
+			parts[i] = "<" + p + ">"
 		}
-		out, err := ReplaceRequestParts([]byte(body), parts)
+		out, err := texts.Replace(parts)
 		if err != nil || !json.Valid(out) {
 			t.Fatalf("replace: %v, %s", err, out)
 		}
-		again, err := RequestParts(out)
-		if err != nil || strings.Join(again, "\x00") != strings.Join(parts, "\x00") {
+		again, err := RequestTexts(out)
+		if err != nil || strings.Join(again.Parts, "\x00") != strings.Join(parts, "\x00") {
 			t.Fatalf("after replacing: %q, want %q", again, parts)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelgateway/gateway/internal/jsonscan"
 )
@@ -16,49 +17,71 @@ var errNotJSON = errors.New("guardrail: the body is not a JSON object")
 // string, quotes included.
 type span struct{ start, end int }
 
-// RequestParts returns the texts input checks read from a chat
-// completions request body: the text of the last user message (its
-// string content, or each of its text parts). For a completions body it
-// returns the prompt (each prompt of an array). A body that is not a JSON
-// object is an error; a body without such text returns no parts.
-func RequestParts(body []byte) ([]string, error) {
+// Texts are the texts of a request or answer body that the checks read,
+// and where they sit in the body, so that rewritten texts can be written
+// back. The body must not change while Texts is in use.
+type Texts struct {
+	// Parts are the texts, in the body's order: Input.Parts.
+	Parts []string
+
+	body  []byte
+	spans []span
+}
+
+// RequestTexts reads the texts input checks read from a chat completions
+// request body: the last user message's string content, or each of its
+// text parts. For a completions body they are the prompt (each prompt of
+// an array). A body that is not a JSON object is an error; a body
+// without such text has no parts.
+func RequestTexts(body []byte) (*Texts, error) {
 	spans, err := requestSpans(body)
 	if err != nil {
 		return nil, err
 	}
-	return partsOf(body, spans), nil
+	return newTexts(body, spans), nil
 }
 
-// ResponseParts returns the texts output checks read from a chat
+// ResponseTexts reads the texts output checks read from a chat
 // completions or completions answer body: the content of every choice's
 // message, or every choice's text, in order.
-func ResponseParts(body []byte) ([]string, error) {
+func ResponseTexts(body []byte) (*Texts, error) {
 	spans, err := responseSpans(body)
 	if err != nil {
 		return nil, err
 	}
-	return partsOf(body, spans), nil
+	return newTexts(body, spans), nil
 }
 
-// ReplaceRequestParts returns body with the texts RequestParts reads
-// replaced by parts, which must have as many elements. The rest of the
-// body is kept byte for byte.
-func ReplaceRequestParts(body []byte, parts []string) ([]byte, error) {
-	spans, err := requestSpans(body)
-	if err != nil {
-		return nil, err
+func newTexts(body []byte, spans []span) *Texts {
+	t := &Texts{Parts: make([]string, len(spans)), body: body, spans: spans}
+	for i, s := range spans {
+		t.Parts[i] = stringValue(body[s.start:s.end])
 	}
-	return replaceSpans(body, spans, parts)
+	return t
 }
 
-// ReplaceResponseParts returns body with the texts ResponseParts reads
-// replaced by parts, which must have as many elements.
-func ReplaceResponseParts(body []byte, parts []string) ([]byte, error) {
-	spans, err := responseSpans(body)
-	if err != nil {
-		return nil, err
+// Replace returns a copy of the body with the texts replaced by parts
+// (Outcome.Parts), which must have as many elements as t.Parts. The rest
+// of the body is kept byte for byte.
+func (t *Texts) Replace(parts []string) ([]byte, error) {
+	if len(parts) != len(t.spans) {
+		return nil, errors.New("guardrail: the parts do not match the body's texts")
 	}
-	return replaceSpans(body, spans, parts)
+	var out bytes.Buffer
+	out.Grow(len(t.body) + 64)
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	at := 0
+	for i, s := range t.spans {
+		out.Write(t.body[at:s.start])
+		if err := enc.Encode(parts[i]); err != nil {
+			return nil, err
+		}
+		out.Truncate(out.Len() - 1) // Encode's newline
+		at = s.end
+	}
+	out.Write(t.body[at:])
+	return out.Bytes(), nil
 }
 
 // object returns body trimmed if it is a JSON object.
@@ -90,9 +113,13 @@ func member(obj []byte, name string) []byte {
 
 func isString(v []byte) bool { return len(v) > 0 && v[0] == '"' }
 
+// stringValue decodes the JSON string v, already known to be valid.
 func stringValue(v []byte) string {
 	if !isString(v) {
 		return ""
+	}
+	if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner)
 	}
 	var s string
 	_ = json.Unmarshal(v, &s)
@@ -176,35 +203,6 @@ func responseSpans(body []byte) ([]span, error) {
 		return true
 	})
 	return spans, nil
-}
-
-func partsOf(body []byte, spans []span) []string {
-	parts := make([]string, len(spans))
-	for i, s := range spans {
-		parts[i] = stringValue(body[s.start:s.end])
-	}
-	return parts
-}
-
-func replaceSpans(body []byte, spans []span, parts []string) ([]byte, error) {
-	if len(parts) != len(spans) {
-		return nil, errors.New("guardrail: the parts do not match the body's texts")
-	}
-	var out bytes.Buffer
-	out.Grow(len(body) + 64)
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	at := 0
-	for i, s := range spans {
-		out.Write(body[at:s.start])
-		if err := enc.Encode(parts[i]); err != nil {
-			return nil, err
-		}
-		out.Truncate(out.Len() - 1) // Encode's newline
-		at = s.end
-	}
-	out.Write(body[at:])
-	return out.Bytes(), nil
 }
 
 // requestTypes maps an endpoint's method and path (without the gateway's
