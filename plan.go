@@ -20,6 +20,9 @@ type planNode struct {
 	children      []*planNode
 	target        *routedTarget // non-nil on leaves only
 	config        string        // on the root: the id of the saved config it was built from
+
+	input, output []HookRef // on the root: the guardrails of the config's top level
+	hooked        bool      // the node or one below it attaches guardrails
 }
 
 // planNeeds says what a plan needs of the request body.
@@ -81,4 +84,6 @@ type routedTarget struct {
 	idleTimeout    time.Duration // the wait for each next piece of an answer; 0: Options.StreamIdleTimeout
 	retry          *RetryConfig
 	cache          *CacheConfig
+
+	hookIn, hookOut []HookRef // the guardrails of the nodes down to it, the top level's left out
 }
