@@ -139,7 +139,7 @@ func (g *Gateway) runBefore(w http.ResponseWriter, r *http.Request, st *requestS
 	// The answer is read, to check it or add the results to it: ask the
 	// transport for the encoding it decodes itself.
 	r.Header.Del("Accept-Encoding")
-	if len(c.Input) == 0 {
+	if len(c.Input) == 0 && len(c.Output) == 0 {
 		return body, true
 	}
 	c.Body = body
@@ -165,7 +165,7 @@ func (g *Gateway) runBefore(w http.ResponseWriter, r *http.Request, st *requestS
 func (w *hookWriter) target(t *routedTarget, body []byte) ([]byte, bool) {
 	c := w.c
 	c.Output = append(w.top[:len(w.top):len(w.top)], t.hookOut...)
-	if len(t.hookIn) == 0 {
+	if len(t.hookIn) == 0 && len(t.hookOut) == 0 {
 		return body, true
 	}
 	tc := &HookCall{Input: t.hookIn, Output: c.Output, Body: body, State: c.State}

@@ -52,3 +52,14 @@ func (g *Gateway) CheckHost(rawURL string) error {
 	_, err := g.guard.checkURL(rawURL, "")
 	return err
 }
+
+// GuardedClient returns a client for the URLs tenants write that a
+// product calls itself (a guardrail's webhook or JWKS URL): it dials
+// only the addresses CheckHost admits, resolving names at every dial,
+// goes through no proxy, and follows no redirect (a 3xx is the answer).
+// Its Timeout is zero: bound each call with its context.
+func (g *Gateway) GuardedClient() *http.Client {
+	return &http.Client{Transport: g.custom, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
