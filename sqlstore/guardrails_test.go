@@ -23,8 +23,8 @@ func TestGuardrails(t *testing.T) {
 		s := openStore(t, dsn, sqlstore.Options{})
 		now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 		rec := &guardrail.Record{ID: "id-1", Slug: "guard_one", Name: "one", WorkspaceID: "ws-1",
-			Checks:  []guardrail.CheckDefinition{{ID: "default.regexMatch", Parameters: json.RawMessage(`{"rule":"x"}`)}},
-			Actions: guardrail.Actions{Deny: true, OnFail: &guardrail.FeedbackAction{Value: -5, Weight: 1, Metadata: "m"}},
+			Checks:     []guardrail.CheckDefinition{{ID: "default.regexMatch", Parameters: json.RawMessage(`{"rule":"x"}`)}},
+			Actions:    guardrail.Actions{Deny: true, OnFail: &guardrail.FeedbackAction{Value: -5, Weight: 1, Metadata: "m"}},
 			StreamMode: guardrail.StreamBuffer, OnError: guardrail.OnErrorAllow, VersionID: "v1", OwnerID: "k1",
 			CreatedAt: now, UpdatedAt: now}
 		org := &guardrail.Record{ID: "id-2", Slug: "guard_org", Name: "org", Checks: rec.Checks, StreamMode: guardrail.StreamObserve,
