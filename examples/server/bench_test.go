@@ -253,7 +253,7 @@ func BenchmarkServerChain(b *testing.B) {
 			}
 			var opts gateway.Options
 			setStores(&opts, store)
-			g := newGateway(opts, f.CustomHosts.Allow, sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			g := newGateway(opts, f.CustomHosts.Allow, sink, slog.New(slog.NewTextHandler(io.Discard, nil)), store)
 			defer g.Close()
 			var serving sync.RWMutex
 			var ready atomic.Bool

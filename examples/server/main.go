@@ -23,6 +23,8 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
+	"github.com/modelgateway/gateway/guardrail"
+	"github.com/modelgateway/gateway/observe"
 )
 
 func main() {
@@ -188,7 +190,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		sink = metrics.collector
 	}
 	tr.instrument(&opts)
-	g := newGateway(opts, allow, sink, errLog)
+	g := newGateway(opts, allow, sink, errLog, st.store())
 	defer g.Close()
 	if metrics != nil {
 		metrics.watch(g)
@@ -312,13 +314,26 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // newGateway returns the gateway the server runs: opts, which holds its
 // stores and shared state, with the server's extra providers, the custom
-// hosts in allow, and its logs.
-func newGateway(opts gateway.Options, allow []string, sink gateway.LogSink, errLog *slog.Logger) *gateway.Gateway {
+// hosts in allow, and its logs; and the guardrails product, when store
+// keeps guardrails, its writes audited where opts.Audit keeps them.
+func newGateway(opts gateway.Options, allow []string, sink gateway.LogSink, errLog *slog.Logger, store any) *gateway.Gateway {
 	opts.Providers = providers()
 	opts.CustomHostAllow = allow
 	opts.LogSink = sink
 	opts.ErrorLog = errLog
-	return gateway.New(opts)
+	var hooks *guardrail.Hooks
+	if gs, ok := store.(guardrail.AdminStore); ok {
+		hooks = &guardrail.Hooks{Store: gs, Feedback: opts.Feedback, ErrorLog: errLog}
+		if opts.Audit != nil {
+			hooks.Auditor = &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}
+		}
+		opts.Hooks = hooks
+	}
+	g := gateway.New(opts)
+	if hooks != nil {
+		hooks.Mount(g)
+	}
+	return g
 }
 
 // closeBackend closes the store once the server has stopped, and reports

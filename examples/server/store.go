@@ -17,6 +17,7 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/console"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -118,6 +119,10 @@ type backend struct {
 	db   *sqlstore.Store
 	name string // how messages name the database (see dbSpec.name)
 
+	// products is mem with the stores of the products the root does not
+	// declare (guardrails), for :memory:.
+	products *memstore.Store
+
 	// urlSigningKey is gateway.Options.URLSigningKey: derived from the
 	// database's master key, so that replicas sharing it accept each
 	// other's signed URLs; nil for :memory: (a random key per process).
@@ -133,7 +138,8 @@ type backend struct {
 // deleted by hand).
 func openBackend(ctx context.Context, spec dbSpec, logRetention time.Duration, errLog *slog.Logger, stderr io.Writer) (*backend, error) {
 	if spec.kind == dbMemory {
-		return &backend{mem: &gateway.MemoryStore{}, name: spec.name}, nil
+		mem := &gateway.MemoryStore{}
+		return &backend{mem: mem, products: &memstore.Store{MemoryStore: mem}, name: spec.name}, nil
 	}
 	key, err := masterKey(spec)
 	if err != nil {
@@ -182,7 +188,7 @@ func (b *backend) store() any {
 	if b.db != nil {
 		return b.db
 	}
-	return b.mem
+	return b.products
 }
 
 // durable reports whether the store outlives the process.
