@@ -247,13 +247,23 @@ func (h *Hooks) feedback(ctx context.Context, ws, trace string, gs []*attached, 
 	}
 }
 
-// results encodes the results of out as the hook results of a phase.
+// results encodes the results of out as the hook results of a phase, a
+// JSON array. Each result's encoding is appended as MarshalJSON makes it,
+// without json.Marshal's second pass over it.
 func results(out Outcome) json.RawMessage {
-	b, err := json.Marshal(out.Results)
-	if err != nil {
-		return nil
+	b := make([]byte, 0, 256*len(out.Results))
+	b = append(b, '[')
+	for i, r := range out.Results {
+		rb, err := r.MarshalJSON()
+		if err != nil {
+			return nil
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, rb...)
 	}
-	return b
+	return append(b, ']')
 }
 
 // resolve returns the guardrails refs attach, compiled, for workspace
