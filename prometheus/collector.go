@@ -63,6 +63,7 @@ type Collector struct {
 	cost        *prom.CounterVec
 	rateLimited prom.Counter
 	budget      prom.Counter
+	guardrails  *prom.CounterVec
 	all         []prom.Collector
 
 	mu     sync.Mutex // guards models, series and the fields of each series
@@ -140,8 +141,11 @@ func NewCollector(opts Options) *Collector {
 			Help: "Requests the gateway refused with 429 under a rate-limits policy."}),
 		budget: prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "budget_exhausted_requests_total",
 			Help: "Requests the gateway refused with 412 because a usage-limits policy's budget was spent."}),
+		guardrails: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "guardrail_verdicts_total",
+			Help: "Requests whose config attached guardrails, by their outcome: passed, failed (answered 246) or denied (refused 446)."},
+			[]string{"verdict"}),
 	}
-	c.all = []prom.Collector{c.requests, c.duration, c.ttfb, c.prompt, c.completion, c.cost, c.rateLimited, c.budget}
+	c.all = []prom.Collector{c.requests, c.duration, c.ttfb, c.prompt, c.completion, c.cost, c.rateLimited, c.budget, c.guardrails}
 	return c
 }
 
@@ -202,6 +206,9 @@ func (c *Collector) count(rec *gateway.RequestLog) {
 		c.rateLimited.Inc()
 	case rec.Status == http.StatusPreconditionFailed && rec.ErrorCode == codeBudgetExhausted:
 		c.budget.Inc()
+	}
+	if v := rec.Guardrails; v == gateway.HooksPassed || v == gateway.HooksFailed || v == gateway.HooksDenied {
+		c.guardrails.WithLabelValues(v).Inc()
 	}
 }
 
