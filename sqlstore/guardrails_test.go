@@ -76,3 +76,31 @@ func TestGuardrails(t *testing.T) {
 		}
 	})
 }
+
+// TestGuardrailVerdictsInLogs: a request log's guardrail verdict and hook
+// results are stored and read back on every backend.
+func TestGuardrailVerdictsInLogs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openStore(t, dsn, sqlstore.Options{})
+		hr := json.RawMessage(`{"before_request_hooks":[{"id":"g","verdict":false}],"after_request_hooks":[]}`)
+		recs := []*gateway.RequestLog{
+			{ID: "log-1", Time: time.Now().UTC(), TraceID: "t1", Method: "POST", Path: "/v1/chat/completions", Status: 446,
+				Guardrails: gateway.HooksDenied, HookResults: hr},
+			{ID: "log-2", Time: time.Now().UTC(), TraceID: "t2", Method: "POST", Path: "/v1/chat/completions", Status: 200},
+		}
+		if err := s.AddLogs(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Log(ctx, "", "log-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Guardrails != gateway.HooksDenied || string(got.HookResults) != string(hr) {
+			t.Errorf("log-1: guardrails %q, hook results %s", got.Guardrails, got.HookResults)
+		}
+		if got, _ := s.Log(ctx, "", "log-2"); got.Guardrails != "" || got.HookResults != nil {
+			t.Errorf("log-2: guardrails %q, hook results %s", got.Guardrails, got.HookResults)
+		}
+	})
+}

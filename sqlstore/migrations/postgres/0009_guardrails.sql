@@ -22,3 +22,9 @@ CREATE TABLE guardrails (
 	updated_us   BIGINT NOT NULL
 );
 CREATE INDEX guardrails_workspace ON guardrails (workspace_id);
+
+-- gateway.RequestLog.Guardrails (passed, failed or denied; '' when no
+-- guardrail ran) and HookResults (the hook_results JSON object the caller
+-- got; '' for none).
+ALTER TABLE request_logs ADD COLUMN guardrails TEXT NOT NULL DEFAULT '';
+ALTER TABLE request_logs ADD COLUMN hook_results TEXT NOT NULL DEFAULT '';
