@@ -154,8 +154,19 @@ func (g *Gateway) runBefore(w http.ResponseWriter, r *http.Request, st *requestS
 	}
 	if !bytes.Equal(c.Body, body) {
 		st.body.read = c.Body
+		st.keepRewritten(c.Body)
 	}
 	return c.Body, true
+}
+
+// keepRewritten makes body, the request as the hooks rewrote it (personal
+// data redacted), the one kept for the request log (Options.LogBodies):
+// what was redacted before the provider saw it is not logged either.
+func (st *requestState) keepRewritten(body []byte) {
+	if st.bodies != nil && !st.control {
+		st.bodies.req = st.bodies.req[:0]
+		st.bodies.add(&st.bodies.req, body)
+	}
 }
 
 // target runs the input guardrails the config attaches to t on body, the
@@ -180,6 +191,9 @@ func (w *hookWriter) target(t *routedTarget, body []byte) ([]byte, bool) {
 	if c.Denied {
 		writeDenied(w, w.r, c)
 		return nil, false
+	}
+	if !bytes.Equal(tc.Body, body) {
+		w.st.keepRewritten(tc.Body)
 	}
 	return tc.Body, true
 }

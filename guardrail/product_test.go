@@ -48,6 +48,12 @@ func (e *env) Log(rec *gateway.RequestLog) {
 
 func newEnv(t *testing.T, register func(*guardrail.Registry)) *env {
 	t.Helper()
+	return newEnvWith(t, register, nil)
+}
+
+// newEnvWith is newEnv with more options set by opts.
+func newEnvWith(t *testing.T, register func(*guardrail.Registry), opts func(*gateway.Options)) *env {
+	t.Helper()
 	e := &env{t: t, provider: gatewaytest.NewServer(), store: memstore.New(), logs: make(chan *gateway.RequestLog, 64)}
 	t.Cleanup(e.provider.Close)
 	e.store.AddAPIKey(gateway.APIKey{ID: "k1", Digest: gateway.HashAPIKey(keyWS1), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
@@ -55,8 +61,12 @@ func newEnv(t *testing.T, register func(*guardrail.Registry)) *env {
 	e.store.AddAPIKey(gateway.APIKey{ID: "km", Digest: gateway.HashAPIKey(keyMember), WorkspaceID: "ws-1"})
 	e.store.AddAPIKey(gateway.APIKey{ID: "ko", Digest: gateway.HashAPIKey(keyOrg), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
 	e.hooks = &guardrail.Hooks{Store: e.store, Feedback: e.store}
-	g := gateway.New(gateway.Options{Keys: e.store, Hooks: e.hooks, LogSink: e,
-		CustomHostAllow: []string{strings.TrimPrefix(strings.TrimSuffix(e.provider.URL, "/v1"), "http://")}})
+	o := gateway.Options{Keys: e.store, Hooks: e.hooks, LogSink: e,
+		CustomHostAllow: []string{strings.TrimPrefix(strings.TrimSuffix(e.provider.URL, "/v1"), "http://")}}
+	if opts != nil {
+		opts(&o)
+	}
+	g := gateway.New(o)
 	e.hooks.Mount(g)
 	if register != nil {
 		register(e.hooks.Registry)
@@ -196,6 +206,19 @@ func TestRedaction(t *testing.T) {
 	m := decodeBody(t, resp)
 	if l := hookResults(t, m, "before_request_hooks"); len(l) != 1 {
 		t.Errorf("before_request_hooks = %v", l)
+	}
+}
+
+// TestRedactionLogged: with bodies kept for the log, the request kept is
+// the redacted one the provider saw.
+func TestRedactionLogged(t *testing.T) {
+	e := newEnvWith(t, nil, func(o *gateway.Options) { o.LogBodies = true })
+	pii := `{"checks":[{"id":"default.pii","parameters":{"redact":true,"categories":["EMAIL_ADDRESS"]}}]}`
+	resp := e.chat(keyWS1, e.config(`,"input_guardrails":[`+pii+`]`), "mail jane@example.com", false)
+	io.Copy(io.Discard, resp.Body)
+	rec := <-e.logs
+	if strings.Contains(rec.RequestBody, "jane@example.com") || !strings.Contains(rec.RequestBody, "[EMAIL_ADDRESS]") {
+		t.Errorf("the log kept %s", rec.RequestBody)
 	}
 }
 
