@@ -80,15 +80,15 @@ type HookCall struct {
 
 // Hook outcomes, as RequestLog.Guardrails records them.
 const (
-	HooksPassed = "passed" // every check passed
-	HooksFailed = "failed" // a check failed, and none denied: the answer's status is 246
-	HooksDenied = "denied" // a guardrail refused the request with a 446
+	hooksPassed = "passed" // every check passed
+	hooksFailed = "failed" // a check failed, and none denied: the answer's status is 246
+	hooksDenied = "denied" // a guardrail refused the request with a 446
 )
 
 // Statuses of hooked requests.
 const (
-	StatusHooksFailed = 246 // a 2xx answer to a request a check failed without refusing
-	StatusHooksDenied = 446 // a guardrail refused the request or its answer
+	statusHooksFailed = 246 // a 2xx answer to a request a check failed without refusing
+	statusHooksDenied = 446 // a guardrail refused the request or its answer
 )
 
 // hookMaxAnswer bounds the answer held for output checks, beyond
@@ -217,11 +217,11 @@ func appendResults(a, b json.RawMessage) json.RawMessage {
 func (g *Gateway) noteHooks(st *requestState, c *HookCall) {
 	switch {
 	case c.Denied:
-		st.log.Guardrails = HooksDenied
+		st.log.Guardrails = hooksDenied
 	case c.Failed:
-		st.log.Guardrails = HooksFailed
+		st.log.Guardrails = hooksFailed
 	default:
-		st.log.Guardrails = HooksPassed
+		st.log.Guardrails = hooksPassed
 	}
 	st.log.HookResults = hookResults(c)
 }
@@ -246,7 +246,7 @@ func appendArray(b, a []byte) []byte {
 // writeDenied answers a request a guardrail refused: 446 with the
 // OpenAI-shaped error and the hook results.
 func writeDenied(w http.ResponseWriter, r *http.Request, c *HookCall) {
-	e := &Error{Status: StatusHooksDenied, Type: "hooks_failed", Code: "guardrail_denied",
+	e := &Error{Status: statusHooksDenied, Type: "hooks_failed", Code: "guardrail_denied",
 		Message: "the request was refused by a guardrail: see hook_results"}
 	if st := stateFrom(r.Context()); st != nil {
 		st.log.ErrorCode = e.Code
@@ -340,7 +340,7 @@ func (w *hookWriter) WriteHeader(code int) {
 	}
 	if w.mode == hookPass || w.mode == hookObserve {
 		if code == http.StatusOK && w.c.Failed {
-			code = StatusHooksFailed
+			code = statusHooksFailed
 		}
 		w.ResponseWriter.WriteHeader(code)
 	}
@@ -416,7 +416,7 @@ func (w *hookWriter) finish() {
 	}
 	status := w.status
 	if status == http.StatusOK && c.Failed {
-		status = StatusHooksFailed
+		status = statusHooksFailed
 	}
 	switch w.mode {
 	case hookObserve:

@@ -84,7 +84,8 @@ type RequestLog struct {
 	ResponseBodyTruncated bool   `json:"response_body_truncated,omitempty"`
 
 	// Guardrails is the outcome of the guardrails the request's config
-	// attached (Options.Hooks): HooksPassed, HooksFailed or HooksDenied;
+	// attached (Options.Hooks): "passed", "failed" (a check failed
+	// without refusing: the answer's status is 246) or "denied" (446);
 	// empty when none ran. HookResults is the hook_results object the
 	// caller got: each guardrail's verdict and each of its checks'.
 	Guardrails  string          `json:"guardrails,omitempty"`

@@ -449,7 +449,7 @@ func TestLogsAndFeedback(t *testing.T) {
 		t.Errorf("feedback of %s = %v, %v", trace, fb, err)
 	}
 	rec := <-e.logs
-	if rec.Status != 246 || rec.Guardrails != gateway.HooksFailed || !strings.Contains(string(rec.HookResults), `"before_request_hooks":[{`) {
+	if rec.Status != 246 || rec.Guardrails != "failed" || !strings.Contains(string(rec.HookResults), `"before_request_hooks":[{`) {
 		t.Errorf("log: status %d, guardrails %q, hook results %s", rec.Status, rec.Guardrails, rec.HookResults)
 	}
 }

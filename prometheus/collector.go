@@ -207,7 +207,7 @@ func (c *Collector) count(rec *gateway.RequestLog) {
 	case rec.Status == http.StatusPreconditionFailed && rec.ErrorCode == codeBudgetExhausted:
 		c.budget.Inc()
 	}
-	if v := rec.Guardrails; v == gateway.HooksPassed || v == gateway.HooksFailed || v == gateway.HooksDenied {
+	if v := rec.Guardrails; v == "passed" || v == "failed" || v == "denied" {
 		c.guardrails.WithLabelValues(v).Inc()
 	}
 }

@@ -14,7 +14,7 @@ import (
 // ran is counted under its verdict; others are not counted.
 func TestCollectorCountsGuardrailVerdicts(t *testing.T) {
 	col := gwprom.NewCollector(gwprom.Options{})
-	for _, v := range []string{gateway.HooksPassed, gateway.HooksDenied, gateway.HooksDenied, gateway.HooksFailed, ""} {
+	for _, v := range []string{"passed", "denied", "denied", "failed", ""} {
 		col.Log(&gateway.RequestLog{Status: 200, Guardrails: v})
 	}
 	want := `

@@ -86,7 +86,7 @@ func TestGuardrailVerdictsInLogs(t *testing.T) {
 		hr := json.RawMessage(`{"before_request_hooks":[{"id":"g","verdict":false}],"after_request_hooks":[]}`)
 		recs := []*gateway.RequestLog{
 			{ID: "log-1", Time: time.Now().UTC(), TraceID: "t1", Method: "POST", Path: "/v1/chat/completions", Status: 446,
-				Guardrails: gateway.HooksDenied, HookResults: hr},
+				Guardrails: "denied", HookResults: hr},
 			{ID: "log-2", Time: time.Now().UTC(), TraceID: "t2", Method: "POST", Path: "/v1/chat/completions", Status: 200},
 		}
 		if err := s.AddLogs(ctx, recs); err != nil {
@@ -96,7 +96,7 @@ func TestGuardrailVerdictsInLogs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Guardrails != gateway.HooksDenied || string(got.HookResults) != string(hr) {
+		if got.Guardrails != "denied" || string(got.HookResults) != string(hr) {
 			t.Errorf("log-1: guardrails %q, hook results %s", got.Guardrails, got.HookResults)
 		}
 		if got, _ := s.Log(ctx, "", "log-2"); got.Guardrails != "" || got.HookResults != nil {
