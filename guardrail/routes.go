@@ -278,14 +278,21 @@ func (h *Hooks) get(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, toWire(rec, true))
 }
 
+// findOwn is find for a write: a workspace key sees the organisation's
+// guardrails, but only an organisation key changes them.
+func (h *Hooks) findOwn(r *http.Request) (*Record, gateway.Identity, error) {
+	rec, err := h.find(r)
+	id, _ := gateway.IdentityFrom(r.Context())
+	if err == nil && id.Type != gateway.KeyOrganisation && rec.WorkspaceID != id.WorkspaceID {
+		err = notFound(r.PathValue("id"))
+	}
+	return rec, id, err
+}
+
 func (h *Hooks) update(w http.ResponseWriter, r *http.Request) error {
-	old, err := h.find(r)
+	old, id, err := h.findOwn(r)
 	if err != nil {
 		return err
-	}
-	id, _ := gateway.IdentityFrom(r.Context())
-	if id.Type != gateway.KeyOrganisation && old.WorkspaceID != id.WorkspaceID {
-		return notFound(r.PathValue("id")) // an organisation's guardrail is the organisation's to change
 	}
 	var b body
 	if err := decode(w, r, &b); err != nil {
@@ -315,13 +322,9 @@ func (h *Hooks) update(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Hooks) remove(w http.ResponseWriter, r *http.Request) error {
-	rec, err := h.find(r)
+	rec, _, err := h.findOwn(r)
 	if err != nil {
 		return err
-	}
-	id, _ := gateway.IdentityFrom(r.Context())
-	if id.Type != gateway.KeyOrganisation && rec.WorkspaceID != id.WorkspaceID {
-		return notFound(r.PathValue("id"))
 	}
 	if err := h.admin().DeleteGuardrail(r.Context(), rec.ID); err != nil {
 		if errors.Is(err, gateway.ErrNotFound) {
