@@ -245,6 +245,38 @@ func TestOutputDenied446(t *testing.T) {
 	}
 }
 
+// TestOutputFailed246: an output check that fails without denying makes
+// the status 246, in a JSON answer and in a stream held for its checks;
+// an organisation's guardrail is seen, not changed, by a workspace key.
+func TestOutputFailed246(t *testing.T) {
+	e := newEnv(t, nil)
+	code, created := e.api(keyOrg, "POST", "/guardrails", `{"name":"log forbidden","checks":[{"id":"default.contains","parameters":{"words":["forbidden"],"operator":"none"}}],"actions":{"deny":false},"stream_mode":"buffer"}`)
+	if code != 200 {
+		t.Fatalf("create: %d %v", code, created)
+	}
+	slug := created["slug"].(string)
+	resp := e.chat(keyWS1, e.config(`,"output_guardrails":["`+slug+`"]`), "say forbidden", false)
+	if resp.StatusCode != 246 {
+		t.Fatalf("status %d, want 246", resp.StatusCode)
+	}
+	if m := decodeBody(t, resp); m["choices"] == nil || len(hookResults(t, m, "after_request_hooks")) != 1 {
+		t.Errorf("answer %v", m)
+	}
+	resp = e.chat(keyWS1, e.config(`,"output_guardrails":["`+slug+`"]`), "say forbidden", true)
+	if resp.StatusCode != 246 {
+		t.Fatalf("stream: status %d, want 246", resp.StatusCode)
+	}
+	if ev := events(t, resp); indexOf(ev, "event: hook_results") < 0 || indexOf(ev, "[DONE]") < 0 {
+		t.Errorf("events %q", ev)
+	}
+	if code, _ := e.api(keyWS1, "PUT", "/guardrails/"+slug, `{"name":"mine"}`); code != 404 {
+		t.Errorf("a workspace key changing the organisation's guardrail: %d, want 404", code)
+	}
+	if code, _ := e.api(keyWS1, "GET", "/guardrails/"+slug, ""); code != 200 {
+		t.Errorf("a workspace key reading the organisation's guardrail: %d, want 200", code)
+	}
+}
+
 // events reads a server-sent event stream: the data of each event, with
 // its event name before it when it has one.
 func events(t *testing.T, resp *http.Response) []string {
