@@ -2,10 +2,12 @@ package gatewaytest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -176,7 +178,11 @@ func (s *Server) serveScripted(w http.ResponseWriter, r *http.Request, resp *Res
 	}
 	body := resp.Body
 	if body == "" && status >= 400 {
-		body = string(defaultErrorBody(status))
+		if anthropicPath(r.URL.Path) {
+			body = string(defaultAnthropicErrorBody(status))
+		} else {
+			body = string(defaultErrorBody(status))
+		}
 	}
 	if h.Get("Content-Type") == "" && body != "" {
 		h.Set("Content-Type", "application/json")
@@ -214,6 +220,7 @@ func defaultErrorBody(status int) []byte {
 // events instead of writing "data: [DONE]".
 func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, status int, events [][]byte, abortAfter int) {
 	gate := s.popGate(r.URL.Path)
+	named := namedEventPath(r.URL.Path)
 	if f := faultFrom(r.Context()); f != nil && f.Abort {
 		abortAfter = max(f.AbortAfter, 0)
 	}
@@ -243,13 +250,39 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, status int,
 		if i == len(events) {
 			break
 		}
+		if named {
+			if name := eventType(events[i]); name != "" {
+				fmt.Fprintf(w, "event: %s\n", name)
+			}
+		}
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", events[i]); err != nil {
 			panic(http.ErrAbortHandler)
 		}
 		flush()
 	}
-	io.WriteString(w, "data: [DONE]\n\n")
-	flush()
+	if !named {
+		io.WriteString(w, "data: [DONE]\n\n")
+		flush()
+	}
+}
+
+// namedEventPath reports whether streams on path follow Anthropic's and the
+// Responses API's framing: every event carries an "event:" line naming its
+// type, and no "data: [DONE]" ends the stream.
+func namedEventPath(path string) bool {
+	return anthropicPath(path) || path == "/v1/responses" || strings.HasPrefix(path, "/v1/responses/")
+}
+
+// eventType returns the "type" member of a JSON event payload, or "" when the
+// payload is not a JSON object with a string type that fits on one line.
+func eventType(payload []byte) string {
+	var v struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(payload, &v) != nil || strings.ContainsAny(v.Type, "\r\n") {
+		return ""
+	}
+	return v.Type
 }
 
 // writeOK writes v as a 200 JSON answer of the normal behaviour, or, when

@@ -77,6 +77,9 @@ type Server struct {
 	seq      map[string]int
 	jobs     []*FineTuningJob // in creation order, oldest first
 	files    []*File          // in creation order, oldest first
+
+	promptCache map[string]bool            // cached Messages prefixes, by key
+	responses   map[string]*storedResponse // stored Responses, by id
 }
 
 // Request is the record of one request the [Server] received.
@@ -116,6 +119,9 @@ func NewUnstartedServer() *Server {
 		scripts: map[string][]Response{},
 		gates:   map[string][]*StreamGate{},
 		seq:     map[string]int{},
+
+		promptCache: map[string]bool{},
+		responses:   map[string]*storedResponse{},
 	}
 	s.mux = s.routes()
 	return s
@@ -239,16 +245,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token := s.token
 	s.mu.Unlock()
 
-	if token != "" {
-		if code, msg, ok := checkToken(r.Header.Get("Authorization"), token); !ok {
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", msg, "", code)
+	if anthropicPath(rec.Path) {
+		if !checkAnthropic(w, r, token, tooLarge) {
 			return
 		}
-	}
-	if tooLarge {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
-			"Request body too large.", "", "payload_too_large")
-		return
+	} else {
+		if token != "" {
+			if code, msg, ok := checkToken(r.Header.Get("Authorization"), token); !ok {
+				writeError(w, http.StatusUnauthorized, "invalid_request_error", msg, "", code)
+				return
+			}
+		}
+		if tooLarge {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
+				"Request body too large.", "", "payload_too_large")
+			return
+		}
 	}
 
 	s.mu.Lock()
@@ -285,9 +297,15 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/models/{model}", s.handleModel)
 	s.fineTuningRoutes(mux)
 	s.fileRoutes(mux)
+	s.messagesRoutes(mux)
+	s.responsesRoutes(mux)
 	// A catch-all without a method also catches wrong methods on the paths
 	// above, so they get OpenAI's 404 rather than the mux's plain-text 405.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if anthropicPath(r.URL.Path) {
+			writeAnthropicError(w, http.StatusNotFound, "not_found_error", "Not Found")
+			return
+		}
 		writeError(w, http.StatusNotFound, "invalid_request_error",
 			fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), "", "")
 	})
