@@ -30,14 +30,20 @@ type Response struct {
 	// Body is written as is. When Body is empty, Events is nil and Status is
 	// 400 or more, an OpenAI error body matching the status is written
 	// (e.g. 429: type "requests", code "rate_limit_exceeded"; 5xx: type
-	// "server_error"). Ignored when Serve or Events is set.
+	// "server_error"), or on /v1/messages and the paths below it an
+	// Anthropic error body (e.g. 429: "rate_limit_error"; 529:
+	// "overloaded_error"). Ignored when Serve or Events is set.
 	Body string
 
 	// Events, when non-nil, makes the response a server-sent event stream:
 	// each element is a data payload (usually JSON, without the "data: "
 	// prefix) written as "data: <payload>\n\n" and flushed on its own,
-	// followed by "data: [DONE]\n\n" unless Abort is set. Stream gates set
-	// with [Server.HoldStream] apply. Ignored when Serve is set.
+	// followed by "data: [DONE]\n\n" unless Abort is set. On the Anthropic
+	// and Responses paths (/v1/messages, /v1/responses and the paths below
+	// them) each event is preceded by an "event: <type>" line naming the
+	// payload's JSON "type" member, and no "data: [DONE]" follows, as those
+	// APIs do. Stream gates set with [Server.HoldStream] apply. Ignored when
+	// Serve is set.
 	Events []string
 
 	// Delay, when positive, is waited before anything is written. It uses a
@@ -75,7 +81,8 @@ type Response struct {
 // first later request to path gets responses[0], the next responses[1], and
 // so on; once they are used up, path gets its normal behaviour again. path
 // is the URL path as received, e.g. "/v1/chat/completions"; the method is
-// not considered. Requests refused by RequireToken do not use up a script.
+// not considered. Requests refused by RequireToken, or sent to an Anthropic
+// path without an anthropic-version header, do not use up a script.
 // Script may be called while requests are in flight; calls add to the queue.
 func (s *Server) Script(path string, responses ...Response) {
 	s.mu.Lock()
@@ -101,8 +108,8 @@ type StreamGate struct {
 }
 
 // HoldStream installs a gate on the next event stream served for path (a
-// streamed completion or chat completion, or a scripted Response with
-// Events): after afterEvents events have been written and flushed (0: right
+// streamed completion, chat completion, message or response, or a scripted
+// Response with Events): after afterEvents events have been written and flushed (0: right
 // after the headers), the handler waits until [StreamGate.Release] is called,
 // the request is cancelled, or the server is closed (the last two abort the
 // connection). Several calls for the same path gate successive streams.
