@@ -1,12 +1,19 @@
-// Package gatewaytest provides a fake OpenAI-compatible model provider for
-// tests, in the spirit of net/http/httptest.
+// Package gatewaytest provides a fake model provider for tests, in the
+// spirit of net/http/httptest. It speaks OpenAI's chat completions and
+// Responses APIs and Anthropic's Messages API, so an agent or a gateway can
+// be tested offline.
 //
 // [NewServer] starts a [Server] on a loopback address. Point a gateway
-// virtual key's base URL, a custom host, or any OpenAI client at
+// virtual key's base URL, a custom host, or any OpenAI or Anthropic client at
 // [Server.URL] (it ends in "/v1"), and the server answers completions, chat
-// completions, embeddings, models, fine-tuning jobs and files with
-// deterministic, OpenAI-shaped JSON. Streamed completions are real
-// server-sent event streams, flushed one event at a time.
+// completions, embeddings, models, fine-tuning jobs, files, Anthropic
+// messages and OpenAI responses with deterministic JSON in each API's own
+// shape. Streamed answers are real server-sent event streams, flushed one
+// event at a time, with each API's own event sequence.
+//
+// Answers echo the prompt (see [CompletionText]) and, on the agent
+// protocols, call a tool when the last user message names it, so an agent
+// loop runs to its end: tool call, tool result, final answer.
 //
 // Tests steer the server instead of sleeping:
 //
@@ -19,7 +26,8 @@
 //   - [Server.SetJobStatus] drives a fine-tuning job through its states,
 //     filling the fields the state rules require.
 //   - [Server.Requests] and [Server.Count] record what arrived, and
-//     [Server.RequireToken] checks the Authorization header.
+//     [Server.RequireToken] checks the Authorization header (the x-api-key
+//     header on Anthropic's paths).
 //
 // The package does not import the gateway package; its JSON is written from
 // its own small types that follow OpenAI's published schemas.

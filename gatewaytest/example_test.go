@@ -2,6 +2,7 @@ package gatewaytest_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -113,4 +114,68 @@ func ExampleServer_SetJobStatus() {
 	// running false true []
 	// succeeded true false [file-000001]
 	// gatewaytest: fine-tuning job "ftjob-000001" cannot go from succeeded to running
+}
+
+// An agent loop tested offline: the fake speaks Anthropic Messages, calls the
+// tool the user names, and answers the tool's result. The same loop works
+// against POST /v1/responses with function_call items and
+// previous_response_id.
+func ExampleServer_messages() {
+	s := gatewaytest.NewServer()
+	defer s.Close()
+	s.RequireToken("sk-ant-test")
+
+	type block struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text,omitempty"`
+		ID        string          `json:"id,omitempty"`
+		Name      string          `json:"name,omitempty"`
+		Input     json.RawMessage `json:"input,omitempty"`
+		ToolUseID string          `json:"tool_use_id,omitempty"`
+		Content   string          `json:"content,omitempty"`
+	}
+	type message struct {
+		Role    string  `json:"role"`
+		Content []block `json:"content"`
+	}
+	tools := json.RawMessage(`[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]`)
+	messages := []message{{Role: "user", Content: []block{{Type: "text", Text: "Is it warm? Ask get_weather."}}}}
+	for {
+		body, _ := json.Marshal(map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "tools": tools, "messages": messages})
+		req, _ := http.NewRequest("POST", s.URL+"/messages", bytes.NewReader(body))
+		req.Header.Set("x-api-key", "sk-ant-test")
+		req.Header.Set("anthropic-version", "2023-06-01")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		var answer struct {
+			Content    []block `json:"content"`
+			StopReason string  `json:"stop_reason"`
+		}
+		json.NewDecoder(res.Body).Decode(&answer)
+		res.Body.Close()
+		messages = append(messages, message{Role: "assistant", Content: answer.Content})
+		var results []block
+		for _, b := range answer.Content {
+			switch b.Type {
+			case "text":
+				fmt.Println("text:", b.Text)
+			case "tool_use":
+				fmt.Printf("tool: %s %s\n", b.Name, b.Input)
+				results = append(results, block{Type: "tool_result", ToolUseID: b.ID, Content: "22C and sunny"})
+			}
+		}
+		if answer.StopReason != "tool_use" {
+			break
+		}
+		messages = append(messages, message{Role: "user", Content: results})
+	}
+	fmt.Println(s.Count("/v1/messages"), "requests")
+	// Output:
+	// text: Echo: Is it warm? Ask get_weather.
+	// tool: get_weather {"city":"city"}
+	// text: Echo: 22C and sunny
+	// 2 requests
 }

@@ -2,10 +2,12 @@ package gatewaytest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -28,14 +30,20 @@ type Response struct {
 	// Body is written as is. When Body is empty, Events is nil and Status is
 	// 400 or more, an OpenAI error body matching the status is written
 	// (e.g. 429: type "requests", code "rate_limit_exceeded"; 5xx: type
-	// "server_error"). Ignored when Serve or Events is set.
+	// "server_error"), or on /v1/messages and the paths below it an
+	// Anthropic error body (e.g. 429: "rate_limit_error"; 529:
+	// "overloaded_error"). Ignored when Serve or Events is set.
 	Body string
 
 	// Events, when non-nil, makes the response a server-sent event stream:
 	// each element is a data payload (usually JSON, without the "data: "
 	// prefix) written as "data: <payload>\n\n" and flushed on its own,
-	// followed by "data: [DONE]\n\n" unless Abort is set. Stream gates set
-	// with [Server.HoldStream] apply. Ignored when Serve is set.
+	// followed by "data: [DONE]\n\n" unless Abort is set. On the Anthropic
+	// and Responses paths (/v1/messages, /v1/responses and the paths below
+	// them) each event is preceded by an "event: <type>" line naming the
+	// payload's JSON "type" member, and no "data: [DONE]" follows, as those
+	// APIs do. Stream gates set with [Server.HoldStream] apply. Ignored when
+	// Serve is set.
 	Events []string
 
 	// Delay, when positive, is waited before anything is written. It uses a
@@ -73,7 +81,8 @@ type Response struct {
 // first later request to path gets responses[0], the next responses[1], and
 // so on; once they are used up, path gets its normal behaviour again. path
 // is the URL path as received, e.g. "/v1/chat/completions"; the method is
-// not considered. Requests refused by RequireToken do not use up a script.
+// not considered. Requests refused by RequireToken, or sent to an Anthropic
+// path without an anthropic-version header, do not use up a script.
 // Script may be called while requests are in flight; calls add to the queue.
 func (s *Server) Script(path string, responses ...Response) {
 	s.mu.Lock()
@@ -99,8 +108,8 @@ type StreamGate struct {
 }
 
 // HoldStream installs a gate on the next event stream served for path (a
-// streamed completion or chat completion, or a scripted Response with
-// Events): after afterEvents events have been written and flushed (0: right
+// streamed completion, chat completion, message or response, or a scripted
+// Response with Events): after afterEvents events have been written and flushed (0: right
 // after the headers), the handler waits until [StreamGate.Release] is called,
 // the request is cancelled, or the server is closed (the last two abort the
 // connection). Several calls for the same path gate successive streams.
@@ -176,7 +185,11 @@ func (s *Server) serveScripted(w http.ResponseWriter, r *http.Request, resp *Res
 	}
 	body := resp.Body
 	if body == "" && status >= 400 {
-		body = string(defaultErrorBody(status))
+		if anthropicPath(r.URL.Path) {
+			body = string(defaultAnthropicErrorBody(status))
+		} else {
+			body = string(defaultErrorBody(status))
+		}
 	}
 	if h.Get("Content-Type") == "" && body != "" {
 		h.Set("Content-Type", "application/json")
@@ -214,6 +227,7 @@ func defaultErrorBody(status int) []byte {
 // events instead of writing "data: [DONE]".
 func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, status int, events [][]byte, abortAfter int) {
 	gate := s.popGate(r.URL.Path)
+	named := namedEventPath(r.URL.Path)
 	if f := faultFrom(r.Context()); f != nil && f.Abort {
 		abortAfter = max(f.AbortAfter, 0)
 	}
@@ -243,13 +257,39 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, status int,
 		if i == len(events) {
 			break
 		}
+		if named {
+			if name := eventType(events[i]); name != "" {
+				fmt.Fprintf(w, "event: %s\n", name)
+			}
+		}
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", events[i]); err != nil {
 			panic(http.ErrAbortHandler)
 		}
 		flush()
 	}
-	io.WriteString(w, "data: [DONE]\n\n")
-	flush()
+	if !named {
+		io.WriteString(w, "data: [DONE]\n\n")
+		flush()
+	}
+}
+
+// namedEventPath reports whether streams on path follow Anthropic's and the
+// Responses API's framing: every event carries an "event:" line naming its
+// type, and no "data: [DONE]" ends the stream.
+func namedEventPath(path string) bool {
+	return anthropicPath(path) || path == "/v1/responses" || strings.HasPrefix(path, "/v1/responses/")
+}
+
+// eventType returns the "type" member of a JSON event payload, or "" when the
+// payload is not a JSON object with a string type that fits on one line.
+func eventType(payload []byte) string {
+	var v struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(payload, &v) != nil || strings.ContainsAny(v.Type, "\r\n") {
+		return ""
+	}
+	return v.Type
 }
 
 // writeOK writes v as a 200 JSON answer of the normal behaviour, or, when

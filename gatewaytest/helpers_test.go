@@ -130,3 +130,70 @@ func errorOf(t *testing.T, res *http.Response, want int) map[string]any {
 	}
 	return e
 }
+
+// event is one server-sent event with its name.
+type event struct {
+	name string
+	data map[string]any
+}
+
+// namedEvents reads a whole Anthropic or Responses stream: every event must
+// carry an "event:" line equal to its data's "type", and the stream must end
+// cleanly without "data: [DONE]".
+func namedEvents(t *testing.T, res *http.Response) []event {
+	t.Helper()
+	if res.StatusCode != 200 {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("status %d: %s", res.StatusCode, b)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type = %q", ct)
+	}
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []event
+	for _, chunk := range strings.Split(strings.TrimSuffix(string(b), "\n\n"), "\n\n") {
+		name, rest, ok := strings.Cut(chunk, "\n")
+		name, ok2 := strings.CutPrefix(name, "event: ")
+		data, ok3 := strings.CutPrefix(rest, "data: ")
+		if !ok || !ok2 || !ok3 || strings.Contains(data, "\n") {
+			t.Fatalf("malformed event %q in stream %q", chunk, b)
+		}
+		e := event{name: name, data: decode(t, data)}
+		if e.data["type"] != name {
+			t.Errorf("event named %q carries type %v", name, e.data["type"])
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func names(events []event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = e.name
+	}
+	return out
+}
+
+// anthropicErrorOf checks an Anthropic error body and returns its inner error.
+func anthropicErrorOf(t *testing.T, res *http.Response, want int) map[string]any {
+	t.Helper()
+	v := readJSON(t, res, want)
+	e, ok := v["error"].(map[string]any)
+	if v["type"] != "error" || !ok || len(v) != 2 || len(e) != 2 {
+		t.Fatalf("not an Anthropic error body: %v", v)
+	}
+	return e
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -43,11 +43,72 @@ const maxBody = 64 << 20
 //	POST /v1/files                           multipart upload (file, purpose)
 //	GET  /v1/files?purpose=                  list files, newest first
 //	GET  /v1/files/{id}                      retrieve a file
+//	POST /v1/messages                        Anthropic messages, streamed or not
+//	POST /v1/messages/count_tokens           Anthropic token count
+//	POST /v1/responses                       OpenAI responses, streamed or not
+//	GET  /v1/responses/{id}                  retrieve a stored response
+//	DELETE /v1/responses/{id}                delete a stored response
+//	GET  /v1/responses/{id}/input_items      list a response's input items
 //
 // Every other method and path answers 404 with an OpenAI error body, as
 // OpenAI does, so pass-through tests can see a provider's own 404. Errors are
 // OpenAI-shaped: {"error":{"message","type","param","code"}}, all four keys
-// present.
+// present, except on /v1/messages and the paths below it, where every error
+// (404, 401 and scripted statuses included) is Anthropic-shaped:
+// {"type":"error","error":{"type","message"}}.
+//
+// Anthropic messages follow api.anthropic.com: a request without an
+// anthropic-version header gets 400; max_tokens is required; the answer is a
+// text block with [CompletionText] of the last user message (its text blocks
+// and tool_result contents), preceded by a thinking block with
+// [ThinkingText] and a signature when "thinking" is enabled or adaptive.
+// A thinking block sent back in a later request must carry the signature the
+// server gave it, and a tool_result must answer a tool_use of the previous
+// assistant message, or the request gets 400, as Anthropic does. When the
+// request has tools, the answer also calls the first tool whose name the
+// last user message's text contains as a whole word (tool_choice "any"
+// calls the first tool, "tool" the named one, "none" none), with stop_reason
+// "tool_use"; its input gives each required property of the tool's schema a
+// value of its type (see the tool rule below). stop_sequences cut the text
+// before the first match and max_tokens keeps that many pieces of it (no tool
+// is called then). Streams send message_start, then for each block
+// content_block_start, content_block_delta events and content_block_stop
+// (a ping follows the first block start), then message_delta and
+// message_stop. Usage counts the pieces of every text in the tools, system
+// and messages; output tokens are the text, thinking and input deltas. When
+// a block carries cache_control, the prefix up to the last such block (in
+// the order tools, system, messages) is a cached prefix: the first request
+// with a given prefix reports it as cache_creation_input_tokens, later ones
+// as cache_read_input_tokens, and input_tokens counts the rest.
+//
+// OpenAI responses keep the request's input items (with ids) and output in
+// the server's memory unless "store" is false, so previous_response_id,
+// GET, DELETE and input_items work on them; an unknown previous_response_id
+// gets 400 (code "previous_response_not_found"), and a function_call_output
+// whose call_id is not among the conversation's function calls gets 400.
+// The output is a message with [CompletionText] of the last user message or
+// function_call_output of the input and, when the request's function tools
+// and tool_choice call for one by the same rule as Anthropic messages, a
+// function_call item. max_output_tokens keeps that many pieces and makes the
+// response "incomplete". Streams send response.created,
+// response.in_progress, then response.output_item.added,
+// response.content_part.added, response.output_text.delta events,
+// response.output_text.done, response.content_part.done and
+// response.output_item.done for the message, then response.output_item.added,
+// response.function_call_arguments.delta events,
+// response.function_call_arguments.done and response.output_item.done for a
+// call, and response.completed (or response.incomplete); every event has a
+// sequence_number counting from 0. Usage counts the pieces of every text in
+// the instructions, tool names and conversation; the history carried over by
+// previous_response_id is reported as cached tokens.
+//
+// The tool rule: a tool is called with a JSON object giving each property
+// the tool's JSON schema lists as required, in order, the first value of its
+// enum, or else the property's name for a string, 1 for a number or
+// integer, true for a boolean, [] for an array, {} for an object and null
+// for anything else. The arguments stream in pieces cut after each comma.
+// Ids are deterministic: "msg_000001", "toolu_000001", "resp_000001",
+// "fc_000001", "call_000001", ...
 //
 // Every request is recorded (see [Server.Requests] and [Server.Count]) before
 // anything else happens, then checked against [Server.RequireToken], then
@@ -77,6 +138,9 @@ type Server struct {
 	seq      map[string]int
 	jobs     []*FineTuningJob // in creation order, oldest first
 	files    []*File          // in creation order, oldest first
+
+	promptCache map[string]bool            // cached Messages prefixes, by key
+	responses   map[string]*storedResponse // stored Responses, by id
 }
 
 // Request is the record of one request the [Server] received.
@@ -116,6 +180,9 @@ func NewUnstartedServer() *Server {
 		scripts: map[string][]Response{},
 		gates:   map[string][]*StreamGate{},
 		seq:     map[string]int{},
+
+		promptCache: map[string]bool{},
+		responses:   map[string]*storedResponse{},
 	}
 	s.mux = s.routes()
 	return s
@@ -160,7 +227,9 @@ func (s *Server) SetClock(now func() time.Time) {
 // RequireToken makes every later request need the header
 // "Authorization: Bearer <token>"; a missing or different token gets 401 with
 // an OpenAI error body (code "invalid_api_key" for a wrong token, null for a
-// missing one), the request still being recorded. The comparison is in
+// missing one), the request still being recorded. On /v1/messages and the
+// paths below it the token must come as "x-api-key: <token>", as Anthropic
+// requires, and a refusal is an Anthropic authentication_error. The comparison is in
 // constant time. An empty token turns the check off, which is the default.
 func (s *Server) RequireToken(token string) {
 	s.mu.Lock()
@@ -239,16 +308,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token := s.token
 	s.mu.Unlock()
 
-	if token != "" {
-		if code, msg, ok := checkToken(r.Header.Get("Authorization"), token); !ok {
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", msg, "", code)
+	if anthropicPath(rec.Path) {
+		if !checkAnthropic(w, r, token, tooLarge) {
 			return
 		}
-	}
-	if tooLarge {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
-			"Request body too large.", "", "payload_too_large")
-		return
+	} else {
+		if token != "" {
+			if code, msg, ok := checkToken(r.Header.Get("Authorization"), token); !ok {
+				writeError(w, http.StatusUnauthorized, "invalid_request_error", msg, "", code)
+				return
+			}
+		}
+		if tooLarge {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
+				"Request body too large.", "", "payload_too_large")
+			return
+		}
 	}
 
 	s.mu.Lock()
@@ -285,9 +360,15 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/models/{model}", s.handleModel)
 	s.fineTuningRoutes(mux)
 	s.fileRoutes(mux)
+	s.messagesRoutes(mux)
+	s.responsesRoutes(mux)
 	// A catch-all without a method also catches wrong methods on the paths
 	// above, so they get OpenAI's 404 rather than the mux's plain-text 405.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if anthropicPath(r.URL.Path) {
+			writeAnthropicError(w, http.StatusNotFound, "not_found_error", "Not Found")
+			return
+		}
 		writeError(w, http.StatusNotFound, "invalid_request_error",
 			fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), "", "")
 	})
