@@ -151,107 +151,117 @@ func breakerKey(t *Target, workspace string) string {
 const maxMemoryBreakers = 4096
 
 // memoryBreakers keeps breakers in the process: the Breakers of a
-// Gateway whose Options.Breakers is nil.
+// Gateway whose Options.Breakers is nil. A closed breaker is read with
+// two atomic loads and no lock, so that the check costs a healthy target
+// next to nothing.
 type memoryBreakers struct {
-	mu sync.RWMutex // guards m (not the breakers in it)
-	m  map[string]*memoryBreaker
+	m     sync.Map     // key → *memoryBreaker
+	n     atomic.Int64 // breakers in m
+	evict sync.Mutex   // held by whoever makes room in m
 }
 
 type memoryBreaker struct {
-	mu        sync.Mutex // guards the fields below
-	failures  int
-	openUntil time.Time
-	cooldown  time.Duration // of the latest failure: the lease of a probe
+	mu        sync.Mutex   // serialises the changes of the fields below
+	failures  atomic.Int64 // consecutive failures
+	openUntil atomic.Int64 // Unix nanoseconds; 0: closed
+	cooldown  atomic.Int64 // of the latest failure: the lease of a probe
 }
 
 var _ Breakers = (*memoryBreakers)(nil)
 
 func (m *memoryBreakers) find(key string, add bool) *memoryBreaker {
-	m.mu.RLock()
-	b := m.m[key]
-	m.mu.RUnlock()
-	if b != nil || !add {
-		return b
+	if b, ok := m.m.Load(key); ok {
+		return b.(*memoryBreaker)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if b = m.m[key]; b != nil {
-		return b
-	}
-	if m.m == nil {
-		m.m = make(map[string]*memoryBreaker)
-	}
-	if len(m.m) >= maxMemoryBreakers && !m.evict() {
+	if !add {
 		return nil
 	}
-	b = &memoryBreaker{}
-	m.m[key] = b
-	return b
+	if m.n.Load() >= maxMemoryBreakers && !m.makeRoom() {
+		return nil
+	}
+	b, loaded := m.m.LoadOrStore(key, &memoryBreaker{})
+	if !loaded {
+		m.n.Add(1)
+	}
+	return b.(*memoryBreaker)
 }
 
-// evict drops one closed breaker without failures; m.mu is held.
-func (m *memoryBreakers) evict() bool {
-	for k, b := range m.m {
-		b.mu.Lock()
-		clean := b.failures == 0 && b.openUntil.IsZero()
-		b.mu.Unlock()
-		if clean {
-			delete(m.m, k)
-			return true
+// makeRoom drops one closed breaker without failures.
+func (m *memoryBreakers) makeRoom() bool {
+	m.evict.Lock()
+	defer m.evict.Unlock()
+	done := false
+	m.m.Range(func(k, v any) bool {
+		b := v.(*memoryBreaker)
+		if b.failures.Load() == 0 && b.openUntil.Load() == 0 {
+			if _, ok := m.m.LoadAndDelete(k); ok {
+				m.n.Add(-1)
+			}
+			done = true
 		}
+		return !done
+	})
+	return done
+}
+
+func (b *memoryBreaker) state(key string) BreakerState {
+	s := BreakerState{Key: key, Failures: int(b.failures.Load())}
+	if u := b.openUntil.Load(); u != 0 {
+		s.OpenUntil = time.Unix(0, u)
 	}
-	return false
+	return s
 }
 
 // Allow implements Breakers.
 func (m *memoryBreakers) Allow(_ context.Context, key string, now time.Time) (BreakerState, error) {
-	s := BreakerState{Key: key}
 	b := m.find(key, true)
 	if b == nil {
-		return s, nil
+		return BreakerState{Key: key}, nil
+	}
+	if u := b.openUntil.Load(); u == 0 || now.UnixNano() < u {
+		return b.state(key), nil
 	}
 	b.mu.Lock()
-	s.Failures, s.OpenUntil = b.failures, b.openUntil
+	defer b.mu.Unlock()
+	s := b.state(key)
 	if !s.OpenUntil.IsZero() && !now.Before(s.OpenUntil) {
-		b.openUntil = now.Add(b.cooldown)
-		s.OpenUntil, s.Probe = b.openUntil, true
+		s.OpenUntil, s.Probe = now.Add(time.Duration(b.cooldown.Load())), true
+		b.openUntil.Store(s.OpenUntil.UnixNano())
 	}
-	b.mu.Unlock()
 	return s, nil
 }
 
 // Record implements Breakers.
 func (m *memoryBreakers) Record(_ context.Context, key string, r BreakerRecord) (BreakerState, error) {
-	s := BreakerState{Key: key}
 	b := m.find(key, r.Failed)
 	if b == nil {
-		return s, nil
+		return BreakerState{Key: key}, nil
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if r.Failed {
-		b.failures++
-		b.cooldown = r.Cooldown
-		if !b.openUntil.IsZero() || b.failures >= r.Threshold {
-			b.openUntil = r.Time.Add(r.Cooldown)
+		n := b.failures.Add(1)
+		b.cooldown.Store(int64(r.Cooldown))
+		if b.openUntil.Load() != 0 || n >= int64(r.Threshold) {
+			b.openUntil.Store(r.Time.Add(r.Cooldown).UnixNano())
 		}
 	} else {
-		b.failures, b.openUntil = 0, time.Time{}
+		b.failures.Store(0)
+		b.openUntil.Store(0)
 	}
-	s.Failures, s.OpenUntil = b.failures, b.openUntil
-	b.mu.Unlock()
-	return s, nil
+	return b.state(key), nil
 }
 
 // States implements Breakers: every breaker seen, closed ones included.
 func (m *memoryBreakers) States(context.Context) ([]BreakerState, error) {
-	m.mu.RLock()
-	out := make([]BreakerState, 0, len(m.m))
-	for k, b := range m.m {
+	var out []BreakerState
+	m.m.Range(func(k, v any) bool {
+		b := v.(*memoryBreaker)
 		b.mu.Lock()
-		out = append(out, BreakerState{Key: k, Failures: b.failures, OpenUntil: b.openUntil})
+		out = append(out, b.state(k.(string)))
 		b.mu.Unlock()
-	}
-	m.mu.RUnlock()
+		return true
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
 }

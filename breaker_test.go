@@ -414,8 +414,8 @@ func TestMemoryBreakersBound(t *testing.T) {
 	for i := range maxMemoryBreakers + 10 {
 		m.Allow(t.Context(), strconv.Itoa(i), now)
 	}
-	if len(m.m) != maxMemoryBreakers {
-		t.Errorf("%d breakers kept, want %d", len(m.m), maxMemoryBreakers)
+	if states, _ := m.States(t.Context()); len(states) != maxMemoryBreakers || m.n.Load() != maxMemoryBreakers {
+		t.Errorf("%d breakers kept (counted %d), want %d", len(states), m.n.Load(), maxMemoryBreakers)
 	}
 	if s, _ := m.Allow(t.Context(), "bad", now); s.OpenUntil.IsZero() {
 		t.Error("the open breaker was dropped")
