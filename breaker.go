@@ -115,10 +115,6 @@ func (c *BreakerConfig) record(now time.Time, failed bool) BreakerRecord {
 		Cooldown: time.Duration(c.CooldownInterval) * time.Millisecond}
 }
 
-// CodeAllTargetsUnavailable: the 503 of a request whose every target has
-// an open circuit breaker (see BreakerConfig). No provider was called.
-const CodeAllTargetsUnavailable = "all_targets_unavailable"
-
 // errAllOpen is the answer of a request whose every target was skipped.
 func errAllOpen(retry time.Duration) *Error {
 	return &Error{Status: http.StatusServiceUnavailable, Type: TypeGateway, Code: CodeAllTargetsUnavailable,
