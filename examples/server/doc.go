@@ -118,7 +118,8 @@
 // [{"target":"virtual_key:ws-1/openai-prod","state":"open",
 // "consecutive_failures":5,"open_until":"…"}]}, state being closed, open
 // or half_open (its cool-down over: one request may probe it). With
-// -redis the breakers are those every replica shares. -prices FILE replaces the built-in price table that gives
+// -redis the breakers are those every replica shares, and only those
+// that count a failure are listed. -prices FILE replaces the built-in price table that gives
 // each request log its cost. -otel-endpoint URL (an OpenTelemetry
 // collector's OTLP/HTTP endpoint, such as http://localhost:4318) traces
 // every request: a server span with the GenAI attributes (package
