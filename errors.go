@@ -54,6 +54,11 @@ const (
 	// stored secret goes (a virtual key's base_url, say) without sending
 	// the secret again.
 	CodeSecretRequired = "secret_required"
+
+	// CodeAllTargetsUnavailable: the 503 of a request whose every target
+	// has an open circuit breaker (see BreakerConfig). No provider was
+	// called.
+	CodeAllTargetsUnavailable = "all_targets_unavailable"
 )
 
 // Error is an error the gateway answers with. Its fields are the four keys

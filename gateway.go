@@ -106,6 +106,12 @@ type Options struct {
 	// Limiter.
 	Limiter Limiter
 
+	// Breakers keeps the circuit breakers of targets under a config's
+	// cb_config (see BreakerConfig). Nil means breakers of this gateway's
+	// own, in memory; replicas that must see one breaker per target need
+	// shared ones (redis.Breakers).
+	Breakers Breakers
+
 	// Providers adds provider kinds, or replaces built-in ones, by slug.
 	// The built-in kinds are openai, azure-openai, vertex-ai, anthropic and
 	// a few OpenAI-compatible hosts (groq, together-ai, mistral-ai,
@@ -282,6 +288,7 @@ type Gateway struct {
 
 	authFailures authFailureCounts // requests refused by the authentication stage (AuthFailures)
 
+	breakers   Breakers      // Options.Breakers, else in memory
 	limits     *limits       // the limits stage
 	budgets    *budgets      // the usage-limits stage: the first of admissions
 	admissions []Admission   // budgets, then Options.Admissions
@@ -305,6 +312,9 @@ func New(opts Options) *Gateway {
 	}
 	if g.opts.Limiter == nil {
 		g.opts.Limiter = &MemoryLimiter{}
+	}
+	if g.breakers = opts.Breakers; g.breakers == nil {
+		g.breakers = &memoryBreakers{}
 	}
 	g.providers = builtinProviders()
 	for slug, p := range opts.Providers {

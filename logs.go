@@ -70,6 +70,13 @@ type RequestLog struct {
 	ErrorCode     string `json:"error_code,omitempty"`
 	Aborted       bool   `json:"aborted,omitempty"` // the response was cut mid-stream
 
+	// SkippedTargets are the targets the request passed over because
+	// their circuit breakers were open, and TrippedTargets those whose
+	// breakers its failed attempts opened, each named by its breaker key
+	// (see Breakers), in the order it happened.
+	SkippedTargets []string `json:"skipped_targets,omitempty"`
+	TrippedTargets []string `json:"tripped_targets,omitempty"`
+
 	// RequestBody and ResponseBody are the bodies of the request and of
 	// its answer, kept only when the operator opts in (Options.LogBodies):
 	// the first Options.LogBodyMax bytes of each, decoded from gzip or
@@ -164,6 +171,12 @@ func (s SlogSink) Log(rec *RequestLog) {
 	}
 	if rec.Aborted {
 		attrs = append(attrs, slog.Bool("aborted", true))
+	}
+	if len(rec.SkippedTargets) > 0 {
+		attrs = append(attrs, slog.Any("skipped_targets", rec.SkippedTargets))
+	}
+	if len(rec.TrippedTargets) > 0 {
+		attrs = append(attrs, slog.Any("tripped_targets", rec.TrippedTargets))
 	}
 	if len(rec.Metadata) > 0 {
 		md := make([]any, 0, len(rec.Metadata))
