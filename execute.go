@@ -108,7 +108,7 @@ func (x *run) fail(err error) {
 // (the HTTP contract).
 func cacheablePath(path string) bool {
 	switch path {
-	case "/completions", "/chat/completions", "/embeddings", RouteMessages, RouteResponses:
+	case "/completions", "/chat/completions", "/embeddings", RouteMessages:
 		return true
 	}
 	return false

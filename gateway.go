@@ -103,7 +103,8 @@ type Options struct {
 	// Responses keeps the responses of POST /responses that the gateway
 	// translated for a provider kind without a Responses API, for
 	// previous_response_id and GET /responses/{id}. Nil keeps none: those
-	// requests are answered but not stored. MemoryStore implements it.
+	// requests are answered but not stored. memstore.Store implements it,
+	// and so does sqlstore.Store.
 	Responses ResponseStore
 
 	// Limiter keeps the buckets of rate-limits policies and of API keys'

@@ -43,10 +43,11 @@ func writeAnthropicError(w http.ResponseWriter, e *Error) {
 	w.Write(body)
 }
 
-// readProtocolBody reads the body of a POST to an agents' protocol route,
-// which must be a JSON object naming its model, and notes the model and
-// the ingress in the request log. It answers the caller itself when it
-// reports false.
+// readProtocolBody reads the body of a POST to an agents' protocol route
+// and notes its model and the ingress in the request log. It answers the
+// caller itself when it reports false. The body is checked where it is
+// translated: a target that takes the protocol natively gets it as sent,
+// and refuses it itself.
 func (g *Gateway) readProtocolBody(w http.ResponseWriter, r *http.Request, name string) ([]byte, bool) {
 	if r.Method != http.MethodPost {
 		methodNotAllowed(w, r, http.MethodPost)
@@ -57,37 +58,14 @@ func (g *Gateway) readProtocolBody(w http.ResponseWriter, r *http.Request, name 
 		st.log.Ingress = name
 	}
 	body, err := readBody(w, r, g.opts.MaxBodyBytes)
-	if err == nil {
-		err = checkProtocolBody(body)
-	}
 	if err != nil {
 		WriteError(w, r, err)
 		return nil, false
 	}
-	model := requestModel(body)
 	if st != nil {
-		st.log.Model = clipModel(model)
-	}
-	if err := checkModel(model); err != nil {
-		WriteError(w, r, err)
-		return nil, false
+		st.log.Model = clipModel(requestModel(body))
 	}
 	return body, true
-}
-
-// checkProtocolBody refuses a body that is not a JSON object with a
-// string model.
-func checkProtocolBody(body []byte) error {
-	var m struct {
-		Model *string `json:"model"`
-	}
-	if err := json.Unmarshal(body, &m); err != nil {
-		return badRequest(CodeInvalidJSON, "", "the body must be a JSON object")
-	}
-	if m.Model == nil || *m.Model == "" {
-		return badRequest(CodeInvalidJSON, "model", "model: required")
-	}
-	return nil
 }
 
 // serveMessages serves POST /messages and /messages/count_tokens: the
@@ -118,11 +96,10 @@ func (g *Gateway) serveResponses(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, err := responses.Parse(body)
-	if err != nil {
-		WriteError(w, r, responsesError(err))
-		return
+	var req struct {
+		PreviousResponseID string `json:"previous_response_id"`
 	}
+	json.Unmarshal(body, &req) // a body that is not a Responses request is refused where it is translated
 	st := stateFrom(r.Context())
 	in := &ingress{kind: ingressResponse, respID: responses.NewID("resp"), created: time.Now().Unix(),
 		store: g.opts.Responses, ws: st.identity.WorkspaceID, g: g}
