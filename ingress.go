@@ -31,7 +31,9 @@ const (
 // the gateway asks it first; a nil Translation means the target does not
 // take the protocol natively, and the request is translated to a chat
 // completion (then to the provider's own API when it is a Translator).
-// The Translation's Response leaves the answer in the route's own shape:
+// For RouteMessages, body carries the caller's anthropic-beta header, if
+// any, as its anthropic_beta member, as cloud hosts of Claude models take
+// it. The Translation's Response leaves the answer in the route's own shape:
 // Messages answers and events, and errors shaped as the protocol's.
 type NativeTranslator interface {
 	Provider
@@ -52,27 +54,28 @@ const (
 type ingressKind uint8
 
 const (
-	ingressNone          ingressKind = iota
-	ingressMessage                   // POST /messages
-	ingressCountTokens               // POST /messages/count_tokens
-	ingressResponse                  // POST /responses
-	ingressResponseRead              // GET or DELETE /responses/{id}[/input_items], not stored by the gateway
+	ingressNone         ingressKind = iota
+	ingressMessage                  // POST /messages
+	ingressCountTokens              // POST /messages/count_tokens
+	ingressResponse                 // POST /responses
+	ingressResponseRead             // GET or DELETE /responses/{id}[/input_items], not stored by the gateway
 )
 
 // ingress is how a request of an agents' protocol goes to each target of
 // its plan: unchanged to a kind that takes it natively, translated for the
 // others.
 type ingress struct {
-	kind ingressKind
+	kind  ingressKind
+	betas []string // the caller's anthropic-beta header, for a NativeTranslator
 
 	// POST /responses.
 	respID     string
 	created    int64
 	previousID string            // the request's previous_response_id
-	prev    []json.RawMessage // the stored items previous_response_id names; nil: none stored here
-	store   ResponseStore     // where the answer is kept when the request asks; nil: nowhere
-	ws      string            // the caller's workspace
-	g       *Gateway
+	prev       []json.RawMessage // the stored items previous_response_id names; nil: none stored here
+	store      ResponseStore     // where the answer is kept when the request asks; nil: nowhere
+	ws         string            // the caller's workspace
+	g          *Gateway
 }
 
 // takesMessages reports whether the provider kind takes Anthropic
@@ -122,7 +125,7 @@ func (in *ingress) translate(prov Provider, t *Target, body []byte) (*Translatio
 		return nil, ownAnswer(http.StatusOK, messages.CountTokensBody(n)), nil
 	case ingressMessage:
 		if nt, ok := prov.(NativeTranslator); ok {
-			tl, err := nt.TranslateNative(RouteMessages, t, body)
+			tl, err := nt.TranslateNative(RouteMessages, t, messages.WithBetas(body, in.betas))
 			if err != nil || tl != nil {
 				return tl, nil, err
 			}

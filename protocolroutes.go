@@ -78,7 +78,7 @@ func (g *Gateway) serveMessages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	in := &ingress{kind: ingressMessage}
+	in := &ingress{kind: ingressMessage, betas: r.Header.Values("Anthropic-Beta")}
 	if strings.HasSuffix(r.URL.Path, "/count_tokens") {
 		in.kind = ingressCountTokens
 	}
