@@ -95,6 +95,9 @@ func takesResponses(t *Target) bool {
 // Translation, or an answer of the gateway's own for a target that is not
 // to be called.
 func (in *ingress) translate(prov Provider, t *Target, body []byte) (*Translation, *heldResponse, error) {
+	if err := needsToken(prov, t); err != nil {
+		return nil, nil, err
+	}
 	switch in.kind {
 	case ingressMessage, ingressCountTokens:
 		if takesMessages(prov) {
@@ -112,9 +115,6 @@ func (in *ingress) translate(prov Provider, t *Target, body []byte) (*Translatio
 			return nil, nil, nil
 		}
 		return nil, ownAnswer(http.StatusNotFound, responses.ErrorBody("no response found with this id", TypeInvalidRequest, CodeNotFound, "")), nil
-	}
-	if err := needsToken(prov, t); err != nil {
-		return nil, nil, err
 	}
 	switch in.kind {
 	case ingressCountTokens:
