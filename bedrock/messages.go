@@ -1,7 +1,6 @@
 package bedrock
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -146,14 +145,4 @@ func claudeStream(body io.ReadCloser) io.ReadCloser {
 		out = append(append(append(append(out, "event: "...), ev.Type...), "\ndata: "...), c.Bytes...)
 		return append(out, "\n\n"...), nil
 	})
-}
-
-// chunkPayload returns the payload of a chunk event of
-// InvokeModelWithResponseStream carrying the Messages event ev, for
-// tests and fakes.
-func chunkPayload(ev []byte) []byte {
-	b, _ := json.Marshal(struct {
-		Bytes string `json:"bytes"`
-	}{base64.StdEncoding.EncodeToString(ev)})
-	return b
 }
