@@ -16,8 +16,8 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
-	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/console"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
