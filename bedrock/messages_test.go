@@ -1,13 +1,17 @@
 package bedrock_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/modelgateway/gateway/bedrock"
 )
 
 // claudeChunk encodes one Messages event as InvokeModelWithResponseStream
@@ -113,4 +117,35 @@ func TestMessagesNonClaude(t *testing.T) {
 	if n := fb.requests()[0]; n.Path != "/model/amazon.nova-pro-v1:0/converse" {
 		t.Errorf("Bedrock got %s", n.Path)
 	}
+}
+
+// FuzzClaudeStream: whatever InvokeModelWithResponseStream sends, the
+// decoded stream either ends with message_stop or an error event, or
+// fails (aborting the caller's connection); every event it writes is
+// "event: <type>\ndata: <json>".
+func FuzzClaudeStream(f *testing.F) {
+	var whole []byte
+	for _, ev := range []string{`{"type":"message_start","message":{"id":"m"}}`, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`, `{"type":"message_stop"}`} {
+		whole = append(whole, claudeChunk(ev)...)
+	}
+	f.Add(whole)
+	f.Add(whole[:len(whole)/2])
+	f.Add(append(claudeChunk(`{"type":"ping"}`), frame(`{"message":"x"}`, ":message-type", "exception", ":exception-type", "throttlingException")...))
+	f.Add(event("chunk", `{"bytes":"bm90IGpzb24="}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := io.ReadAll(io.LimitReader(bedrock.ClaudeStream(io.NopCloser(bytes.NewReader(data))), 64<<20))
+		if err == nil && !bytes.HasSuffix(out, []byte("data: {\"type\":\"message_stop\"}\n\n")) && !bytes.Contains(out, []byte("event: error\n")) &&
+			!strings.Contains(string(out), `"message_stop"`) {
+			t.Fatalf("the stream ended cleanly without message_stop or an error event: %q", out)
+		}
+		for _, ev := range strings.Split(strings.TrimSuffix(string(out), "\n\n"), "\n\n") {
+			if ev == "" {
+				continue
+			}
+			typ, data, ok := strings.Cut(ev, "\ndata: ")
+			if !ok || !strings.HasPrefix(typ, "event: ") || !json.Valid([]byte(data)) {
+				t.Fatalf("event %q is not event: + JSON data", ev)
+			}
+		}
+	})
 }
