@@ -81,4 +81,3 @@ func BenchmarkIngressStreamEvent(b *testing.B) {
 		})
 	}
 }
-
