@@ -182,7 +182,7 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 }
 
 // WriteError answers w with the OpenAI-shaped body and status that err maps
-// to. Errors that are not an *Error become a 500 whose message says nothing
+// to (Anthropic-shaped on the gateway's POST /messages routes). Errors that are not an *Error become a 500 whose message says nothing
 // about the cause. It records the error code for the request log when the
 // request went through the gateway's trace stage.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
@@ -201,6 +201,10 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.RetryAfter > 0 {
 		secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))
+	}
+	if anthropicShaped(r, stateFrom(r.Context())) {
+		writeAnthropicError(w, e)
+		return
 	}
 	writeJSON(w, e.Status, e)
 }

@@ -108,7 +108,7 @@ func (x *run) fail(err error) {
 // (the HTTP contract).
 func cacheablePath(path string) bool {
 	switch path {
-	case "/completions", "/chat/completions", "/embeddings":
+	case "/completions", "/chat/completions", "/embeddings", RouteMessages:
 		return true
 	}
 	return false
@@ -418,7 +418,20 @@ func (x *run) leaf(t *routedTarget) outcome {
 	}
 	x.logTarget(t, index, body, overridden)
 	var tl *Translation
-	if tr, ok := prov.(Translator); ok && x.translateRoute && body != nil {
+	if in := x.st.ingress; in != nil {
+		var own *heldResponse
+		if tl, own, err = in.translate(prov, &t.Target, body); err != nil {
+			return outcome{err: err}
+		}
+		if own != nil {
+			own.target = t
+			x.lastHeld, x.lastErr, x.lastHeldLog = own, nil, targetLog{l.Provider, l.VirtualKey, l.Model, l.FallbackIndex}
+			return outcome{held: own}
+		}
+		if tl != nil {
+			body = tl.Body
+		}
+	} else if tr, ok := prov.(Translator); ok && x.translateRoute && body != nil {
 		if tl, err = tr.Translate(x.path, &t.Target, body); err != nil {
 			return outcome{err: err}
 		}

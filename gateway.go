@@ -100,6 +100,13 @@ type Options struct {
 	// itself). Nil means a random key per process.
 	URLSigningKey []byte
 
+	// Responses keeps the responses of POST /responses that the gateway
+	// translated for a provider kind without a Responses API, for
+	// previous_response_id and GET /responses/{id}. Nil keeps none: those
+	// requests are answered but not stored. memstore.Store implements it,
+	// and so does sqlstore.Store.
+	Responses ResponseStore
+
 	// Limiter keeps the buckets of rate-limits policies and of API keys'
 	// rate_limits (APIKey.RateLimits). Nil means a MemoryLimiter of this
 	// gateway's own; replicas that must share limits need a shared
@@ -459,6 +466,7 @@ func (g *Gateway) routes() {
 	g.Handle("/feedback", http.HandlerFunc(g.serveFeedback))
 	g.Handle("/feedback/{id}", http.HandlerFunc(g.serveFeedback))
 	none("/feedback/")
+	g.protocolRoutes(p)
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {
 		g.mux.HandleFunc("/", g.notFound)

@@ -32,8 +32,11 @@ type RequestLog struct {
 	Method      string            `json:"method"`
 	Path        string            `json:"path"`
 	Query       string            `json:"query,omitempty"`
-	Status      int               `json:"status"` // 499: the caller went away first
-	Latency     time.Duration     `json:"latency"`
+	// Ingress names the protocol the caller spoke: chat_completions,
+	// completions, embeddings, messages, responses or pass_through.
+	Ingress string        `json:"ingress,omitempty"`
+	Status  int           `json:"status"` // 499: the caller went away first
+	Latency time.Duration `json:"latency"`
 	// TTFB is the time from the request's arrival to the first byte of
 	// the provider's answer body; zero when no answer body came.
 	TTFB     time.Duration `json:"ttfb,omitempty"`

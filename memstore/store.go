@@ -13,6 +13,8 @@ import "github.com/modelgateway/gateway"
 // the root still declares is kept by the embedded *gateway.MemoryStore.
 type Store struct {
 	*gateway.MemoryStore
+
+	responses responses // gateway.ResponseStore: see responses.go
 }
 
 // New returns an empty Store.

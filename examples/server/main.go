@@ -159,7 +159,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var curl string // the demo's command, once the address is known
 	if *demo {
-		fake, err := startDemo(st.mem)
+		fake, err := startDemo(st.mem.MemoryStore)
 		if err != nil {
 			return err
 		}

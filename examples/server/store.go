@@ -17,6 +17,7 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/console"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -111,10 +112,11 @@ func postgresName(dsn string) string {
 	return "postgres://" + u.Host + u.Path
 }
 
-// backend is the store the server keeps its state in: a MemoryStore for
-// -db :memory:, else a sqlstore.Store. Exactly one of mem and db is set.
+// backend is the store the server keeps its state in: a memstore.Store
+// for -db :memory:, else a sqlstore.Store. Exactly one of mem and db is
+// set.
 type backend struct {
-	mem  *gateway.MemoryStore
+	mem  *memstore.Store
 	db   *sqlstore.Store
 	name string // how messages name the database (see dbSpec.name)
 
@@ -133,7 +135,7 @@ type backend struct {
 // deleted by hand).
 func openBackend(ctx context.Context, spec dbSpec, logRetention time.Duration, errLog *slog.Logger, stderr io.Writer) (*backend, error) {
 	if spec.kind == dbMemory {
-		return &backend{mem: &gateway.MemoryStore{}, name: spec.name}, nil
+		return &backend{mem: memstore.New(), name: spec.name}, nil
 	}
 	key, err := masterKey(spec)
 	if err != nil {
@@ -286,6 +288,9 @@ func setStores(o *gateway.Options, st any) {
 	}
 	if s, ok := st.(gateway.UsageLimitsStore); ok {
 		o.UsageLimits = s
+	}
+	if s, ok := st.(gateway.ResponseStore); ok {
+		o.Responses = s // the responses kept for previous_response_id and GET /responses/{id}
 	}
 	if s, ok := st.(gateway.UsageCounter); ok && o.UsageCounter == nil {
 		o.UsageCounter = s // budget counters in the database, unless -redis keeps them
