@@ -4,7 +4,12 @@
 // stores and each product's own.
 package memstore
 
-import "github.com/modelgateway/gateway"
+import (
+	"sync"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
+)
 
 // Store is an in-memory store of every interface, made by New. It is
 // safe for concurrent use.
@@ -13,6 +18,9 @@ import "github.com/modelgateway/gateway"
 // the root still declares is kept by the embedded *gateway.MemoryStore.
 type Store struct {
 	*gateway.MemoryStore
+
+	budgetMu sync.RWMutex              // guards budgets
+	budgets  map[string]*budget.Policy // usage-limits policies, by lower-case id (see budget.go)
 }
 
 // New returns an empty Store.
