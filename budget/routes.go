@@ -170,16 +170,16 @@ func (b *Stage) get(w http.ResponseWriter, r *http.Request, k *policyKind[Policy
 
 // createBody is the body of POST /policies/usage-limits.
 type createBody struct {
-	Name              *string           `json:"name"`
+	Name              *string                   `json:"name"`
 	Conditions        []gateway.PolicyCondition `json:"conditions"`
 	GroupBy           []gateway.PolicyGroupBy   `json:"group_by"`
-	Type              string            `json:"type"`
-	CreditLimit       *float64          `json:"credit_limit"`
-	AlertThreshold    *float64          `json:"alert_threshold"`
-	PeriodicReset     *string           `json:"periodic_reset"`
-	PeriodicResetDays *int              `json:"periodic_reset_days"`
-	WorkspaceID       string            `json:"workspace_id"`
-	OrganisationID    string            `json:"organisation_id"`
+	Type              string                    `json:"type"`
+	CreditLimit       *float64                  `json:"credit_limit"`
+	AlertThreshold    *float64                  `json:"alert_threshold"`
+	PeriodicReset     *string                   `json:"periodic_reset"`
+	PeriodicResetDays *int                      `json:"periodic_reset_days"`
+	WorkspaceID       string                    `json:"workspace_id"`
+	OrganisationID    string                    `json:"organisation_id"`
 }
 
 func (c *createBody) head() createHead {
