@@ -39,9 +39,9 @@
 // analytics routes (/analytics/graphs/*, /analytics/summary/cache,
 // /analytics/groups/*) count the same records, aggregated in place by a
 // LogStore that is a LogAggregator; /feedback scores a trace
-// (Options.Feedback). /policies/usage-limits holds budgets
-// (Options.UsageLimits, counted by Options.UsageCounter): once an entity
-// has used its credit_limit of tokens or USD its requests get 412
+// (Options.Feedback). /policies/usage-limits holds budgets when the host
+// wires the budget package (an Admission it mounts): once an entity has
+// used its credit_limit of tokens or USD its requests get 412
 // budget_exhausted until the period or an operator resets it. Each area
 // needs its <area>.read or <area>.write scope, a workspace key sees only
 // its own workspace (another's records are 404), and secrets are masked

@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,18 +68,6 @@ type Options struct {
 	// (nil: those routes answer 404, and analytics count only what a Logs
 	// store that aggregates itself keeps). MemoryStore implements it.
 	Feedback FeedbackStore
-
-	// UsageLimits holds the usage-limits policies (budgets) of
-	// /policies/usage-limits, enforced on every data-plane request of
-	// their workspace. Nil means none: those routes answer 404. The
-	// usage_limits of API keys and of workspaces (Workspaces) are
-	// enforced with or without it. MemoryStore implements it.
-	UsageLimits UsageLimitsStore
-
-	// UsageCounter keeps the usage of the budgets' entities. Nil means a
-	// MemoryUsageCounter of this gateway's own; replicas that must share
-	// budgets need a shared UsageCounter (sqlstore.Store, redis.Budget).
-	UsageCounter UsageCounter
 
 	// LogExports keeps the log exports of /logs/exports and the records
 	// each produced (nil: those routes answer 404, as they do without
@@ -297,8 +286,7 @@ type Gateway struct {
 
 	breakers   Breakers      // Options.Breakers, else in memory
 	limits     *limits       // the limits stage
-	budgets    *budgets      // the usage-limits stage: the first of admissions
-	admissions []Admission   // budgets, then Options.Admissions
+	admissions []Admission   // Options.Admissions
 	streamIdle time.Duration // Options.StreamIdleTimeout resolved; 0: no limit
 	handler    http.Handler  // the pipeline: see Gateway.pipeline
 }
@@ -375,8 +363,7 @@ func New(opts Options) *Gateway {
 	if g.prices = maps.Clone(opts.Prices); g.prices == nil {
 		g.prices = DefaultPrices()
 	}
-	g.budgets = newBudgets(g)
-	g.admissions = append([]Admission{g.budgets}, opts.Admissions...)
+	g.admissions = slices.Clone(opts.Admissions)
 	switch {
 	case opts.StreamIdleTimeout == 0:
 		g.streamIdle = defaultStreamIdleTimeout
@@ -429,12 +416,8 @@ func (g *Gateway) routes() {
 	none := func(pattern string) { g.Handle(pattern, http.HandlerFunc(g.notFound)) }
 	cp("/policies/rate-limits", g.servePolicies)
 	cp("/policies/rate-limits/{id}", g.servePolicies)
-	none("/policies/rate-limits/") // the control plane's namespace is never passed through
-	cp("/policies/usage-limits", g.serveUsageLimits)
-	cp("/policies/usage-limits/{id}", g.serveUsageLimits)
-	cp("/policies/usage-limits/{id}/entities", g.serveUsageLimits)
-	cp("/policies/usage-limits/{id}/entities/{entityId}/reset", g.serveUsageLimits)
-	none("/policies/usage-limits/")
+	none("/policies/rate-limits/")  // the control plane's namespace is never passed through
+	none("/policies/usage-limits/") // the budget package's, which a host may not mount
 	cp("/api-keys", g.serveAPIKeys)
 	cp("/api-keys/{id}", g.serveAPIKeys)
 	cp("/api-keys/{id}/rotate", g.serveAPIKeys)

@@ -15,10 +15,8 @@ import (
 func TestControlPlaneMethodNotAllowed(t *testing.T) {
 	e := newCoreEnv(t, nil, func(o *Options) {
 		o.Workspaces = o.Keys.(*MemoryStore)
-		o.UsageLimits = o.Keys.(*MemoryStore)
 	})
 	e.store.AddAPIKey(APIKey{ID: "key-org", Digest: HashAPIKey(wsOrg), Type: KeyOrganisation, Scopes: allScopes})
-	const pid = "0b6c3bb4-2a44-4b69-9c1c-8f1c62b7e001"
 	for _, c := range []struct{ method, path, allow string }{
 		{"PATCH", "/v1/api-keys", "GET"},
 		{"GET", "/v1/api-keys/organisation/service", "POST"},
@@ -33,10 +31,6 @@ func TestControlPlaneMethodNotAllowed(t *testing.T) {
 		{"POST", "/v1/admin/workspaces/ws-1", "GET, PUT, DELETE"},
 		{"DELETE", "/v1/policies/rate-limits", "GET, POST"},
 		{"POST", "/v1/policies/rate-limits/not-a-uuid", "GET, PUT, DELETE"},
-		{"PATCH", "/v1/policies/usage-limits", "GET, POST"},
-		{"POST", "/v1/policies/usage-limits/" + pid, "GET, PUT, DELETE"},
-		{"POST", "/v1/policies/usage-limits/" + pid + "/entities", "GET"},
-		{"GET", "/v1/policies/usage-limits/" + pid + "/entities/e/reset", "PUT"},
 		{"POST", "/v1/audit-logs", "GET"},
 		{"PUT", "/v1/logs", "GET, POST"},
 		{"POST", "/v1/logs/l1", "GET"},
@@ -67,8 +61,8 @@ func TestControlPlaneMethodNotAllowed(t *testing.T) {
 // JSON type is a 400 naming the field as the body spells it, for both
 // kinds of policy, whose create bodies share their skeleton.
 func TestPolicyCreateTypeErrorNamesField(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *Options) { o.UsageLimits = o.Keys.(*MemoryStore) })
-	for _, path := range []string{"/v1/policies/rate-limits", "/v1/policies/usage-limits"} {
+	e := newCoreEnv(t, nil, nil)
+	for _, path := range []string{"/v1/policies/rate-limits"} {
 		for _, c := range []struct{ body, param string }{
 			{`{"name":5}`, "name"},
 			{`{"conditions":5}`, "conditions"},

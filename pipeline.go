@@ -23,7 +23,7 @@ func Chain(mws ...func(http.Handler) http.Handler) func(http.Handler) http.Handl
 // pipeline composes the Gateway's stages once, in the order of docs/architecture.md, The path of a request:
 //
 //	begin → trace → key → headers → path check → mux → endpoint
-//	      → admissions (budgets first) → limits → route → execute  (forward, on the data plane)
+//	      → admissions (budgets, say) → limits → route → execute  (forward, on the data plane)
 //
 // Each stage is a middleware a host can also run by hand (Trace,
 // Authenticate, ParseHeaders, Limits); one that ran in front of the

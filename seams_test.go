@@ -169,7 +169,7 @@ func TestAdmissions(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`)
 	})
-	first := &countingAdmission{max: 3, refuse: &Error{Status: 412, Type: TypeUsageLimit, Code: CodeBudgetExhausted, Message: "spent"}}
+	first := &countingAdmission{max: 3, refuse: &Error{Status: 412, Type: "usage_limit_exceeded", Code: "budget_exhausted", Message: "spent"}}
 	second := &countingAdmission{max: 2, refuse: errors.New("counter store down")}
 	e := newCoreEnv(t, up, func(o *Options) { o.Admissions = []Admission{first, second}; o.LogSink = nil })
 	send := func() *http.Response {

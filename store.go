@@ -196,7 +196,6 @@ type MemoryStore struct {
 	vkeys    map[string]map[string]*VirtualKey    // by slug, then workspace id (see memstore_vks.go)
 	configs  map[string]map[string]*configHistory // by id, then workspace id (see memstore_configs.go)
 	policies map[string]*RateLimitsPolicy
-	budgets  map[string]*UsageLimitsPolicy // usage-limits policies, by lower-case id (see memstore_usagelimits.go)
 
 	workspaces map[string]*Workspace // see memstore_workspaces.go
 	audit      []AuditRecord         // oldest first, at most memoryAuditMax (see memstore_audit.go)
@@ -375,12 +374,8 @@ func policyEqual(a, b *RateLimitsPolicy) bool {
 		a.CreatedAt == b.CreatedAt && a.LastUpdatedAt == b.LastUpdatedAt
 }
 
-// policyOrder and usagePolicyOrder order policies as the stores list them:
-// by creation time (RFC 3339 in UTC, which sorts as text), then id.
+// policyOrder orders policies as the stores list them: by creation time
+// (RFC 3339 in UTC, which sorts as text), then id.
 func policyOrder(a, b RateLimitsPolicy) int {
-	return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
-}
-
-func usagePolicyOrder(a, b UsageLimitsPolicy) int {
 	return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
 }

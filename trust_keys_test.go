@@ -336,17 +336,6 @@ func TestWorkspacesAndPoliciesBounds(t *testing.T) {
 	cpErr(e, 400, coreAdminKey, "PUT", "/v1/policies/rate-limits/"+p.ID, `{"name":"a\nb"}`, "name", policyCodeInvalid)
 }
 
-// TestUsageLimitsPolicyNameBounds: a usage-limits policy's name is a
-// label, on create and update.
-func TestUsageLimitsPolicyNameBounds(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *Options) { o.UsageLimits = o.Keys.(*MemoryStore) })
-	const body = `{"name":"NAME","conditions":[{"key":"workspace_id","value":"ws-1"}],"group_by":[{"key":"api_key"}],"type":"cost","credit_limit":10}`
-	cpErr(e, 400, coreAdminKey, "POST", "/v1/policies/usage-limits", strings.Replace(body, "NAME", "a\\u0000b", 1), "name", policyCodeInvalid)
-	var p struct{ ID string }
-	cpWant(e, 200, coreAdminKey, "POST", "/v1/policies/usage-limits", body, &p)
-	cpErr(e, 400, coreAdminKey, "PUT", "/v1/policies/usage-limits/"+p.ID, `{"name":"a\u001bb"}`, "name", policyCodeInvalid)
-}
-
 // TestAPIKeysPassOnLimits: a key with limits and an expiry cannot mint an
 // unlimited twin: what it creates carries its rate_limits and
 // usage_limits and expires no later than it does.

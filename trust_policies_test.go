@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Organisation keys of the policy tests, added to the usage-limits
+// Organisation keys of the policy tests, added to the policy
 // harness (which holds ws-1 and ws-2, each with a virtual key vk-up).
 const (
 	polOrg     = "gw-pol-org-admin" // key-pol-org, organisation admin
@@ -17,7 +17,7 @@ const (
 
 func newPolOrgEnv(t *testing.T) *ulEnv {
 	t.Helper()
-	e := newULEnv(t, nil, nil)
+	e := newULEnv(t, nil)
 	e.store.AddAPIKey(APIKey{ID: "key-pol-org", Digest: HashAPIKey(polOrg), Type: KeyOrganisation, Role: RoleAdmin})
 	e.store.AddAPIKey(APIKey{ID: "key-pol-org-read", Digest: HashAPIKey(polOrgRead), Type: KeyOrganisation,
 		Scopes: []Scope{ScopePoliciesRead}})
@@ -186,116 +186,18 @@ func TestRateLimitsPoliciesOrganisationKey(t *testing.T) {
 	}
 }
 
-// TestUsageLimitsPoliciesOrganisationKey: the same for usage-limits
-// policies, with their entities and resets.
-func TestUsageLimitsPoliciesOrganisationKey(t *testing.T) {
-	e := newPolOrgEnv(t)
-	const base = "/v1/policies/usage-limits"
-	body := func(ws string) string {
-		return `{"name":"` + ws + ` tokens","conditions":[{"key":"workspace_id","value":"` + ws + `"}],"group_by":[{"key":"api_key"}],` +
-			`"type":"tokens","credit_limit":100,"workspace_id":"` + ws + `"}`
-	}
-	e.wantParam(400, "workspace_id", polOrg, "POST", base,
-		`{"conditions":[{"key":"api_key","value":"x"}],"group_by":[{"key":"api_key"}],"type":"tokens","credit_limit":100}`)
-	var c1, c2 struct{ ID, Object string }
-	e.want(200, polOrg, "POST", base, body("ws-1"), &c1)
-	e.want(200, polOrg, "POST", base, body("ws-2"), &c2)
-	if c1.Object != "policy_usage_limits" || c1.ID == "" || c2.ID == "" {
-		t.Fatalf("created %+v %+v", c1, c2)
-	}
-
-	var l policyList
-	e.want(200, polOrg, "GET", base, "", &l)
-	if l.Total != 2 || l.ids() != c1.ID+":ws-1 "+c2.ID+":ws-2" {
-		t.Fatalf("organisation list: %+v", l)
-	}
-	e.want(200, polOrgRead, "GET", base+"?workspace_id=ws-1", "", &l)
-	if l.Total != 1 || l.ids() != c1.ID+":ws-1" {
-		t.Fatalf("organisation list of ws-1: %+v", l)
-	}
-	e.want(200, ulAdmin2, "GET", base, "", &l)
-	if l.Total != 1 || l.ids() != c2.ID+":ws-2" {
-		t.Fatalf("ws-2 list: %+v", l)
-	}
-	e.want(403, ulAdmin2, "GET", base+"?workspace_id=ws-1", "", nil)
-	e.want(404, ulAdmin2, "GET", base+"/"+c1.ID, "", nil)
-	e.want(404, ulAdmin2, "GET", base+"/"+c1.ID+"/entities", "", nil)
-	e.want(404, ulAdmin2, "PUT", base+"/"+c1.ID+"/entities/key-ul-member/reset", "", nil)
-	e.wantParam(403, "workspace_id", ulAdmin2, "POST", base, body("ws-1"))
-	e.want(403, polOrgRead, "POST", base, body("ws-1"), nil)
-	e.want(403, polOrgRead, "PUT", base+"/"+c1.ID+"/entities/key-ul-member/reset", "", nil)
-	e.want(403, polOrgNone, "GET", base, "", nil)
-
-	// Enforced on ws-1: 40, 80, 120 tokens, then 412.
-	for i := range 3 {
-		if code, b := e.complete(ulMember, 10); code != 200 {
-			t.Fatalf("request %d: %d %s", i+1, code, b)
-		}
-	}
-	if code, b := e.complete(ulMember, 10); code != 412 {
-		t.Fatalf("4th request of ws-1: %d %s, want 412", code, b)
-	}
-	var ents struct {
-		Data []usageEntity
-	}
-	e.want(200, polOrgRead, "GET", base+"/"+c1.ID+"/entities", "", &ents)
-	if len(ents.Data) != 1 || ents.Data[0].ValueKey != "key-ul-member" || ents.Data[0].CurrentUsage != 120 {
-		t.Fatalf("entities of ws-1's policy: %+v", ents.Data)
-	}
-	var got map[string]any
-	e.want(200, polOrgRead, "GET", base+"/"+c1.ID+"?include_usage=true", "", &got)
-	if got["workspace_id"] != "ws-1" || got["value_key_usage_map"] == nil {
-		t.Fatalf("read ws-1's policy: %v", got)
-	}
-	// The organisation key resets the entity: ws-1's member goes on.
-	e.want(200, polOrg, "PUT", base+"/"+c1.ID+"/entities/"+ents.Data[0].ID+"/reset", "", nil)
-	if code, b := e.complete(ulMember, 10); code != 200 {
-		t.Fatalf("after reset: %d %s", code, b)
-	}
-	e.want(200, polOrg, "PUT", base+"/"+c2.ID, `{"name":"renamed","credit_limit":500}`, nil)
-	e.want(200, polOrg, "GET", base+"/"+c2.ID, "", &got)
-	if got["name"] != "renamed" || got["credit_limit"] != 500.0 || got["workspace_id"] != "ws-2" {
-		t.Fatalf("ws-2's policy after PUT: %v", got)
-	}
-	e.want(200, polOrg, "DELETE", base+"/"+c1.ID, "", nil)
-	e.want(200, polOrg, "DELETE", base+"/"+c2.ID, "", nil)
-	e.want(200, polOrg, "GET", base+"?status=archived", "", &l)
-	if l.Total != 2 {
-		t.Fatalf("archived list: %+v", l)
-	}
-	for i := range 4 {
-		if code, b := e.complete(ulMember, 10); code != 200 {
-			t.Fatalf("ws-1 request %d after the archive: %d %s", i+1, code, b)
-		}
-	}
-
-	want := []string{
-		"usage_limits_policies.create  ",
-		"usage_limits_policies.create " + c1.ID + " ws-1",
-		"usage_limits_policies.create " + c2.ID + " ws-2",
-		"usage_limits_policies.update " + c1.ID + " ws-1", // the reset
-		"usage_limits_policies.update " + c2.ID + " ws-2",
-		"usage_limits_policies.delete " + c1.ID + " ws-1",
-		"usage_limits_policies.delete " + c2.ID + " ws-2",
-	}
-	if got := policyAudit(t, e, "key-pol-org", "usage_limits_policies"); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("audit records:\n%q\nwant\n%q", got, want)
-	}
-}
-
 // TestOrganisationPolicyListFallback: over stores that cannot list every
 // workspace's policies, an organisation key's list shows those of the
 // workspaces Options.Workspaces registers.
 func TestOrganisationPolicyListFallback(t *testing.T) {
-	e := newULEnv(t, nil, func(o *Options) {
+	e := newULEnv(t, func(o *Options) {
 		o.Policies = struct{ PolicyStore }{o.Policies}
-		o.UsageLimits = struct{ UsageLimitsStore }{o.UsageLimits}
 	})
 	e.store.AddAPIKey(APIKey{ID: "key-pol-org", Digest: HashAPIKey(polOrg), Type: KeyOrganisation, Role: RoleAdmin})
 	for _, ws := range []string{"ws-1", "ws-2"} {
 		e.want(200, polOrg, "POST", "/v1/admin/workspaces", `{"name":"`+ws+`","slug":"`+ws+`"}`, nil)
 	}
-	for _, base := range []string{"/v1/policies/rate-limits", "/v1/policies/usage-limits"} {
+	for _, base := range []string{"/v1/policies/rate-limits"} {
 		var ids []string
 		for _, ws := range []string{"ws-1", "ws-2", "ws-unregistered"} {
 			var c struct{ ID string }
@@ -315,10 +217,6 @@ func TestOrganisationPolicyListFallback(t *testing.T) {
 }
 
 // policyBodyFor is a create body of the policy route base for workspace ws.
-func policyBodyFor(base, ws string) string {
-	common := `"conditions":[{"key":"workspace_id","value":"` + ws + `"}],"group_by":[{"key":"api_key"}],"workspace_id":"` + ws + `"`
-	if strings.HasSuffix(base, "rate-limits") {
-		return `{` + common + `,"type":"tokens","unit":"rpd","value":10}`
-	}
-	return `{` + common + `,"type":"tokens","credit_limit":10}`
+func policyBodyFor(_, ws string) string {
+	return `{"conditions":[{"key":"workspace_id","value":"` + ws + `"}],"group_by":[{"key":"api_key"}],"workspace_id":"` + ws + `","type":"tokens","unit":"rpd","value":10}`
 }

@@ -77,8 +77,9 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	o.Keys, o.VirtualKeys, o.Configs, o.Policies, o.Workspaces, o.Audit, o.Logs = st, st, st, st, st, st, st
 	u, _ := url.Parse(up.URL)
 	o.CustomHostAllow = []string{u.Host}
-	setOptionalStores(&o, st)
+	mount := setOptionalStores(&o, st)
 	g := gateway.New(o)
+	mount(g)
 	t.Cleanup(func() { g.Close() })
 	ck := &clock{}
 	if opts.Now == nil {

@@ -4,7 +4,12 @@
 // stores and each product's own.
 package memstore
 
-import "github.com/modelgateway/gateway"
+import (
+	"sync"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
+)
 
 // Store is an in-memory store of every interface, made by New. It is
 // safe for concurrent use.
@@ -15,6 +20,9 @@ type Store struct {
 	*gateway.MemoryStore
 
 	responses responses // gateway.ResponseStore: see responses.go
+
+	budgetMu sync.RWMutex              // guards budgets
+	budgets  map[string]*budget.Policy // usage-limits policies, by lower-case id (see budget.go)
 }
 
 // New returns an empty Store.

@@ -8,7 +8,7 @@
 // gateway.PolicyStore, gateway.PolicyCompareAndSwapper,
 // gateway.WorkspaceStore, gateway.AuditStore, gateway.LogStore (with
 // gateway.LogAggregator), gateway.FeedbackStore, gateway.LogExportStore,
-// gateway.UsageLimitsStore and gateway.UsageCounter; pass it as each of
+// budget.Store and budget.Counter; pass it as each of
 // those in gateway.Options.
 //
 // Load applies a store file (admin.Decode) as

@@ -23,6 +23,8 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
+	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/observe"
 )
 
 func main() {
@@ -135,13 +137,14 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer tr.shutdown(stderr) // after the gateway, whose requests end spans, has stopped
 	var opts gateway.Options
+	var budgets budget.Options
 	if *redisURL != "" {
 		rc, err := openRedis(ctx, *redisURL)
 		if err != nil {
 			return err
 		}
 		defer rc.Close() // after the gateway, whose requests use it, has stopped
-		setRedis(&opts, rc)
+		setRedis(&opts, &budgets, rc)
 	}
 	st, err := openBackend(ctx, spec, *logRetention, errLog, stderr)
 	if err != nil {
@@ -159,7 +162,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var curl string // the demo's command, once the address is known
 	if *demo {
-		fake, err := startDemo(st.mem.MemoryStore)
+		fake, err := startDemo(st.mem)
 		if err != nil {
 			return err
 		}
@@ -167,7 +170,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "gateway: demo: a fake OpenAI-compatible provider listens on %s (virtual key demo)\n", fake.URL)
 	}
 
-	setStores(&opts, st.store())
+	setStores(&opts, &budgets, st.store())
 	opts.PublicURL, opts.URLSigningKey = *publicURL, st.urlSigningKey
 	if !*storeLogs {
 		opts.Logs = nil
@@ -188,7 +191,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		sink = metrics.collector
 	}
 	tr.instrument(&opts)
-	g := newGateway(opts, allow, sink, errLog)
+	g := newGateway(opts, budgets, allow, sink, errLog)
 	defer g.Close()
 	if metrics != nil {
 		metrics.watch(g)
@@ -312,13 +315,20 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // newGateway returns the gateway the server runs: opts, which holds its
 // stores and shared state, with the server's extra providers, the custom
-// hosts in allow, and its logs.
-func newGateway(opts gateway.Options, allow []string, sink gateway.LogSink, errLog *slog.Logger) *gateway.Gateway {
+// hosts in allow, and its logs; and the budgets of b (priced as opts
+// prices the logs), the first of its admissions, their routes mounted
+// and audited in opts.Audit.
+func newGateway(opts gateway.Options, b budget.Options, allow []string, sink gateway.LogSink, errLog *slog.Logger) *gateway.Gateway {
 	opts.Providers = providers()
 	opts.CustomHostAllow = allow
 	opts.LogSink = sink
 	opts.ErrorLog = errLog
-	return gateway.New(opts)
+	b.Prices, b.ErrorLog, b.MaxBodyBytes = opts.Prices, errLog, opts.MaxBodyBytes
+	budgets := budget.New(b)
+	opts.Admissions = append([]gateway.Admission{budgets}, opts.Admissions...)
+	g := gateway.New(opts)
+	budgets.Mount(g, &observe.Auditor{Store: opts.Audit, ErrorLog: errLog})
+	return g
 }
 
 // closeBackend closes the store once the server has stopped, and reports

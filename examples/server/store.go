@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/console"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/sqlstore"
@@ -112,9 +113,8 @@ func postgresName(dsn string) string {
 	return "postgres://" + u.Host + u.Path
 }
 
-// backend is the store the server keeps its state in: a memstore.Store
-// for -db :memory:, else a sqlstore.Store. Exactly one of mem and db is
-// set.
+// backend is the store the server keeps its state in: a memstore.Store for
+// -db :memory:, else a sqlstore.Store. Exactly one of mem and db is set.
 type backend struct {
 	mem  *memstore.Store
 	db   *sqlstore.Store
@@ -253,12 +253,12 @@ func (b *backend) Close() error {
 	return nil
 }
 
-// setStores sets every store of o that st implements. The optional
-// stores (Workspaces, Audit, Logs, LogExports, Feedback, UsageLimits,
-// UsageCounter) are found by type assertion, so that a store gains those
-// routes as soon as it implements them. A UsageCounter already set (by
-// -redis) is kept.
-func setStores(o *gateway.Options, st any) {
+// setStores sets every store of o and of the budgets b that st
+// implements. The optional stores (Workspaces, Audit, Logs, LogExports,
+// Feedback, the budgets' Store and Counter) are found by type assertion,
+// so that a store gains those routes as soon as it implements them. A
+// budget Counter already set (by -redis) is kept.
+func setStores(o *gateway.Options, b *budget.Options, st any) {
 	if s, ok := st.(gateway.KeyStore); ok {
 		o.Keys = s
 	}
@@ -286,13 +286,19 @@ func setStores(o *gateway.Options, st any) {
 	if s, ok := st.(gateway.FeedbackStore); ok {
 		o.Feedback = s
 	}
-	if s, ok := st.(gateway.UsageLimitsStore); ok {
-		o.UsageLimits = s
+	if s, ok := st.(budget.Workspaces); ok {
+		b.Workspaces = s
 	}
 	if s, ok := st.(gateway.ResponseStore); ok {
 		o.Responses = s // the responses kept for previous_response_id and GET /responses/{id}
 	}
-	if s, ok := st.(gateway.UsageCounter); ok && o.UsageCounter == nil {
-		o.UsageCounter = s // budget counters in the database, unless -redis keeps them
+	if s, ok := st.(gateway.AuditStore); ok {
+		b.Audit = s
+	}
+	if s, ok := st.(budget.Store); ok {
+		b.Store = s
+	}
+	if s, ok := st.(budget.Counter); ok && b.Counter == nil {
+		b.Counter = s // budget counters in the database, unless -redis keeps them
 	}
 }

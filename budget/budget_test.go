@@ -1,4 +1,4 @@
-package gateway
+package budget_test
 
 import (
 	"context"
@@ -6,42 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// TestUsagePeriod: weekly periods start on Mondays, monthly ones on the
-// 1st, both at 00:00 UTC; periods of days run from the anchor.
-func TestUsagePeriod(t *testing.T) {
-	at := func(s string) time.Time {
-		v, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	for _, c := range []struct {
-		reset       string
-		days        int
-		now         string
-		start, next string
-	}{
-		{"weekly", 0, "2026-11-29T23:59:59Z", "2026-11-23T00:00:00Z", "2026-11-30T00:00:00Z"}, // a Sunday
-		{"weekly", 0, "2026-11-30T00:00:00Z", "2026-11-30T00:00:00Z", "2026-12-07T00:00:00Z"}, // the Monday
-		{"weekly", 0, "2026-11-30T05:00:00+09:00", "2026-11-23T00:00:00Z", "2026-11-30T00:00:00Z"},
-		{"monthly", 0, "2026-12-31T23:59:59Z", "2026-12-01T00:00:00Z", "2027-01-01T00:00:00Z"},
-		{"monthly", 0, "2027-01-01T00:00:00Z", "2027-01-01T00:00:00Z", "2027-02-01T00:00:00Z"},
-		{"", 10, "2026-11-25T12:00:00Z", "2026-11-21T06:00:00Z", "2026-12-01T06:00:00Z"},
-		{"", 0, "2026-11-25T12:00:00Z", "", ""},
-	} {
-		start, next := usagePeriod(c.reset, c.days, "2026-11-01T06:00:00Z", at(c.now))
-		got := [2]string{}
-		if !start.IsZero() {
-			got = [2]string{start.Format(time.RFC3339), next.Format(time.RFC3339)}
-		}
-		if got != [2]string{c.start, c.next} {
-			t.Errorf("%s/%d at %s: %v, want %s %s", c.reset, c.days, c.now, got, c.start, c.next)
-		}
-	}
-}
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
+)
 
 // TestUsageLimitsCalendarReset: an exhausted entity of a weekly budget is
 // admitted again from Monday 00:00 UTC, of a monthly one from the 1st.
@@ -99,12 +67,12 @@ func TestUsageLimitsAlertOnce(t *testing.T) {
 	if n := strings.Count(e.errors(), "alert threshold reached"); n != 1 {
 		t.Fatalf("%d alert warnings, want 1:\n%s", n, e.errors())
 	}
-	recs, _, err := e.store.AuditRecords(context.Background(), AuditQuery{Action: "usage_limits_policies.alert_threshold"})
+	recs, _, err := e.store.AuditRecords(context.Background(), gateway.AuditQuery{Action: "usage_limits_policies.alert_threshold"})
 	if err != nil || len(recs) != 1 || recs[0].ResourceID != pid || recs[0].KeyID != "key-ul-member" || recs[0].WorkspaceID != "ws-1" {
 		t.Fatalf("alert audit records %+v %v, want one of policy %s", recs, err, pid)
 	}
 	var got struct {
-		Map map[string]ValueKeyUsage `json:"value_key_usage_map"`
+		Map map[string]budget.EntityUsage `json:"value_key_usage_map"`
 	}
 	e.want(200, ulAdmin, "GET", "/v1/policies/usage-limits/"+pid+"?include_usage=true", "", &got)
 	if u := got.Map["key-ul-member"]; !u.IsThresholdAlertsSent || u.IsExhaustedAlertsSent || u.CurrentUsage != 240 {
@@ -186,7 +154,7 @@ func TestKeyUsageLimits(t *testing.T) {
 	if code, _ := e.complete(ulMember, 1); code != 200 {
 		t.Fatalf("another key: %d", code)
 	}
-	recs, _, _ := e.store.AuditRecords(context.Background(), AuditQuery{Action: "api_keys.alert_threshold"})
+	recs, _, _ := e.store.AuditRecords(context.Background(), gateway.AuditQuery{Action: "api_keys.alert_threshold"})
 	if len(recs) != 1 || recs[0].ResourceType != "api_keys" || recs[0].ResourceID != k.ID {
 		t.Fatalf("alert audit records of the key: %+v", recs)
 	}
@@ -198,7 +166,7 @@ func TestKeyUsageLimits(t *testing.T) {
 
 	// A workspace's usage_limits bound every key of it together.
 	ctx := context.Background()
-	if err := e.store.CreateWorkspace(ctx, &Workspace{ID: "ws-2", Name: "two",
+	if err := e.store.CreateWorkspace(ctx, &gateway.Workspace{ID: "ws-2", Name: "two",
 		UsageLimits: json.RawMessage(`[{"type":"tokens","credit_limit":60}]`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +253,8 @@ func TestUsageLimitsBadInput(t *testing.T) {
 			t.Errorf("key %s: %d %s, want 400 naming %s", c.body, code, b, c.param)
 		}
 	}
-	if _, e := parseWorkspaceUsageLimits([]byte(`[{"type":"cost","credit_limit":1},{"type":"cost","credit_limit":2}]`)); e == nil || e.Param != "usage_limits[1]" {
-		t.Errorf("duplicate workspace usage limits: %v", e)
+	_, err := gateway.UsageLimitsJSON([]byte(`[{"type":"cost","credit_limit":1},{"type":"cost","credit_limit":2}]`), true)
+	if e, ok := err.(*gateway.Error); !ok || e.Param != "usage_limits[1]" {
+		t.Errorf("duplicate workspace usage limits: %v", err)
 	}
 }

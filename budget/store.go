@@ -1,42 +1,46 @@
-package gateway
+package budget
 
-import "context"
+import (
+	"context"
 
-// UsageLimitsStore holds usage-limits policies (budgets). Implementations
+	"github.com/modelgateway/gateway"
+)
+
+// Store holds usage-limits policies (budgets). Implementations
 // must be safe for concurrent use. UsageLimitsPolicies returns the
 // policies of workspaceID, every status, ordered by CreatedAt then ID; it
 // is read on every data-plane request, so it should be served from memory,
 // and the slice it returns may be shared: callers must not modify it.
 // UsageLimitsPolicy finds a policy by id in any case, and returns
-// ErrNotFound for an unknown one. PutUsageLimitsPolicy creates or
+// gateway.ErrNotFound for an unknown one. PutUsageLimitsPolicy creates or
 // replaces a copy of p. CompareAndSwapUsageLimitsPolicy replaces the
 // stored policy old.ID with p only if the stored one still equals old in
-// every field (UsageLimitsEqual), atomically with respect to every other
-// write, and reports whether it did; ErrNotFound when there is none.
+// every field (Equal), atomically with respect to every other
+// write, and reports whether it did; gateway.ErrNotFound when there is none.
 // Policies are never deleted: DELETE archives them.
 //
-// MemoryStore implements it, and so does sqlstore.Store.
-type UsageLimitsStore interface {
-	UsageLimitsPolicies(ctx context.Context, workspaceID string) ([]UsageLimitsPolicy, error)
-	UsageLimitsPolicy(ctx context.Context, id string) (*UsageLimitsPolicy, error)
-	PutUsageLimitsPolicy(ctx context.Context, p *UsageLimitsPolicy) error
-	CompareAndSwapUsageLimitsPolicy(ctx context.Context, old, p *UsageLimitsPolicy) (bool, error)
+// memstore.Store implements it, and so does sqlstore.Store.
+type Store interface {
+	UsageLimitsPolicies(ctx context.Context, workspaceID string) ([]Policy, error)
+	UsageLimitsPolicy(ctx context.Context, id string) (*Policy, error)
+	PutUsageLimitsPolicy(ctx context.Context, p *Policy) error
+	CompareAndSwapUsageLimitsPolicy(ctx context.Context, old, p *Policy) (bool, error)
 }
 
-// UsageEntityKey names the counter of one entity of a budget: the policy
+// EntityKey names the counter of one entity of a budget: the policy
 // (a usage-limits policy's id, or a name the gateway derives for an API
 // key's or workspace's usage_limits), the entity's value key, and the
 // period the usage counts in ("" for cumulative usage).
-type UsageEntityKey struct {
+type EntityKey struct {
 	PolicyID string
 	ValueKey string
 	Period   string
 }
 
-// UsageReservation is a UsageCounter's answer to Reserve, handed back to
+// Reservation is a Counter's answer to Reserve, handed back to
 // Settle once the request is done.
-type UsageReservation struct {
-	UsageEntityKey
+type Reservation struct {
+	EntityKey
 	// Allowed reports whether the request was admitted and Estimate
 	// reserved for it.
 	Allowed  bool
@@ -49,15 +53,15 @@ type UsageReservation struct {
 	Epoch int64
 }
 
-// UsageThresholds are the levels a settled usage is compared with: the
+// Thresholds are the levels a settled usage is compared with: the
 // policy's alert threshold (negative: none) and credit limit.
-type UsageThresholds struct {
+type Thresholds struct {
 	Alert float64
 	Limit float64
 }
 
-// UsageSettlement is a UsageCounter's answer to Settle.
-type UsageSettlement struct {
+// Settlement is a Counter's answer to Settle.
+type Settlement struct {
 	// Usage is the entity's recorded usage after the call.
 	Usage float64
 	// AlertCrossed is true for the one call that found the usage at or
@@ -67,9 +71,9 @@ type UsageSettlement struct {
 	LimitCrossed bool
 }
 
-// UsageEntity is the stored state of one entity's counter.
-type UsageEntity struct {
-	UsageEntityKey
+// Entity is the stored state of one entity's counter.
+type Entity struct {
+	EntityKey
 	Usage            float64 // recorded usage in Period
 	Reserved         float64 // estimates of the requests in flight
 	Epoch            int64
@@ -77,7 +81,7 @@ type UsageEntity struct {
 	ExhaustedAlerted bool
 }
 
-// UsageCounter keeps the usage of budget entities, shared by every
+// Counter keeps the usage of budget entities, shared by every
 // replica that uses one (a database, Redis). Every method is one atomic
 // step on the entity's counter. Implementations must be safe for
 // concurrent use.
@@ -99,9 +103,20 @@ type UsageEntity struct {
 // UsageEntities lists the counters of a policy, in any period. ResetUsage
 // sets an entity's usage and reservations to zero, clears its flags and
 // advances its epoch; it reports false when the entity has no counter.
-type UsageCounter interface {
-	Reserve(ctx context.Context, e UsageEntityKey, limit, estimate float64) (UsageReservation, error)
-	Settle(ctx context.Context, r UsageReservation, period string, used float64, th UsageThresholds) (UsageSettlement, error)
-	UsageEntities(ctx context.Context, policyID string) ([]UsageEntity, error)
+type Counter interface {
+	Reserve(ctx context.Context, e EntityKey, limit, estimate float64) (Reservation, error)
+	Settle(ctx context.Context, r Reservation, period string, used float64, th Thresholds) (Settlement, error)
+	UsageEntities(ctx context.Context, policyID string) ([]Entity, error)
 	ResetUsage(ctx context.Context, policyID, valueKey string) (bool, error)
+}
+
+// Workspaces is what the budgets read of the workspaces: a workspace's
+// usage_limits (Workspace, gateway.ErrNotFound for one not registered),
+// and, for an organisation key's list of policies over a Store that
+// cannot list every workspace's at once, the registered workspaces. The
+// stores' workspace stores (memstore.Store, sqlstore.Store) implement
+// it. Implementations must be safe for concurrent use.
+type Workspaces interface {
+	Workspace(ctx context.Context, id string) (*gateway.Workspace, error)
+	Workspaces(ctx context.Context) ([]gateway.Workspace, error)
 }

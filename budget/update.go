@@ -1,4 +1,4 @@
-package gateway
+package budget
 
 import (
 	"context"
@@ -11,26 +11,29 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
-// updateUsageLimits serves PUT /policies/usage-limits/{id}: name,
+// update serves PUT /policies/usage-limits/{id}: name,
 // credit_limit, alert_threshold, periodic_reset and periodic_reset_days
 // (null removes the last three), and reset_usage_for_value, the value key
 // of an entity whose usage is set to zero. The policy is written with a
-// compare-and-swap (see swapUsageLimits); the new fields are checked
+// compare-and-swap (see policyKind.update); the new fields are checked
 // together, so that an alert_threshold above a lowered credit_limit is a
 // 400. Changing the reset period starts a new period for every entity.
-func (g *Gateway) updateUsageLimits(w http.ResponseWriter, r *http.Request, store UsageLimitsStore, id Identity, pid string) error {
-	data, err := g.readPolicyBody(w, r)
+func (b *Stage) update(w http.ResponseWriter, r *http.Request, kind *policyKind[Policy], id gateway.Identity, pid string) error {
+	data, err := readBody(w, r, b.maxBody)
 	if err != nil {
 		return err
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
-		return policyInvalid("", "the body must be a JSON object")
+		return invalid("", "the body must be a JSON object")
 	}
 	if len(fields) == 0 {
-		return policyInvalid("", "the body must set at least one of name, credit_limit, alert_threshold, periodic_reset, periodic_reset_days and reset_usage_for_value")
+		return invalid("", "the body must set at least one of name, credit_limit, alert_threshold, periodic_reset, periodic_reset_days and reset_usage_for_value")
 	}
 	var (
 		name, resetValue, reset *string
@@ -43,18 +46,18 @@ func (g *Gateway) updateUsageLimits(w http.ResponseWriter, r *http.Request, stor
 		switch k {
 		case "name":
 			if err := json.Unmarshal(raw, &name); err != nil || name != nil && checkLabel("name", *name) != nil {
-				return policyInvalid("name", "name must be a string of at most 255 bytes without control characters, or null")
+				return invalid("name", "name must be a string of at most 255 bytes without control characters, or null")
 			}
 			if name == nil {
 				name = new(string)
 			}
 		case "credit_limit":
 			if err := json.Unmarshal(raw, &credit); err != nil || credit == nil || !(*credit >= 0) || math.IsInf(*credit, 0) {
-				return policyInvalid("credit_limit", "credit_limit must be a number of at least 0")
+				return invalid("credit_limit", "credit_limit must be a number of at least 0")
 			}
 		case "alert_threshold":
 			if err := json.Unmarshal(raw, &alert); err != nil || alert != nil && !(*alert >= 0) {
-				return policyInvalid("alert_threshold", "alert_threshold must be a number of at least 0, or null")
+				return invalid("alert_threshold", "alert_threshold must be a number of at least 0, or null")
 			}
 			if null {
 				alert = new(float64)
@@ -62,30 +65,30 @@ func (g *Gateway) updateUsageLimits(w http.ResponseWriter, r *http.Request, stor
 			}
 		case "periodic_reset":
 			if err := json.Unmarshal(raw, &reset); err != nil || reset != nil && *reset != ResetWeekly && *reset != ResetMonthly {
-				return policyInvalid("periodic_reset", "periodic_reset must be weekly, monthly or null")
+				return invalid("periodic_reset", "periodic_reset must be weekly, monthly or null")
 			}
 			if reset == nil {
 				reset = new(string)
 			}
 		case "periodic_reset_days":
 			if err := json.Unmarshal(raw, &days); err != nil || days != nil && (*days < 1 || *days > 365) {
-				return policyInvalid("periodic_reset_days", "periodic_reset_days must be an integer from 1 to 365, or null")
+				return invalid("periodic_reset_days", "periodic_reset_days must be an integer from 1 to 365, or null")
 			}
 			if days == nil {
 				days = new(int)
 			}
 		case "reset_usage_for_value":
 			if err := json.Unmarshal(raw, &resetValue); err != nil || resetValue == nil {
-				return policyInvalid("reset_usage_for_value", "reset_usage_for_value must be a string: the value key of an entity")
+				return invalid("reset_usage_for_value", "reset_usage_for_value must be a string: the value key of an entity")
 			}
 		default:
-			return policyInvalid(k, "unknown field "+quoteShort(k)+": name, credit_limit, alert_threshold, periodic_reset, periodic_reset_days and reset_usage_for_value can be changed")
+			return invalid(k, "unknown field "+quoteShort(k)+": name, credit_limit, alert_threshold, periodic_reset, periodic_reset_days and reset_usage_for_value can be changed")
 		}
 	}
 	ctx := r.Context()
-	err = swapUsageLimits(r, store, id, pid, func(p *UsageLimitsPolicy) error {
-		if p.Status == PolicyArchived {
-			return usageNotFound(pid) // deleted, as far as changes go
+	err = kind.update(r, id, pid, func(p *Policy) error {
+		if p.Status == gateway.PolicyArchived {
+			return kind.notFound(pid) // deleted, as far as changes go
 		}
 		if name != nil {
 			p.Name = *name
@@ -123,7 +126,7 @@ func (g *Gateway) updateUsageLimits(w http.ResponseWriter, r *http.Request, stor
 		return err
 	}
 	if resetValue != nil {
-		if _, err := g.budgets.counter.ResetUsage(ctx, pid, *resetValue); err != nil {
+		if _, err := b.counter.ResetUsage(ctx, pid, *resetValue); err != nil {
 			return err
 		}
 	}
@@ -135,7 +138,7 @@ func (g *Gateway) updateUsageLimits(w http.ResponseWriter, r *http.Request, stor
 type usageEntity struct {
 	ID       string `json:"id"`
 	ValueKey string `json:"value_key"`
-	ValueKeyUsage
+	EntityUsage
 }
 
 // entityID is the id of the entity valueKey of policy pid: 32 hex digits
@@ -145,18 +148,18 @@ func entityID(pid, valueKey string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// usageEntities returns the entities of p with their usage in the current
+// entities returns the entities of p with their usage in the current
 // period (zero for a counter of an earlier one), by value key.
-func (g *Gateway) usageEntities(ctx context.Context, p *UsageLimitsPolicy) ([]usageEntity, error) {
-	es, err := g.budgets.counter.UsageEntities(ctx, p.ID)
+func (b *Stage) entities(ctx context.Context, p *Policy) ([]usageEntity, error) {
+	es, err := b.counter.UsageEntities(ctx, p.ID)
 	if err != nil {
 		return nil, err
 	}
-	start, _ := p.period(g.clock())
+	start, _ := p.period(b.now())
 	period := periodKey(p.PeriodicReset, p.PeriodicResetDays, start)
 	out := make([]usageEntity, 0, len(es))
 	for _, e := range es {
-		u := usageEntity{ID: entityID(p.ID, e.ValueKey), ValueKey: e.ValueKey, ValueKeyUsage: ValueKeyUsage{Status: EntityActive}}
+		u := usageEntity{ID: entityID(p.ID, e.ValueKey), ValueKey: e.ValueKey, EntityUsage: EntityUsage{Status: EntityActive}}
 		if e.Period == period {
 			u.CurrentUsage, u.IsThresholdAlertsSent, u.IsExhaustedAlertsSent = e.Usage, e.ThresholdAlerted, e.ExhaustedAlerted
 		}
@@ -169,28 +172,28 @@ func (g *Gateway) usageEntities(ctx context.Context, p *UsageLimitsPolicy) ([]us
 	return out, nil
 }
 
-func (g *Gateway) listUsageEntities(w http.ResponseWriter, r *http.Request, store UsageLimitsStore, id Identity, pid string) error {
+func (b *Stage) listEntities(w http.ResponseWriter, r *http.Request, k *policyKind[Policy], id gateway.Identity, pid string) error {
 	q := r.URL.Query()
-	status, err := policyEnum(q, "status", "", EntityActive, EntityExhausted)
+	status, err := enum(q, "status", "", EntityActive, EntityExhausted)
 	if err != nil {
 		return err
 	}
 	search := ""
 	if vs, ok := q["search"]; ok {
 		if len(vs) != 1 {
-			return policyInvalid("search", "search must be given once")
+			return invalid("search", "search must be given once")
 		}
 		search = vs[0]
 	}
-	size, page, err := pageParams(q)
+	page, err := httpapi.ParsePage(q)
+	if err != nil {
+		return apiError(err)
+	}
+	p, err := k.lookup(r, id, pid)
 	if err != nil {
 		return err
 	}
-	p, err := lookupUsageLimits(r, store, id, pid)
-	if err != nil {
-		return err
-	}
-	es, err := g.usageEntities(r.Context(), p)
+	es, err := b.entities(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -200,7 +203,7 @@ func (g *Gateway) listUsageEntities(w http.ResponseWriter, r *http.Request, stor
 		if status != "" && e.Status != status || search != "" && !strings.Contains(e.ValueKey, search) {
 			continue
 		}
-		if total >= page*size && len(data) < size {
+		if total >= page.Number*page.Size && len(data) < page.Size {
 			data = append(data, e)
 		}
 		total++
@@ -213,15 +216,15 @@ func (g *Gateway) listUsageEntities(w http.ResponseWriter, r *http.Request, stor
 	return nil
 }
 
-// resetUsageEntity serves PUT …/entities/{entityId}/reset: the entity,
+// resetEntity serves PUT …/entities/{entityId}/reset: the entity,
 // named by its id (or its value key), has its usage set to zero.
-func (g *Gateway) resetUsageEntity(w http.ResponseWriter, r *http.Request, store UsageLimitsStore, id Identity, pid, eid string) error {
+func (b *Stage) resetEntity(w http.ResponseWriter, r *http.Request, k *policyKind[Policy], id gateway.Identity, pid, eid string) error {
 	ctx := r.Context()
-	p, err := lookupUsageLimits(r, store, id, pid)
+	p, err := k.lookup(r, id, pid)
 	if err != nil {
 		return err
 	}
-	es, err := g.budgets.counter.UsageEntities(ctx, p.ID)
+	es, err := b.counter.UsageEntities(ctx, p.ID)
 	if err != nil {
 		return err
 	}
@@ -233,14 +236,14 @@ func (g *Gateway) resetUsageEntity(w http.ResponseWriter, r *http.Request, store
 		}
 	}
 	if !found {
-		return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+		return &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 			Message: "usage-limits policy " + pid + " has no entity " + quoteShort(eid)}
 	}
-	if _, err := g.budgets.counter.ResetUsage(ctx, p.ID, valueKey); err != nil {
+	if _, err := b.counter.ResetUsage(ctx, p.ID, valueKey); err != nil {
 		return err
 	}
-	now := g.clock().UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	if err := swapUsageLimits(r, store, id, pid, func(p *UsageLimitsPolicy) error {
+	now := b.now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	if err := k.update(r, id, pid, func(p *Policy) error {
 		p.LastResetAt = now
 		return nil
 	}); err != nil {

@@ -1,30 +1,36 @@
-package gateway
+package budget_test
 
 import (
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/memstore"
 )
 
-// settleCounter is a MemoryUsageCounter that records what each Settle
+// settleCounter is a MemoryCounter that records what each Settle
 // charged.
 type settleCounter struct {
-	MemoryUsageCounter
+	budget.MemoryCounter
 	mu   sync.Mutex
 	used []float64
 }
 
-func (c *settleCounter) Settle(ctx context.Context, r UsageReservation, period string, used float64, th UsageThresholds) (UsageSettlement, error) {
+func (c *settleCounter) Settle(ctx context.Context, r budget.Reservation, period string, used float64, th budget.Thresholds) (budget.Settlement, error) {
 	c.mu.Lock()
 	c.used = append(c.used, used)
 	c.mu.Unlock()
-	return c.MemoryUsageCounter.Settle(ctx, r, period, used, th)
+	return c.MemoryCounter.Settle(ctx, r, period, used, th)
 }
 
 // TestBudgetSharedFillChargedOnce: callers of one forced refresh share
@@ -46,15 +52,15 @@ func TestBudgetSharedFillChargedOnce(t *testing.T) {
 		counter := &settleCounter{}
 		var logged []int64
 		var mu sync.Mutex
-		g := bubbleGateway(t, func(o *Options) {
-			keys := &MemoryStore{}
-			keys.AddAPIKey(APIKey{ID: "key-1", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1",
-				UsageLimits: json.RawMessage(`{"type":"tokens","credit_limit":1000}`)})
-			o.Keys = keys
-			o.UsageCounter = counter
-		}, pipeTransport{"up": up})
+		st := memstore.New()
+		st.AddAPIKey(gateway.APIKey{ID: "key-1", Digest: gateway.HashAPIKey(sharedKey), WorkspaceID: "ws-1",
+			UsageLimits: json.RawMessage(`{"type":"tokens","credit_limit":1000}`)})
+		st.AddVirtualKey(gateway.VirtualKey{Slug: "up", Provider: "openai", APIKey: "sk-up", BaseURL: "http://up/v1"})
+		g := gateway.New(gateway.Options{Keys: st, VirtualKeys: st, Configs: st, Transport: handlerTransport{up},
+			Admissions: []gateway.Admission{budget.New(budget.Options{Counter: counter})}})
+		t.Cleanup(func() { g.Close() })
 		const cfg = `{"virtual_key":"up","cache":{"mode":"simple"}}`
-		ctx := WithLogHook(t.Context(), func(rec *RequestLog) {
+		ctx := gateway.WithLogHook(t.Context(), func(rec *gateway.RequestLog) {
 			mu.Lock()
 			logged = append(logged, rec.TotalTokens)
 			mu.Unlock()
@@ -63,7 +69,14 @@ func TestBudgetSharedFillChargedOnce(t *testing.T) {
 		codes := make([]int, 3)
 		for i := range codes {
 			wg.Go(func() {
-				codes[i] = serve(ctx, g, cfg, `{"model":"m"}`, "x-gateway-cache-force-refresh: true").Code
+				req := httptest.NewRequestWithContext(ctx, "POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`))
+				req.Header.Set(gateway.HeaderAPIKey, sharedKey)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set(gateway.HeaderConfig, cfg)
+				req.Header.Set("x-gateway-cache-force-refresh", "true")
+				rec := httptest.NewRecorder()
+				g.ServeHTTP(rec, req)
+				codes[i] = rec.Code
 			})
 			synctest.Wait()
 		}
@@ -84,4 +97,19 @@ func TestBudgetSharedFillChargedOnce(t *testing.T) {
 			t.Errorf("records show %v tokens, want 12 on each", logged)
 		}
 	})
+}
+
+// sharedKey is the API key of TestBudgetSharedFillChargedOnce.
+const sharedKey = "gw-shared-key"
+
+// handlerTransport serves every upstream call with its handler, in
+// memory (in a synctest bubble), answering once the handler returns.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	res := rec.Result()
+	res.Request = r
+	return res, nil
 }

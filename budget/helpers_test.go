@@ -1,4 +1,4 @@
-package gateway
+package budget_test
 
 import (
 	"bytes"
@@ -7,12 +7,18 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // Keys of the usage-limits tests.
@@ -28,11 +34,11 @@ const (
 // error log and an audit log the test reads.
 type ulEnv struct {
 	t     *testing.T
-	store *MemoryStore
-	gw    *Gateway
+	store *memstore.Store
+	gw    *gateway.Gateway
 	srv   *httptest.Server
 	up    *httptest.Server
-	logs  *LogBuffer
+	logs  *gateway.LogBuffer
 
 	usage atomic.Int64 // total tokens each answer reports
 	clock atomic.Int64 // the gateway's time, in Unix nanoseconds; 0: time.Now
@@ -45,9 +51,13 @@ type ulEnv struct {
 	errLog bytes.Buffer
 }
 
-func newULEnv(t *testing.T, counter UsageCounter, mod func(*Options)) *ulEnv {
+// newULEnv wires the budgets as a host does: a budget.Stage over the
+// memory store (counted by counter; nil: its own MemoryCounter), first
+// of the gateway's admissions, its routes mounted and audited. mod, when
+// not nil, changes the budget's options first.
+func newULEnv(t *testing.T, counter budget.Counter, mod func(*budget.Options)) *ulEnv {
 	t.Helper()
-	e := &ulEnv{t: t, store: &MemoryStore{}, logs: &LogBuffer{}}
+	e := &ulEnv{t: t, store: memstore.New(), logs: &gateway.LogBuffer{}}
 	e.usage.Store(40)
 	e.up = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -66,27 +76,29 @@ func newULEnv(t *testing.T, counter UsageCounter, mod func(*Options)) *ulEnv {
 	}))
 	t.Cleanup(e.up.Close)
 	st := e.store
-	st.AddAPIKey(APIKey{ID: "key-ul-admin", Digest: HashAPIKey(ulAdmin), WorkspaceID: "ws-1", Role: RoleAdmin})
-	st.AddAPIKey(APIKey{ID: "key-ul-member", Digest: HashAPIKey(ulMember), WorkspaceID: "ws-1", Role: RoleMember})
-	st.AddAPIKey(APIKey{ID: "key-ul-admin2", Digest: HashAPIKey(ulAdmin2), WorkspaceID: "ws-2", Role: RoleAdmin})
-	st.AddAPIKey(APIKey{ID: "key-ul-reader", Digest: HashAPIKey(ulReader), WorkspaceID: "ws-1",
-		Scopes: []Scope{ScopePoliciesRead, ScopeCompletionsWrite}})
+	st.AddAPIKey(gateway.APIKey{ID: "key-ul-admin", Digest: gateway.HashAPIKey(ulAdmin), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
+	st.AddAPIKey(gateway.APIKey{ID: "key-ul-member", Digest: gateway.HashAPIKey(ulMember), WorkspaceID: "ws-1", Role: gateway.RoleMember})
+	st.AddAPIKey(gateway.APIKey{ID: "key-ul-admin2", Digest: gateway.HashAPIKey(ulAdmin2), WorkspaceID: "ws-2", Role: gateway.RoleAdmin})
+	st.AddAPIKey(gateway.APIKey{ID: "key-ul-reader", Digest: gateway.HashAPIKey(ulReader), WorkspaceID: "ws-1",
+		Scopes: []gateway.Scope{gateway.ScopePoliciesRead, gateway.ScopeCompletionsWrite}})
 	for _, ws := range []string{"ws-1", "ws-2"} {
-		st.AddVirtualKey(VirtualKey{Slug: "vk-up", Provider: "openai", APIKey: "sk-stored", BaseURL: e.up.URL + "/v1", WorkspaceID: ws})
+		st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-up", Provider: "openai", APIKey: "sk-stored", BaseURL: e.up.URL + "/v1", WorkspaceID: ws})
 	}
-	opts := Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, UsageLimits: st, UsageCounter: counter,
-		Workspaces: st, Audit: st, LogSink: e.logs,
-		ErrorLog: slog.New(slog.NewTextHandler(lockedWriter{&e.errMu, &e.errLog}, nil))}
+	errLog := slog.New(slog.NewTextHandler(lockedWriter{&e.errMu, &e.errLog}, nil))
+	bopts := budget.Options{Store: st, Counter: counter, Workspaces: st, Audit: st, ErrorLog: errLog,
+		Now: func() time.Time {
+			if n := e.clock.Load(); n != 0 {
+				return time.Unix(0, n).UTC()
+			}
+			return time.Now()
+		}}
 	if mod != nil {
-		mod(&opts)
+		mod(&bopts)
 	}
-	e.gw = New(opts)
-	e.gw.now = func() time.Time {
-		if n := e.clock.Load(); n != 0 {
-			return time.Unix(0, n).UTC()
-		}
-		return time.Now()
-	}
+	b := budget.New(bopts)
+	e.gw = gateway.New(gateway.Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st,
+		Workspaces: st, Audit: st, LogSink: e.logs, ErrorLog: errLog, Prices: bopts.Prices, Admissions: []gateway.Admission{b}})
+	b.Mount(e.gw, &observe.Auditor{Store: st, ErrorLog: errLog})
 	e.srv = httptest.NewServer(e.gw)
 	t.Cleanup(func() { e.srv.Close(); e.gw.Close() })
 	return e
@@ -126,7 +138,7 @@ func (e *ulEnv) call(key, method, path, body string, headers ...string) (int, []
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.Header.Set(HeaderAPIKey, key)
+	req.Header.Set(gateway.HeaderAPIKey, key)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -178,8 +190,8 @@ func (e *ulEnv) complete(key string, maxTokens int, headers ...string) (int, []b
 	e.t.Helper()
 	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/chat/completions",
 		strings.NewReader(`{"model":"gpt-4o","max_tokens":`+strconv.Itoa(maxTokens)+`,"messages":[]}`))
-	req.Header.Set(HeaderAPIKey, key)
-	req.Header.Set(HeaderVirtualKey, "vk-up")
+	req.Header.Set(gateway.HeaderAPIKey, key)
+	req.Header.Set(gateway.HeaderVirtualKey, "vk-up")
 	req.Header.Set("Content-Type", "application/json")
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ":")
@@ -194,6 +206,16 @@ func (e *ulEnv) complete(key string, maxTokens int, headers ...string) (int, []b
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, b
 }
+
+// usageEntity is an entity of a policy as the entities list shows it.
+type usageEntity struct {
+	ID       string `json:"id"`
+	ValueKey string `json:"value_key"`
+	budget.EntityUsage
+}
+
+// uuidRE matches a UUID.
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // entities lists the entities of policy pid.
 func (e *ulEnv) entities(pid, query string) []usageEntity {

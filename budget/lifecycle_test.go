@@ -1,4 +1,4 @@
-package gateway
+package budget_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
 )
 
 // perKeyTokens is a tokens budget of 100 per API key of ws-1.
@@ -105,7 +108,7 @@ func TestUsageLimitsExhausted(t *testing.T) {
 	pid := e.create(perKeyTokens)
 	// A GET asks for no tokens: it reserves and costs nothing.
 	for range 3 {
-		if code, b := e.call(ulMember, "GET", "/v1/models", "", HeaderVirtualKey+": vk-up"); code != 200 {
+		if code, b := e.call(ulMember, "GET", "/v1/models", "", gateway.HeaderVirtualKey+": vk-up"); code != 200 {
 			t.Fatalf("GET /models: %d %s", code, b)
 		}
 	}
@@ -148,10 +151,10 @@ func TestUsageLimitsExhausted(t *testing.T) {
 		t.Fatalf("search entities: %+v", es)
 	}
 	var got struct {
-		Map map[string]ValueKeyUsage `json:"value_key_usage_map"`
+		Map map[string]budget.EntityUsage `json:"value_key_usage_map"`
 	}
 	e.want(200, ulAdmin, "GET", "/v1/policies/usage-limits/"+pid+"?include_usage=true", "", &got)
-	want := ValueKeyUsage{CurrentUsage: 120, Status: "exhausted", IsExhaustedAlertsSent: true}
+	want := budget.EntityUsage{CurrentUsage: 120, Status: "exhausted", IsExhaustedAlertsSent: true}
 	if got.Map["key-ul-member"] != want {
 		t.Fatalf("value_key_usage_map = %+v", got.Map)
 	}
@@ -160,10 +163,10 @@ func TestUsageLimitsExhausted(t *testing.T) {
 	if code, b := e.complete(ulMember, 10); code != 200 {
 		t.Fatalf("after raising credit_limit: %d %s", code, b)
 	}
-	e.gw.Close() // hands every queued record to the LogSink
+	e.gw.Close() // hands every queued record to the gateway.LogSink
 	var logged bool
-	for _, rec := range e.logs.Query(LogFilter{}) {
-		logged = logged || rec.Status == 412 && rec.ErrorCode == CodeBudgetExhausted
+	for _, rec := range e.logs.Query(gateway.LogFilter{}) {
+		logged = logged || rec.Status == 412 && rec.ErrorCode == budget.CodeExhausted
 	}
 	if !logged {
 		t.Error("no request log with status 412 and error code budget_exhausted")
@@ -173,8 +176,8 @@ func TestUsageLimitsExhausted(t *testing.T) {
 // TestUsageLimitsCostBudget: a cost budget counts the price of the tokens
 // the answers report.
 func TestUsageLimitsCostBudget(t *testing.T) {
-	e := newULEnv(t, nil, func(o *Options) {
-		o.Prices = PriceTable{"gpt-4o": {Input: 1e6, Output: 1e6}} // 1 USD per token
+	e := newULEnv(t, nil, func(o *budget.Options) {
+		o.Prices = gateway.PriceTable{"gpt-4o": {Input: 1e6, Output: 1e6}} // 1 USD per token
 	})
 	pid := e.create(`{"conditions":[{"key":"workspace_id","value":"ws-1"}],"group_by":[{"key":"workspace_id"}],"type":"cost","credit_limit":50}`)
 	for i := range 2 {
@@ -194,13 +197,13 @@ func TestUsageLimitsCostBudget(t *testing.T) {
 // budget by at most one request's usage, since each admission counts the
 // reservations of the requests before it.
 func TestUsageLimitsConcurrent(t *testing.T) {
-	testBudgetConcurrency(t, &MemoryUsageCounter{})
+	testBudgetConcurrency(t, &budget.MemoryCounter{})
 }
 
 // testBudgetConcurrency runs 64 requests at once against a tokens budget
 // of 1000 with counter: the provider holds every request it gets until
 // all 64 are either with it or refused.
-func testBudgetConcurrency(t *testing.T, counter UsageCounter) {
+func testBudgetConcurrency(t *testing.T, counter budget.Counter) {
 	e := newULEnv(t, counter, nil)
 	e.hold = make(chan struct{})
 	e.usage.Store(50)

@@ -1,4 +1,4 @@
-package gateway
+package budget
 
 import (
 	"bytes"
@@ -7,13 +7,18 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/jsonscan"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // budgetHit is one budget applied to one request: a usage-limits policy's
@@ -22,7 +27,7 @@ type budgetHit struct {
 	policyID string // the counter's policy id
 	valueKey string
 	label    string // what a refusal and the logs name
-	typ      string // UsageCost or UsageTokens
+	typ      string // Cost or Tokens
 	limit    float64
 	alert    float64 // negative: no alert threshold
 	reset    string
@@ -37,7 +42,7 @@ type budgetHit struct {
 // period returns the counter period of h at now. The periods of the
 // calendar resets are kept until they end, so that most requests format
 // none.
-func (b *budgets) period(h *budgetHit, now time.Time) string {
+func (b *Stage) period(h *budgetHit, now time.Time) string {
 	var cur *atomic.Pointer[calendarPeriod]
 	switch {
 	case h.reset == ResetWeekly:
@@ -65,24 +70,73 @@ type calendarPeriod struct {
 	key         string
 }
 
-// budgets is the usage-limits stage: it admits a data-plane request while
-// every budget that applies to it has room, reserving an estimate of its
-// usage, and settles the real usage once the answer is done.
-type budgets struct {
-	policies   UsageLimitsStore // nil: no stored policies
-	counter    UsageCounter
-	workspaces WorkspaceStore // nil: no workspace usage_limits
-	prices     PriceTable
-	audit      AuditStore
+// Stage is the budgets of a gateway: usage-limits policies and the
+// usage_limits of API keys and workspaces. It is a gateway.Admission,
+// which the host puts in gateway.Options.Admissions: it admits a
+// data-plane request while every budget that applies to it has room,
+// reserving an estimate of its usage, and settles the real usage once
+// the answer is done. Mount serves its control routes. Make one with New;
+// it is safe for concurrent use.
+type Stage struct {
+	policies   Store // nil: no stored policies
+	counter    Counter
+	workspaces Workspaces // nil: no workspace usage_limits
+	prices     gateway.PriceTable
+	audit      observe.AuditStore
 	errLog     *slog.Logger
 	now        func() time.Time
+	maxBody    int64
 	keys       *lru.Cache[string, *budgetSet] // parsed API keys' usage_limits, by key id
 	wss        *lru.Cache[string, *budgetSet] // workspaces' usage_limits, by workspace id
 
 	weekly, monthly atomic.Pointer[calendarPeriod] // the latest of each (see period)
 }
 
-// Bounds of the budgets stage's caches and estimates.
+// Options configures New. Its zero value enforces only the usage_limits
+// of API keys, counted in the process.
+type Options struct {
+	// Store holds the usage-limits policies, enforced on every
+	// data-plane request of their workspace and served under
+	// /policies/usage-limits. Nil means none: those routes answer 404.
+	Store Store
+
+	// Counter keeps the usage of the budgets' entities. Nil means a
+	// MemoryCounter of the Stage's own; replicas that must share budgets
+	// need a shared Counter (sqlstore.Store, redis.Budget).
+	Counter Counter
+
+	// Workspaces gives the workspaces' usage_limits, enforced on every
+	// request of the workspace (its record is read again at most once a
+	// second), and the workspaces an organisation key's list of policies
+	// goes through when Store cannot list them all at once. Nil means no
+	// workspace has usage_limits.
+	Workspaces Workspaces
+
+	// Prices prices the tokens of cost budgets. Nil means
+	// gateway.DefaultPrices(). Give the gateway's Options.Prices, so that
+	// budgets charge what the request logs say.
+	Prices gateway.PriceTable
+
+	// Audit receives one record each time an entity's usage crosses its
+	// alert threshold. Nil means none (the warning still goes to
+	// ErrorLog). The routes' writes are audited by the Auditor given to
+	// Mount.
+	Audit observe.AuditStore
+
+	// ErrorLog receives the stores' and counter's failures, and the
+	// warnings of alert thresholds and spent budgets. Nil means
+	// slog.Default().
+	ErrorLog *slog.Logger
+
+	// Now is the clock of the periods. Nil means time.Now.
+	Now func() time.Time
+
+	// MaxBodyBytes caps the bodies of the control routes. Zero means
+	// 32 MiB, the gateway's default.
+	MaxBodyBytes int64
+}
+
+// Bounds of the budgets' caches and estimates.
 const (
 	maxBudgetSets = 1 << 14
 	// workspaceBudgetTTL is how long a workspace's usage_limits are used
@@ -97,42 +151,57 @@ const (
 	maxBudgetPeek = 1 << 20
 )
 
-func newBudgets(g *Gateway) *budgets {
-	b := &budgets{policies: g.opts.UsageLimits, counter: g.opts.UsageCounter, workspaces: g.opts.Workspaces,
-		prices: g.prices, audit: g.opts.Audit, errLog: g.errLog, now: g.clock}
+// New returns the budgets opts describes.
+func New(opts Options) *Stage {
+	b := &Stage{policies: opts.Store, counter: opts.Counter, workspaces: opts.Workspaces,
+		prices: opts.Prices, audit: opts.Audit, errLog: opts.ErrorLog, now: opts.Now, maxBody: opts.MaxBodyBytes}
 	if b.counter == nil {
-		b.counter = &MemoryUsageCounter{}
+		b.counter = &MemoryCounter{}
+	}
+	if b.prices == nil {
+		b.prices = gateway.DefaultPrices()
+	}
+	if b.errLog == nil {
+		b.errLog = slog.Default()
+	}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if b.maxBody <= 0 {
+		b.maxBody = 32 << 20
 	}
 	b.keys, _ = lru.New[string, *budgetSet](maxBudgetSets)
 	b.wss, _ = lru.New[string, *budgetSet](maxBudgetSets)
 	return b
 }
 
+var _ gateway.Admission = (*Stage)(nil)
+
 // budgetRun is the budgets an admitted request reserved in, settled
 // when it is done.
 type budgetRun struct {
-	b        *budgets
+	b        *Stage
 	ctx      context.Context
 	traceID  string
 	keyID    string
 	method   string
 	path     string
 	hits     []budgetHit
-	res      []UsageReservation
+	res      []Reservation
 	prompt   float64 // estimated prompt tokens
 	complete float64 // estimated completion tokens
 	model    string
 	provider string
 }
 
-// Admit is the budgets stage as the data plane's first Admission: it
-// applies every budget of the request, and settles its usage from the
-// request's final record.
-func (b *budgets) Admit(r *http.Request) (func(*RequestLog), error) {
+// Admit implements gateway.Admission: it applies every budget of the
+// request, and settles its usage from the request's final record. A
+// spent budget is a 412 budget_exhausted.
+func (b *Stage) Admit(r *http.Request) (func(*gateway.RequestLog), error) {
 	br, err := b.admit(r)
 	if err != nil {
-		if ge := (*Error)(nil); !errors.As(err, &ge) {
-			err = errorFor(err) // logged by admit: answered as WriteError would
+		if ge := (*gateway.Error)(nil); !errors.As(err, &ge) {
+			err = internal(err) // logged by admit: answered as a store failure is
 		}
 		return nil, err
 	}
@@ -148,13 +217,13 @@ func (b *budgets) Admit(r *http.Request) (func(*RequestLog), error) {
 // done (nil when no budget applies), having read a streamed JSON body to
 // estimate its usage (RequestBody); or the 412 of a spent budget, or the
 // 500 of a store or counter failure (logged).
-func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
+func (b *Stage) admit(r *http.Request) (*budgetRun, error) {
 	ctx := r.Context()
-	id, _ := IdentityFrom(ctx)
-	opts, _ := RequestOptionsFrom(ctx)
+	id, _ := gateway.IdentityFrom(ctx)
+	opts, _ := gateway.RequestOptionsFrom(ctx)
 	ws := id.WorkspaceID
 	var hits []budgetHit
-	if k, _ := APIKeyFrom(ctx); k != nil && len(k.UsageLimits) > 0 {
+	if k, _ := gateway.APIKeyFrom(ctx); k != nil && len(k.UsageLimits) > 0 {
 		s, ok := b.keys.Get(k.ID)
 		if !ok || s.ws != k.WorkspaceID || !bytes.Equal(s.raw, k.UsageLimits) {
 			s = newBudgetSet("api_key", k.ID, k.WorkspaceID, k.UsageLimits, k.CreatedAt)
@@ -182,7 +251,7 @@ func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
 		}
 		for i := range ps {
 			p := &ps[i]
-			if p.Status != PolicyActive || p.WorkspaceID != ws || !p.matches(id, opts.Metadata) {
+			if p.Status != gateway.PolicyActive || p.WorkspaceID != ws || !p.matches(id, opts.Metadata) {
 				continue
 			}
 			alert := -1.0
@@ -200,13 +269,13 @@ func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
 	var body []byte
 	if r.Method == http.MethodPost {
 		var err error
-		if body, err = RequestBody(r, maxBudgetPeek); err != nil {
+		if body, err = gateway.RequestBody(r, maxBudgetPeek); err != nil {
 			return nil, err
 		}
 	}
-	traceID, _ := TraceIDFrom(ctx)
+	traceID, _ := gateway.TraceIDFrom(ctx)
 	br := &budgetRun{b: b, ctx: ctx, traceID: traceID, keyID: id.KeyID, method: r.Method, path: r.URL.Path,
-		hits: hits, res: make([]UsageReservation, len(hits)), provider: opts.Provider}
+		hits: hits, res: make([]Reservation, len(hits)), provider: opts.Provider}
 	if r.Method == http.MethodPost && !uploadBody(r.Header.Get("Content-Type")) {
 		br.estimate(r, body) // other requests ask for no tokens: nothing is reserved, nor charged unless reported
 	}
@@ -214,10 +283,10 @@ func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
 	for i := range hits {
 		h := &hits[i]
 		est := br.prompt + br.complete
-		if h.typ == UsageCost {
+		if h.typ == Cost {
 			est, _ = b.prices.Cost(br.provider, br.model, int64(br.prompt), int64(br.complete), 0)
 		}
-		key := UsageEntityKey{PolicyID: h.policyID, ValueKey: h.valueKey, Period: b.period(h, now)}
+		key := EntityKey{PolicyID: h.policyID, ValueKey: h.valueKey, Period: b.period(h, now)}
 		res, err := b.counter.Reserve(ctx, key, h.limit, est)
 		if err == nil && !res.Allowed {
 			err = budgetExhausted(h, res.Usage)
@@ -237,7 +306,7 @@ func (b *budgets) admit(r *http.Request) (*budgetRun, error) {
 // workspaceSet returns the parsed usage_limits of workspace ws, reading
 // its record at most once per workspaceBudgetTTL. A workspace that is not
 // registered has none.
-func (b *budgets) workspaceSet(ctx context.Context, ws string) (*budgetSet, error) {
+func (b *Stage) workspaceSet(ctx context.Context, ws string) (*budgetSet, error) {
 	now := time.Now()
 	if s, ok := b.wss.Get(ws); ok && now.Sub(s.fetched) < workspaceBudgetTTL {
 		return s, s.err
@@ -245,7 +314,7 @@ func (b *budgets) workspaceSet(ctx context.Context, ws string) (*budgetSet, erro
 	rec, err := b.workspaces.Workspace(ctx, ws)
 	var s *budgetSet
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, gateway.ErrNotFound):
 		s = &budgetSet{ws: ws}
 	case err != nil:
 		return nil, err
@@ -273,38 +342,63 @@ func (br *budgetRun) estimate(r *http.Request, body []byte) {
 	if body == nil {
 		return
 	}
+	model, m, ok := scanBody(body)
 	if br.model == "" {
-		br.model = requestModel(body)
+		br.model = model
 	}
-	if m, ok := maxTokens(body); ok {
+	if ok {
 		br.complete = float64(m)
 	}
 }
 
-// maxTokens returns the completion-token cap a JSON request body sets at
-// its top level.
-func maxTokens(body []byte) (int64, bool) {
+// scanBody returns what a JSON request body sets at its top level: the
+// model it names (its first member named model, when a string), and its
+// completion-token cap (max_tokens, max_completion_tokens or
+// max_output_tokens, the first that is an integer of at least 0), found
+// reporting whether it has one. A body that is not a valid JSON object
+// sets neither.
+func scanBody(body []byte) (model string, maxTok int64, found bool) {
 	i := jsonscan.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' || !json.Valid(body) {
-		return 0, false
+		return "", 0, false
 	}
-	var out int64
-	var found bool
+	seenModel := false
 	jsonscan.EachMember(body[i:], func(name, v []byte) bool {
 		switch string(name) {
+		case "model":
+			if seenModel {
+				break
+			}
+			seenModel = true
+			if v[0] != '"' {
+				break
+			}
+			if s := v[1 : len(v)-1]; bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
+				model = string(s)
+			} else {
+				json.Unmarshal(v, &model)
+			}
 		case "max_tokens", "max_completion_tokens", "max_output_tokens":
-			if n, ok := jsonscan.Int(v, 64); ok && n >= 0 {
-				out, found = n, true
-				return false
+			if n, ok := jsonscan.Int(v, 64); ok && n >= 0 && !found {
+				maxTok, found = n, true
 			}
 		}
-		return true
+		return !seenModel || !found
 	})
-	return out, found
+	return model, maxTok, found
+}
+
+// uploadBody reports whether a request body of this content type is an
+// upload rather than a request for tokens, as the rate limits tell them
+// apart.
+func uploadBody(contentType string) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return strings.HasPrefix(mt, "multipart/") || mt == "application/octet-stream" ||
+		strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "image/") || strings.HasPrefix(mt, "video/")
 }
 
 // usageLabel names a policy in a refusal: its name, else its id.
-func usageLabel(p *UsageLimitsPolicy) string {
+func usageLabel(p *Policy) string {
 	if p.Name != "" {
 		return quoteShort(p.Name)
 	}
@@ -313,9 +407,9 @@ func usageLabel(p *UsageLimitsPolicy) string {
 
 // budgetExhausted is the 412 of a request refused by budget h, whose entity
 // has used usage.
-func budgetExhausted(h *budgetHit, usage float64) *Error {
+func budgetExhausted(h *budgetHit, usage float64) *gateway.Error {
 	unit := " tokens"
-	if h.typ == UsageCost {
+	if h.typ == Cost {
 		unit = " USD"
 	}
 	per := ""
@@ -325,7 +419,7 @@ func budgetExhausted(h *budgetHit, usage float64) *Error {
 	case h.days > 0:
 		per = " per " + strconv.Itoa(h.days) + " days"
 	}
-	return &Error{Status: http.StatusPreconditionFailed, Type: TypeUsageLimit, Code: CodeBudgetExhausted,
+	return &gateway.Error{Status: http.StatusPreconditionFailed, Type: TypeLimitExceeded, Code: CodeExhausted,
 		Message: "usage limit exceeded: " + h.label + " allows " + strconv.FormatFloat(h.limit, 'f', -1, 64) + unit + per +
 			", and " + strconv.FormatFloat(usage, 'f', -1, 64) + unit + " are used"}
 }
@@ -347,9 +441,9 @@ func (br *budgetRun) release() {
 // shared from another caller's cache fill, nothing (AnswerFrom). A
 // request refused after the budgets admitted it (by a later stage) is
 // charged nothing.
-func (br *budgetRun) settle(rec *RequestLog) {
+func (br *budgetRun) settle(rec *gateway.RequestLog) {
 	var tokens, cost float64
-	if reached, own, usage := AnswerFrom(br.ctx); own {
+	if reached, own, usage := gateway.AnswerFrom(br.ctx); own {
 		model := rec.Model
 		if model == "" {
 			model = br.model
@@ -375,10 +469,10 @@ func (br *budgetRun) charge(tokens, cost float64, status int) {
 	for i, r := range br.res {
 		h := &br.hits[i]
 		used := tokens
-		if h.typ == UsageCost {
+		if h.typ == Cost {
 			used = cost
 		}
-		s, err := b.counter.Settle(ctx, r, b.period(h, now), used, UsageThresholds{Alert: h.alert, Limit: h.limit})
+		s, err := b.counter.Settle(ctx, r, b.period(h, now), used, Thresholds{Alert: h.alert, Limit: h.limit})
 		if err != nil {
 			b.errLog.WarnContext(ctx, "gateway: usage counter settle", "budget", h.label, "err", err)
 			continue
@@ -402,7 +496,7 @@ func (br *budgetRun) alert(ctx context.Context, h *budgetHit, usage float64, now
 	if b.audit == nil {
 		return
 	}
-	rec := AuditRecord{Time: now.UTC(), RequestID: br.traceID, KeyID: br.keyID, WorkspaceID: h.workspace,
+	rec := observe.AuditRecord{Time: now.UTC(), RequestID: br.traceID, KeyID: br.keyID, WorkspaceID: h.workspace,
 		Method: br.method, URI: br.path, Action: h.resType + ".alert_threshold", ResourceType: h.resType,
 		ResourceID: h.resID, Status: status}
 	if err := b.audit.AddAuditRecord(ctx, &rec); err != nil {
