@@ -1,28 +1,26 @@
-package gateway
+package memstore
 
 import (
 	"context"
 	"slices"
+
+	"github.com/modelgateway/gateway/observe"
 )
 
-var _ LogAggregator = (*MemoryStore)(nil)
+var _ observe.Aggregator = (*Store)(nil)
 
-// AggregateLogs implements LogAggregator: AggregateRecords over the
+// AggregateLogs implements observe.Aggregator: AggregateRecords over the
 // records the store keeps and its feedback.
-func (s *MemoryStore) AggregateLogs(ctx context.Context, a *Aggregation) ([]Aggregate, error) {
-	var feedback []Feedback
-	if a.Measures&MeasureFeedback != 0 || slices.Contains(a.GroupBy, DimFeedbackValue) ||
+func (s *Store) AggregateLogs(ctx context.Context, a *observe.Aggregation) ([]observe.Aggregate, error) {
+	var feedback []observe.Feedback
+	if a.Measures&observe.MeasureFeedback != 0 || slices.Contains(a.GroupBy, observe.DimFeedbackValue) ||
 		a.WeightedFeedback.HasMin || a.WeightedFeedback.HasMax {
 		var err error
 		if feedback, err = s.FeedbackOf(ctx, a.Query.WorkspaceID, nil); err != nil {
 			return nil, err
 		}
 	}
-	ag := newRecordAggregator(a, feedback)
 	s.logMu.RLock()
 	defer s.logMu.RUnlock()
-	for _, rec := range s.logs {
-		ag.add(rec)
-	}
-	return ag.result(), nil
+	return observe.AggregateRecords(a, slices.Values(s.logs), feedback), nil
 }

@@ -1,20 +1,24 @@
-package gateway
+package memstore
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
-var _ FeedbackStore = (*MemoryStore)(nil)
+var _ observe.FeedbackStore = (*Store)(nil)
 
-// memoryFeedbackMax is how much feedback a MemoryStore keeps: past it,
+// memoryFeedbackMax is how much feedback a Store keeps: past it,
 // the oldest added goes.
 const memoryFeedbackMax = 100000
 
-// AddFeedback implements FeedbackStore: it keeps copies of fs. Once the
+// AddFeedback implements observe.FeedbackStore: it keeps copies of fs. Once the
 // store holds 100,000, each new one drops the oldest added.
-func (s *MemoryStore) AddFeedback(_ context.Context, fs []*Feedback) error {
-	cs := make([]*Feedback, len(fs))
+func (s *Store) AddFeedback(_ context.Context, fs []*observe.Feedback) error {
+	cs := make([]*observe.Feedback, len(fs))
 	for i, f := range fs {
 		cs[i] = cloneFeedback(f)
 	}
@@ -27,8 +31,8 @@ func (s *MemoryStore) AddFeedback(_ context.Context, fs []*Feedback) error {
 	return nil
 }
 
-// UpdateFeedback implements FeedbackStore.
-func (s *MemoryStore) UpdateFeedback(_ context.Context, f *Feedback) (*Feedback, error) {
+// UpdateFeedback implements observe.FeedbackStore.
+func (s *Store) UpdateFeedback(_ context.Context, f *observe.Feedback) (*observe.Feedback, error) {
 	s.feedbackMu.Lock()
 	defer s.feedbackMu.Unlock()
 	for i, old := range s.feedback {
@@ -42,18 +46,27 @@ func (s *MemoryStore) UpdateFeedback(_ context.Context, f *Feedback) (*Feedback,
 			return cloneFeedback(c), nil
 		}
 	}
-	return nil, ErrNotFound
+	return nil, gateway.ErrNotFound
 }
 
-// FeedbackOf implements FeedbackStore.
-func (s *MemoryStore) FeedbackOf(_ context.Context, workspaceID string, traceIDs []string) ([]Feedback, error) {
+// FeedbackOf implements observe.FeedbackStore.
+func (s *Store) FeedbackOf(_ context.Context, workspaceID string, traceIDs []string) ([]observe.Feedback, error) {
 	s.feedbackMu.RLock()
 	defer s.feedbackMu.RUnlock()
-	var out []Feedback
+	var out []observe.Feedback
 	for _, f := range s.feedback {
 		if (workspaceID == "" || f.WorkspaceID == workspaceID) && (traceIDs == nil || slices.Contains(traceIDs, f.TraceID)) {
 			out = append(out, *cloneFeedback(f))
 		}
 	}
 	return out, nil
+}
+
+// cloneFeedback returns a copy of f sharing no memory with it.
+func cloneFeedback(f *observe.Feedback) *observe.Feedback {
+	c := *f
+	if f.Metadata != nil {
+		c.Metadata = append(json.RawMessage(nil), f.Metadata...)
+	}
+	return &c
 }

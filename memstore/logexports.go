@@ -1,41 +1,44 @@
-package gateway
+package memstore
 
 import (
 	"context"
 	"slices"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
-// memoryExport is a log export a MemoryStore keeps, with what it
+// memoryExport is a log export a Store keeps, with what it
 // produced.
 type memoryExport struct {
-	export  *LogExport
+	export  *observe.Export
 	content []byte // never modified once stored: replaced whole
 }
 
-var _ LogExportStore = (*MemoryStore)(nil)
+var _ observe.ExportStore = (*Store)(nil)
 
-// memoryExportsMax is how many log exports a MemoryStore keeps: past it,
+// memoryExportsMax is how many log exports a Store keeps: past it,
 // the oldest created that is not in progress goes.
 const memoryExportsMax = 1000
 
-// CreateLogExport implements LogExportStore: it keeps a copy of e, or
-// returns ErrConflict if e.ID is taken. Once the store holds 1,000
+// CreateLogExport implements observe.ExportStore: it keeps a copy of e, or
+// returns gateway.ErrConflict if e.ID is taken. Once the store holds 1,000
 // exports, each new one drops the oldest created that is not in
 // progress, with its records.
-func (s *MemoryStore) CreateLogExport(_ context.Context, e *LogExport) error {
-	c := cloneLogExport(e)
+func (s *Store) CreateLogExport(_ context.Context, e *observe.Export) error {
+	c := e.Clone()
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
 	if _, ok := s.exports[c.ID]; ok {
-		return ErrConflict
+		return gateway.ErrConflict
 	}
 	if s.exports == nil {
 		s.exports = make(map[string]*memoryExport)
 	}
 	if len(s.exports) >= memoryExportsMax {
-		var oldest *LogExport
+		var oldest *observe.Export
 		for _, m := range s.exports {
-			if m.export.Status != ExportInProgress && (oldest == nil || compareExports(*m.export, *oldest) > 0) {
+			if m.export.Status != observe.ExportInProgress && (oldest == nil || compareExports(*m.export, *oldest) > 0) {
 				oldest = m.export
 			}
 		}
@@ -47,24 +50,24 @@ func (s *MemoryStore) CreateLogExport(_ context.Context, e *LogExport) error {
 	return nil
 }
 
-// LogExport implements LogExportStore: a copy the caller may change.
-func (s *MemoryStore) LogExport(_ context.Context, workspaceID, id string) (*LogExport, error) {
+// LogExport implements observe.ExportStore: a copy the caller may change.
+func (s *Store) LogExport(_ context.Context, workspaceID, id string) (*observe.Export, error) {
 	s.logMu.RLock()
 	defer s.logMu.RUnlock()
 	if m, ok := s.exports[id]; ok && (workspaceID == "" || m.export.WorkspaceID == workspaceID) {
-		return cloneLogExport(m.export), nil
+		return m.export.Clone(), nil
 	}
-	return nil, ErrNotFound
+	return nil, gateway.ErrNotFound
 }
 
-// LogExports implements LogExportStore: copies, newest first (then by
+// LogExports implements observe.ExportStore: copies, newest first (then by
 // id, descending).
-func (s *MemoryStore) LogExports(_ context.Context, workspaceID string) ([]LogExport, error) {
+func (s *Store) LogExports(_ context.Context, workspaceID string) ([]observe.Export, error) {
 	s.logMu.RLock()
-	var out []LogExport
+	var out []observe.Export
 	for _, m := range s.exports {
 		if workspaceID == "" || m.export.WorkspaceID == workspaceID {
-			out = append(out, *cloneLogExport(m.export))
+			out = append(out, *m.export.Clone())
 		}
 	}
 	s.logMu.RUnlock()
@@ -73,7 +76,7 @@ func (s *MemoryStore) LogExports(_ context.Context, workspaceID string) ([]LogEx
 }
 
 // compareExports orders exports as LogExports returns them.
-func compareExports(a, b LogExport) int {
+func compareExports(a, b observe.Export) int {
 	if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 		return c
 	}
@@ -86,10 +89,10 @@ func compareExports(a, b LogExport) int {
 	return 0
 }
 
-// UpdateLogExport implements LogExportStore: a compare-and-swap on
+// UpdateLogExport implements observe.ExportStore: a compare-and-swap on
 // Status and UpdatedAt; a non-nil content is kept as a copy.
-func (s *MemoryStore) UpdateLogExport(_ context.Context, old, e *LogExport, content []byte) error {
-	c := cloneLogExport(e)
+func (s *Store) UpdateLogExport(_ context.Context, old, e *observe.Export, content []byte) error {
+	c := e.Clone()
 	if content != nil {
 		content = slices.Clone(content)
 	}
@@ -98,9 +101,9 @@ func (s *MemoryStore) UpdateLogExport(_ context.Context, old, e *LogExport, cont
 	m, ok := s.exports[old.ID]
 	switch {
 	case !ok:
-		return ErrNotFound
+		return gateway.ErrNotFound
 	case c.ID != old.ID || m.export.Status != old.Status || !m.export.UpdatedAt.Equal(old.UpdatedAt):
-		return ErrConflict
+		return gateway.ErrConflict
 	}
 	m.export = c
 	if content != nil {
@@ -109,13 +112,13 @@ func (s *MemoryStore) UpdateLogExport(_ context.Context, old, e *LogExport, cont
 	return nil
 }
 
-// LogExportContent implements LogExportStore. The content is shared:
+// LogExportContent implements observe.ExportStore. The content is shared:
 // the caller must not modify it.
-func (s *MemoryStore) LogExportContent(_ context.Context, workspaceID, id string) ([]byte, error) {
+func (s *Store) LogExportContent(_ context.Context, workspaceID, id string) ([]byte, error) {
 	s.logMu.RLock()
 	defer s.logMu.RUnlock()
 	if m, ok := s.exports[id]; ok && m.content != nil && (workspaceID == "" || m.export.WorkspaceID == workspaceID) {
 		return m.content, nil
 	}
-	return nil, ErrNotFound
+	return nil, gateway.ErrNotFound
 }

@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"cmp"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// LogAggregator is an optional capability of a LogStore: it computes the
+// Aggregator is an optional capability of a Store: it computes the
 // figures of the analytics routes itself (in SQL, say) instead of having
 // the gateway read every record the filters select. The gateway finds it
 // by type assertion on Options.Logs, and uses it only when
@@ -19,7 +19,7 @@ import (
 // a.Query selects (paging aside) and the store's feedback, to the last
 // count; float sums may differ by rounding. It must be safe for
 // concurrent use.
-type LogAggregator interface {
+type Aggregator interface {
 	AggregateLogs(ctx context.Context, a *Aggregation) ([]Aggregate, error)
 }
 
@@ -73,7 +73,7 @@ const UserMetadataKey = "_user"
 // grouped by some dimensions.
 type Aggregation struct {
 	// Query selects the records (its After and Limit are ignored).
-	Query LogQuery
+	Query Query
 	// WeightedFeedback bounds a record's weighted feedback: the mean of
 	// value × weight over the feedback of its trace (in its workspace).
 	// A bound on either side leaves out records without feedback.

@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"cmp"
@@ -10,8 +10,8 @@ import (
 // The graph routes of the reference, each over the time buckets of its
 // window (see analyticsRoutes and Gateway.analytics).
 
-func graphRequests(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, 0)
+func graphRequests(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -22,8 +22,8 @@ func graphRequests(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *htt
 	return graph(obj{"total": sum.Requests}, points), nil
 }
 
-func graphCost(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, MeasureCost)
+func graphCost(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, MeasureCost)
 	if err != nil {
 		return nil, err
 	}
@@ -39,8 +39,8 @@ func latencyFigures(a *Aggregate) obj {
 		"p50": millis(float64(a.LatencyP50)), "p90": millis(float64(a.LatencyP90)), "p99": millis(float64(a.LatencyP99))}
 }
 
-func graphLatency(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, MeasureLatency)
+func graphLatency(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, MeasureLatency)
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +52,8 @@ func graphLatency(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http
 	return graph(latencyFigures(&sum), points), nil
 }
 
-func graphTokens(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, MeasureTokens)
+func graphTokens(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, MeasureTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -65,8 +65,8 @@ func graphTokens(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.
 	return graph(obj{"total": sum.TotalTokens, "avg": round2(ratio(float64(sum.TotalTokens), float64(sum.Requests)))}, points), nil
 }
 
-func graphUsers(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, MeasureUsers)
+func graphUsers(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, MeasureUsers)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +79,8 @@ func graphUsers(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.R
 
 // graphUserRequests gives the requests per user: of the requests that
 // name a user (metadata _user), per distinct user.
-func graphUserRequests(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, MeasureUsers)
+func graphUserRequests(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, MeasureUsers)
 	if err != nil {
 		return nil, err
 	}
@@ -92,8 +92,8 @@ func graphUserRequests(g *Gateway, ctx context.Context, ar *analyticsRequest, _ 
 		"avg": round2(ratio(float64(sum.UserRequests), float64(sum.Users)))}, points), nil
 }
 
-func graphErrors(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, MeasureErrors)
+func graphErrors(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, MeasureErrors)
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +104,8 @@ func graphErrors(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.
 	return graph(obj{"total": sum.Errors}, points), nil
 }
 
-func graphErrorRate(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, MeasureErrors)
+func graphErrorRate(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, MeasureErrors)
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +118,8 @@ func graphErrorRate(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *ht
 
 // graphErrorStacks gives each bucket's errors (status 400 and above) by
 // status code, ascending.
-func graphErrorStacks(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	per, err := g.aggregate(ctx, ar.aggregation(MeasureErrors, DimTime, DimStatus))
+func graphErrorStacks(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	per, err := rs.aggregate(ctx, ar.aggregation(MeasureErrors, DimTime, DimStatus))
 	if err != nil {
 		return nil, err
 	}
@@ -141,8 +141,8 @@ func graphErrorStacks(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *
 
 // graphErrorStatusCodes gives the window's errors by status code,
 // ascending.
-func graphErrorStatusCodes(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	per, err := g.aggregate(ctx, ar.aggregation(MeasureErrors, DimStatus))
+func graphErrorStatusCodes(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	per, err := rs.aggregate(ctx, ar.aggregation(MeasureErrors, DimStatus))
 	if err != nil {
 		return nil, err
 	}
@@ -160,8 +160,8 @@ func graphErrorStatusCodes(g *Gateway, ctx context.Context, ar *analyticsRequest
 
 // graphRescued gives the rescued requests of each bucket: by a fallback,
 // and by retries of the first target, by the number of retries made.
-func graphRescued(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	per, err := g.aggregate(ctx, ar.aggregation(MeasureRescued, DimTime, DimAttempts))
+func graphRescued(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	per, err := rs.aggregate(ctx, ar.aggregation(MeasureRescued, DimTime, DimAttempts))
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +188,8 @@ func graphRescued(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http
 // requests that asked the cache: HIT, MISS and REFRESH). The gateway has
 // no semantic cache, and a hit's record carries no cost to count as
 // saved: those figures are 0.
-func graphCacheHitRate(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, MeasureCache)
+func graphCacheHitRate(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, MeasureCache)
 	if err != nil {
 		return nil, err
 	}
@@ -203,8 +203,8 @@ func graphCacheHitRate(g *Gateway, ctx context.Context, ar *analyticsRequest, _ 
 }
 
 // graphCacheLatency gives the mean latency of cache hits.
-func graphCacheLatency(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, MeasureCache)
+func graphCacheLatency(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, MeasureCache)
 	if err != nil {
 		return nil, err
 	}
@@ -218,8 +218,8 @@ func graphCacheLatency(g *Gateway, ctx context.Context, ar *analyticsRequest, _ 
 // summaryCache gives the window's cache hits, their mean latency, the
 // requests, and how much faster a hit was than a miss, in percent of the
 // miss's mean latency.
-func summaryCache(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	total, err := g.aggregate(ctx, ar.aggregation(MeasureCache))
+func summaryCache(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	total, err := rs.aggregate(ctx, ar.aggregation(MeasureCache))
 	if err != nil {
 		return nil, err
 	}
@@ -237,8 +237,8 @@ func summaryCache(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http
 		"total_requests": a.Requests, "cache_speedup": speedup}}, nil
 }
 
-func graphFeedbacks(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, MeasureFeedback)
+func graphFeedbacks(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, MeasureFeedback)
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +251,8 @@ func graphFeedbacks(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *ht
 
 // graphFeedbackScores gives the feedback by value, every value from −10
 // to 10.
-func graphFeedbackScores(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	per, err := g.aggregate(ctx, ar.aggregation(MeasureFeedback, DimFeedbackValue))
+func graphFeedbackScores(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	per, err := rs.aggregate(ctx, ar.aggregation(MeasureFeedback, DimFeedbackValue))
 	if err != nil {
 		return nil, err
 	}
@@ -269,8 +269,8 @@ func graphFeedbackScores(g *Gateway, ctx context.Context, ar *analyticsRequest, 
 	return graph(obj{"total": total}, points), nil
 }
 
-func graphFeedbackWeighted(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	sum, per, err := g.overTime(ctx, ar, MeasureFeedback)
+func graphFeedbackWeighted(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	sum, per, err := rs.overTime(ctx, ar, MeasureFeedback)
 	if err != nil {
 		return nil, err
 	}
@@ -283,8 +283,8 @@ func graphFeedbackWeighted(g *Gateway, ctx context.Context, ar *analyticsRequest
 
 // graphFeedbackModels gives the feedback of each model's requests, the
 // most first (then by provider and model).
-func graphFeedbackModels(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	per, err := g.aggregate(ctx, ar.aggregation(MeasureFeedback, DimModel))
+func graphFeedbackModels(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	per, err := rs.aggregate(ctx, ar.aggregation(MeasureFeedback, DimModel))
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"cmp"
@@ -36,10 +36,10 @@ func groupList(total int, data []obj) obj {
 // groupUsers groups by user: the value of the _user metadata; requests
 // that name none are left out. As in the reference, requests and cost
 // (cents) are strings.
-func groupUsers(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+func groupUsers(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
 	a := ar.aggregation(MeasureCost, DimMetadata)
 	a.MetadataKey = UserMetadataKey
-	groups, err := g.aggregate(ctx, a)
+	groups, err := rs.aggregate(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -54,8 +54,8 @@ func groupUsers(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.R
 
 // groupModels groups by provider and model (ai_org and ai_model). As in
 // the reference, requests is a string.
-func groupModels(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
-	groups, err := g.aggregate(ctx, ar.aggregation(0, DimModel))
+func groupModels(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.Request) (any, error) {
+	groups, err := rs.aggregate(ctx, ar.aggregation(0, DimModel))
 	if err != nil {
 		return nil, err
 	}
@@ -70,14 +70,14 @@ func groupModels(g *Gateway, ctx context.Context, ar *analyticsRequest, _ *http.
 
 // groupMetadata groups by the value of the metadata key of the path;
 // requests without it are left out.
-func groupMetadata(g *Gateway, ctx context.Context, ar *analyticsRequest, r *http.Request) (any, error) {
+func groupMetadata(rs *Routes, ctx context.Context, ar *analyticsRequest, r *http.Request) (any, error) {
 	key := r.PathValue("metadataKey")
 	if key == "" || len(key) > metadataKeyMax {
 		return nil, policyInvalid("metadataKey", "the metadata key must be 1 to 256 bytes")
 	}
 	a := ar.aggregation(MeasureCost|MeasureTokens|MeasureFeedback|MeasureLastSeen, DimMetadata)
 	a.MetadataKey = key
-	groups, err := g.aggregate(ctx, a)
+	groups, err := rs.aggregate(ctx, a)
 	if err != nil {
 		return nil, err
 	}

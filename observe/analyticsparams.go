@@ -1,16 +1,18 @@
-package gateway
+package observe
 
 import (
 	"math"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/modelgateway/gateway"
 )
 
 // analyticsRequest is what an analytics route was asked: the filters and
 // the time window, resolved.
 type analyticsRequest struct {
-	query            LogQuery       // Start and End set to the window
+	query            Query          // Start and End set to the window
 	weightedFeedback Range[float64] // weighted_feedback_min / _max
 	width            time.Duration  // the buckets' width over the window
 	size, page       int            // page_size and current_page, for groups
@@ -29,7 +31,7 @@ const analyticsBucketsMax = 3660
 // to now, and without _max it ends now), weighted_feedback_min / _max
 // (numbers from −10 to 10), page_size (1–100, default 20) and
 // current_page (from 0). The window may span at most 3,660 buckets.
-func analyticsParams(v url.Values, id Identity, now time.Time) (*analyticsRequest, error) {
+func analyticsParams(v url.Values, id gateway.Identity, now time.Time) (*analyticsRequest, error) {
 	ar := &analyticsRequest{}
 	rest := make(url.Values, len(v))
 	for name, vs := range v {

@@ -1,19 +1,21 @@
-package gateway
+package observe
 
 import (
 	"context"
 	"iter"
 	"slices"
 	"time"
+
+	"github.com/modelgateway/gateway"
 )
 
 // AggregateRecords computes a over the records of recs that a.Query
 // selects (paging aside), linking each to the feedback of its trace in
-// its workspace among feedback. It is the definition LogAggregator
-// implementations follow, and what the gateway computes for a LogStore
+// its workspace among feedback. It is the definition Aggregator
+// implementations follow, and what the gateway computes for a Store
 // without one. The answer holds only groups with at least one record,
 // ordered by SortAggregates.
-func AggregateRecords(a *Aggregation, recs iter.Seq[*RequestLog], feedback []Feedback) []Aggregate {
+func AggregateRecords(a *Aggregation, recs iter.Seq[*gateway.RequestLog], feedback []Feedback) []Aggregate {
 	ag := newRecordAggregator(a, feedback)
 	for rec := range recs {
 		ag.add(rec)
@@ -61,7 +63,7 @@ func newRecordAggregator(a *Aggregation, feedback []Feedback) *recordAggregator 
 	return ag
 }
 
-func (ag *recordAggregator) add(rec *RequestLog) {
+func (ag *recordAggregator) add(rec *gateway.RequestLog) {
 	a := ag.a
 	if !a.Query.Match(rec) {
 		return
@@ -118,10 +120,10 @@ func (ag *recordAggregator) add(rec *RequestLog) {
 	}
 	lat := rec.Latency.Microseconds()
 	switch rec.CacheStatus {
-	case CacheHit:
+	case gateway.CacheHit:
 		g.CacheHits++
 		g.CacheHitLatency += lat
-	case CacheMiss, CacheRefresh:
+	case gateway.CacheMiss, gateway.CacheRefresh:
 		g.CacheMisses++
 		g.CacheMissLatency += lat
 	}
@@ -242,14 +244,14 @@ func meanWeighted(fb []fbPoint) float64 {
 }
 
 // aggregatePage is how many records aggregateLogs reads at a time from a
-// LogStore without LogAggregator.
+// Store without Aggregator.
 const aggregatePage = 1000
 
 // aggregateLogs answers a from logs, with the feedback of fb (nil: none):
-// through logs' own LogAggregator when it has one and keeps the feedback
+// through logs' own Aggregator when it has one and keeps the feedback
 // too, otherwise by reading every selected record, a page at a time.
-func aggregateLogs(ctx context.Context, logs LogStore, fb FeedbackStore, a *Aggregation) ([]Aggregate, error) {
-	if agg, ok := logs.(LogAggregator); ok && (fb == nil || any(fb) == any(logs)) {
+func aggregateLogs(ctx context.Context, logs Store, fb FeedbackStore, a *Aggregation) ([]Aggregate, error) {
+	if agg, ok := logs.(Aggregator); ok && (fb == nil || any(fb) == any(logs)) {
 		return agg.AggregateLogs(ctx, a)
 	}
 	var feedback []Feedback

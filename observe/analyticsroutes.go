@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"context"
@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // analyticsRoute computes the answer of one analytics route.
-type analyticsRoute func(g *Gateway, ctx context.Context, ar *analyticsRequest, r *http.Request) (any, error)
+type analyticsRoute func(rs *Routes, ctx context.Context, ar *analyticsRequest, r *http.Request) (any, error)
 
 // analyticsRoutes are the analytics routes of the reference, by path
 // below the prefix; analyticsgraphs.go and analyticsgroups.go hold them.
@@ -46,28 +49,28 @@ var analyticsRoutes = map[string]analyticsRoute{
 // percentages, costs (in cents, as the reference has them), averages and
 // latencies (ms) are numbers rounded to two decimals, since an integer
 // would hide most of them (a request costs a fraction of a cent).
-func (g *Gateway) analytics(route analyticsRoute) http.HandlerFunc {
+func (rs *Routes) analytics(route analyticsRoute) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !allowOnly(w, r, http.MethodGet) {
 			return
 		}
-		id, ok := scopedIdentity(w, r, ScopeAnalyticsRead, ScopeAnalyticsRead)
+		id, ok := scopedIdentity(w, r, gateway.ScopeAnalyticsRead, gateway.ScopeAnalyticsRead)
 		if !ok {
 			return
 		}
-		if g.opts.Logs == nil {
-			WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+		if rs.logs == nil {
+			gateway.WriteError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 				Message: "request logs are not stored on this gateway"})
 			return
 		}
-		ar, err := analyticsParams(r.URL.Query(), id, g.clock())
+		ar, err := analyticsParams(r.URL.Query(), id, rs.clock())
 		if err != nil {
-			WriteError(w, r, err)
+			gateway.WriteError(w, r, err)
 			return
 		}
-		out, err := route(g, r.Context(), ar, r)
+		out, err := route(rs, r.Context(), ar, r)
 		if err != nil {
-			g.controlPlaneError(w, r, "analytics", err)
+			rs.controlPlaneError(w, r, "analytics", err)
 			return
 		}
 		writeJSON(w, http.StatusOK, out)
@@ -86,14 +89,14 @@ func graph(summary obj, points []obj) obj {
 }
 
 // aggregate answers a from the gateway's stores.
-func (g *Gateway) aggregate(ctx context.Context, a *Aggregation) ([]Aggregate, error) {
-	return aggregateLogs(ctx, g.opts.Logs, g.opts.Feedback, a)
+func (rs *Routes) aggregate(ctx context.Context, a *Aggregation) ([]Aggregate, error) {
+	return aggregateLogs(ctx, rs.logs, rs.feedback, a)
 }
 
 // overTime returns the figures of the whole window and of each of its
 // buckets, empty ones included, in time order.
-func (g *Gateway) overTime(ctx context.Context, ar *analyticsRequest, m Measure) (Aggregate, []Aggregate, error) {
-	total, err := g.aggregate(ctx, ar.aggregation(m))
+func (rs *Routes) overTime(ctx context.Context, ar *analyticsRequest, m Measure) (Aggregate, []Aggregate, error) {
+	total, err := rs.aggregate(ctx, ar.aggregation(m))
 	if err != nil {
 		return Aggregate{}, nil, err
 	}
@@ -101,7 +104,7 @@ func (g *Gateway) overTime(ctx context.Context, ar *analyticsRequest, m Measure)
 	if len(total) > 0 {
 		sum = total[0]
 	}
-	per, err := g.aggregate(ctx, ar.aggregation(m, DimTime))
+	per, err := rs.aggregate(ctx, ar.aggregation(m, DimTime))
 	if err != nil {
 		return Aggregate{}, nil, err
 	}
@@ -171,5 +174,5 @@ func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // pageOfGroups sorts groups by less and returns the page ar asks for.
 func pageOfGroups(ar *analyticsRequest, groups []Aggregate, cmp func(a, b *Aggregate) int) []Aggregate {
 	slices.SortFunc(groups, func(a, b Aggregate) int { return cmp(&a, &b) })
-	return pageOf(groups, ar.size, ar.page)
+	return httpapi.Of(groups, httpapi.Page{Size: ar.size, Number: ar.page})
 }

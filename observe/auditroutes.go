@@ -1,10 +1,12 @@
-package gateway
+package observe
 
 import (
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway"
 )
 
 // auditRecordWire is a record of the reference's AuditLogObjectList, and
@@ -41,31 +43,31 @@ type auditRecordWire struct {
 // client_ip; paging with page_size (1–100, default 20) and current_page.
 // organisation_id and country are accepted and ignored: the gateway has
 // one organisation and keeps no country.
-func (g *Gateway) serveAuditLogs(w http.ResponseWriter, r *http.Request) {
+func (rs *Routes) serveAuditLogs(w http.ResponseWriter, r *http.Request) {
 	if !allowOnly(w, r, http.MethodGet) {
 		return
 	}
-	id, _ := IdentityFrom(r.Context())
-	if !id.Can(ScopeAuditLogsRead) {
-		WriteError(w, r, missingScope(ScopeAuditLogsRead))
+	id, _ := gateway.IdentityFrom(r.Context())
+	if !id.Can(gateway.ScopeAuditLogsRead) {
+		gateway.WriteError(w, r, missingScope(gateway.ScopeAuditLogsRead))
 		return
 	}
-	if g.opts.Audit == nil {
-		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+	if rs.audit == nil {
+		gateway.WriteError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 			Message: "audit logs are not enabled on this gateway"})
 		return
 	}
 	q, err := auditQuery(r.URL.Query(), id)
 	if err != nil {
-		WriteError(w, r, err)
+		gateway.WriteError(w, r, err)
 		return
 	}
 	data := []auditRecordWire{}
 	total := 0
 	if q != nil {
-		recs, n, err := g.opts.Audit.AuditRecords(r.Context(), *q)
+		recs, n, err := rs.audit.AuditRecords(r.Context(), *q)
 		if err != nil {
-			g.fail(w, r, "audit store", err)
+			rs.fail(w, r, "audit store", err)
 			return
 		}
 		total = n
@@ -85,7 +87,7 @@ func (g *Gateway) serveAuditLogs(w http.ResponseWriter, r *http.Request) {
 
 // auditQuery reads the filters of GET /audit-logs. A nil query (and nil
 // error) matches nothing.
-func auditQuery(v map[string][]string, id Identity) (*AuditQuery, error) {
+func auditQuery(v map[string][]string, id gateway.Identity) (*AuditQuery, error) {
 	size, page, err := pageParams(v)
 	if err != nil {
 		return nil, err
@@ -143,7 +145,7 @@ func auditQuery(v map[string][]string, id Identity) (*AuditQuery, error) {
 	case ut == "user":
 		return nil, nil
 	}
-	if id.Type != KeyOrganisation {
+	if id.Type != gateway.KeyOrganisation {
 		if q.WorkspaceID != "" && q.WorkspaceID != id.WorkspaceID {
 			return nil, otherWorkspace()
 		}

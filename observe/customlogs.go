@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/uuid"
 )
 
 // customLog is the reference's CustomLog: a request made elsewhere, told
@@ -38,10 +41,10 @@ const customLogsMax = 100
 // tokens; metadata.trace_id the trace id (a new one when absent), and the
 // other metadata string values the record's metadata. It answers
 // {"object":"list","data":[{"id"},…]} with the new records' ids.
-func (g *Gateway) addCustomLogs(w http.ResponseWriter, r *http.Request, id Identity) {
-	body, err := g.readPolicyBody(w, r)
+func (rs *Routes) addCustomLogs(w http.ResponseWriter, r *http.Request, id gateway.Identity) {
+	body, err := rs.readPolicyBody(w, r)
 	if err != nil {
-		WriteError(w, r, err)
+		gateway.WriteError(w, r, err)
 		return
 	}
 	var logs []customLog
@@ -53,23 +56,23 @@ func (g *Gateway) addCustomLogs(w http.ResponseWriter, r *http.Request, id Ident
 		err = json.Unmarshal(trimmed, &logs[0])
 	}
 	if err != nil {
-		WriteError(w, r, policyBodyError(err))
+		gateway.WriteError(w, r, policyBodyError(err))
 		return
 	}
 	if len(logs) == 0 || len(logs) > customLogsMax {
-		WriteError(w, r, policyInvalid("", "the body must hold 1 to 100 logs"))
+		gateway.WriteError(w, r, policyInvalid("", "the body must hold 1 to 100 logs"))
 		return
 	}
-	now := g.clock()
-	recs := make([]*RequestLog, len(logs))
+	now := rs.clock()
+	recs := make([]*gateway.RequestLog, len(logs))
 	for i, cl := range logs {
-		if recs[i], err = customRecord(&cl, len(logs) > 1, i, id, now, g.ids.next(now)); err != nil {
-			WriteError(w, r, err)
+		if recs[i], err = customRecord(&cl, len(logs) > 1, i, id, now, rs.ids.Next(now)); err != nil {
+			gateway.WriteError(w, r, err)
 			return
 		}
 	}
-	if err := g.opts.Logs.AddLogs(r.Context(), recs); err != nil {
-		g.fail(w, r, "log store", err)
+	if err := rs.logs.AddLogs(r.Context(), recs); err != nil {
+		rs.fail(w, r, "log store", err)
 		return
 	}
 	type idWire struct {
@@ -87,7 +90,7 @@ func (g *Gateway) addCustomLogs(w http.ResponseWriter, r *http.Request, id Ident
 
 // customRecord turns one custom log into the record logID; many says the
 // body was an array, so that fields are named with their index.
-func customRecord(cl *customLog, many bool, i int, id Identity, now time.Time, logID string) (*RequestLog, error) {
+func customRecord(cl *customLog, many bool, i int, id gateway.Identity, now time.Time, logID string) (*gateway.RequestLog, error) {
 	field := func(name string) string {
 		if many {
 			return "[" + strconv.Itoa(i) + "]." + name
@@ -106,7 +109,7 @@ func customRecord(cl *customLog, many bool, i int, id Identity, now time.Time, l
 	if err != nil || len(*cl.Request.URL) > 2048 {
 		return nil, policyInvalid(field("request.url"), field("request.url")+" must be a URL")
 	}
-	rec := &RequestLog{ID: logID, Time: now, TraceID: newTraceID(), KeyID: id.KeyID, WorkspaceID: id.WorkspaceID,
+	rec := &gateway.RequestLog{ID: logID, Time: now, TraceID: uuid.NewV7(), KeyID: id.KeyID, WorkspaceID: id.WorkspaceID,
 		Provider: "custom", Method: cl.Request.Method, Path: u.Path, Status: cl.Response.Status}
 	if rec.Method == "" {
 		rec.Method = http.MethodPost

@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"context"
@@ -37,13 +37,4 @@ type FeedbackStore interface {
 	AddFeedback(ctx context.Context, fs []*Feedback) error
 	UpdateFeedback(ctx context.Context, f *Feedback) (*Feedback, error)
 	FeedbackOf(ctx context.Context, workspaceID string, traceIDs []string) ([]Feedback, error)
-}
-
-// cloneFeedback returns a copy of f sharing no memory with it.
-func cloneFeedback(f *Feedback) *Feedback {
-	c := *f
-	if f.Metadata != nil {
-		c.Metadata = append(json.RawMessage(nil), f.Metadata...)
-	}
-	return &c
 }

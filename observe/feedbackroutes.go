@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"bytes"
@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/httpapi"
+	"github.com/modelgateway/gateway/internal/uuid"
 )
 
 // feedbackMax bounds the feedback of one POST /feedback.
@@ -43,7 +45,7 @@ type feedbackBody struct {
 // value is an integer from −10 to 10, weight a number from 0 to 1
 // (default 1), metadata a JSON object. The routes answer 404 when
 // Options.Feedback is nil.
-func (g *Gateway) serveFeedback(w http.ResponseWriter, r *http.Request) {
+func (rs *Routes) serveFeedback(w http.ResponseWriter, r *http.Request) {
 	fbID := r.PathValue("id")
 	method := http.MethodPost
 	if fbID != "" {
@@ -52,51 +54,52 @@ func (g *Gateway) serveFeedback(w http.ResponseWriter, r *http.Request) {
 	if !allowOnly(w, r, method) {
 		return
 	}
-	id, _ := IdentityFrom(r.Context())
-	if !id.Can(ScopeCompletionsWrite) && !id.Can(ScopeLogsWrite) {
-		WriteError(w, r, missingScope(ScopeLogsWrite))
+	id, _ := gateway.IdentityFrom(r.Context())
+	if !id.Can(gateway.ScopeCompletionsWrite) && !id.Can(gateway.ScopeLogsWrite) {
+		gateway.WriteError(w, r, missingScope(gateway.ScopeLogsWrite))
 		return
 	}
-	store := g.opts.Feedback
+	store := rs.feedback
 	if store == nil {
-		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+		gateway.WriteError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 			Message: "feedback is not kept on this gateway"})
 		return
 	}
-	body, err := g.readPolicyBody(w, r)
+	body, err := rs.readPolicyBody(w, r)
 	if err != nil {
-		WriteError(w, r, err)
+		gateway.WriteError(w, r, err)
 		return
 	}
-	named, err := workspaceParam(r.URL.Query())
+	named, err := httpapi.WorkspaceParam(r.URL.Query())
+	err = apiError(err)
 	if err != nil {
-		WriteError(w, r, err)
+		gateway.WriteError(w, r, err)
 		return
 	}
-	now := g.clock().UTC()
+	now := rs.clock().UTC()
 	if fbID != "" {
 		var b feedbackBody
 		if err := decodeStrict(body, &b); err != nil {
-			WriteError(w, r, err)
+			gateway.WriteError(w, r, err)
 			return
 		}
 		f, err := feedbackOf(&b, "", false)
 		if err != nil {
-			WriteError(w, r, err)
+			gateway.WriteError(w, r, err)
 			return
 		}
 		ws, err := feedbackWorkspace(id, named, b.WorkspaceID)
 		if err != nil {
-			WriteError(w, r, err)
+			gateway.WriteError(w, r, err)
 			return
 		}
 		f.ID, f.WorkspaceID, f.UpdatedAt = fbID, ws, now
-		if ws == "" && id.Type != KeyOrganisation {
+		if ws == "" && id.Type != gateway.KeyOrganisation {
 			f.WorkspaceID = "\x00" // a workspace key of no workspace sees none
 		}
 		old, err := store.UpdateFeedback(r.Context(), f)
 		if err != nil {
-			g.controlPlaneError(w, r, "feedback store", notFoundAs(err, "feedback "+quoteShort(fbID)+" not found"))
+			rs.controlPlaneError(w, r, "feedback store", notFoundAs(err, "feedback "+quoteShort(fbID)+" not found"))
 			return
 		}
 		writeJSON(w, http.StatusOK, obj{"status": "success", "message": "feedback updated", "feedback_ids": []string{old.ID}})
@@ -112,11 +115,11 @@ func (g *Gateway) serveFeedback(w http.ResponseWriter, r *http.Request) {
 		err = decodeStrict(trimmed, &bodies[0])
 	}
 	if err != nil {
-		WriteError(w, r, err)
+		gateway.WriteError(w, r, err)
 		return
 	}
 	if len(bodies) == 0 || len(bodies) > feedbackMax {
-		WriteError(w, r, policyInvalid("", "the body must hold 1 to 100 feedback objects"))
+		gateway.WriteError(w, r, policyInvalid("", "the body must hold 1 to 100 feedback objects"))
 		return
 	}
 	fs := make([]*Feedback, len(bodies))
@@ -128,18 +131,18 @@ func (g *Gateway) serveFeedback(w http.ResponseWriter, r *http.Request) {
 		}
 		f, err := feedbackOf(&bodies[i], prefix, true)
 		if err != nil {
-			WriteError(w, r, err)
+			gateway.WriteError(w, r, err)
 			return
 		}
 		if f.WorkspaceID, err = feedbackWorkspace(id, named, bodies[i].WorkspaceID); err != nil {
-			WriteError(w, r, err)
+			gateway.WriteError(w, r, err)
 			return
 		}
-		f.ID, f.CreatedAt, f.UpdatedAt = newUUID(), now, now
+		f.ID, f.CreatedAt, f.UpdatedAt = uuid.New(), now, now
 		fs[i], ids[i] = f, f.ID
 	}
 	if err := store.AddFeedback(r.Context(), fs); err != nil {
-		g.fail(w, r, "feedback store", err)
+		rs.fail(w, r, "feedback store", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, obj{"status": "success", "message": "feedback saved", "feedback_ids": ids})
@@ -198,7 +201,7 @@ func feedbackOf(b *feedbackBody, prefix string, withTrace bool) (*Feedback, erro
 // feedbackWorkspace returns the workspace feedback goes to: the key's,
 // or for an organisation key the one it names in the query or the body
 // (none when it names none). A workspace key naming another is 403.
-func feedbackWorkspace(id Identity, query, body string) (string, error) {
+func feedbackWorkspace(id gateway.Identity, query, body string) (string, error) {
 	named := query
 	if body != "" {
 		if query != "" && query != body {
@@ -206,7 +209,7 @@ func feedbackWorkspace(id Identity, query, body string) (string, error) {
 		}
 		named = body
 	}
-	if id.Type == KeyOrganisation {
+	if id.Type == gateway.KeyOrganisation {
 		return named, nil
 	}
 	if named != "" && named != id.WorkspaceID {

@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/modelgateway/gateway"
 )
 
 // Bounds of a log export.
@@ -51,13 +53,13 @@ var exportFilterKinds = map[string]filterKind{
 // when empty), of which the first Skip are passed over and at most Limit
 // written.
 type exportFilter struct {
-	Query       *LogQuery
+	Query       *Query
 	Models      []string // ai_model
 	Skip, Limit int
 }
 
 // match reports whether rec passes the filters Query cannot say.
-func (f *exportFilter) match(rec *RequestLog) bool {
+func (f *exportFilter) match(rec *gateway.RequestLog) bool {
 	return len(f.Models) == 0 || slices.Contains(f.Models, rec.Model)
 }
 
@@ -133,9 +135,9 @@ func parseExportFilters(raw json.RawMessage, workspaceID string) (json.RawMessag
 	if workspaceID != "" {
 		v.Set("workspace_id", workspaceID)
 	}
-	q, err := logQuery(v, Identity{Type: KeyOrganisation})
+	q, err := logQuery(v, gateway.Identity{Type: gateway.KeyOrganisation})
 	if err != nil {
-		var ge *Error
+		var ge *gateway.Error
 		if errors.As(err, &ge) && ge.Param != "" {
 			c := *ge
 			c.Param = "filters." + ge.Param
@@ -221,13 +223,13 @@ func exportFields(names []string) ([]exportField, error) {
 // appendExportLine appends rec, with only fields, as one line of JSON
 // Lines: the object GET /logs answers for rec, less the fields not asked
 // for, in the order asked.
-func appendExportLine(buf []byte, rec *RequestLog, fields []exportField) ([]byte, error) {
+func appendExportLine(buf []byte, rec *gateway.RequestLog, fields []exportField) ([]byte, error) {
 	w := reflect.ValueOf(wireLog(rec))
 	buf = append(buf, '{')
 	first := true
 	for _, f := range fields {
 		fv := w.Field(f.index)
-		if f.omitEmpty && isEmptyValue(fv) {
+		if f.omitEmpty && fv.IsZero() { // logWire's omitempty fields are strings, numbers, booleans and pointers
 			continue
 		}
 		b, err := json.Marshal(fv.Interface())

@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"bytes"
@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/modelgateway/gateway"
 )
 
 // Pacing and bounds of export jobs.
 const (
-	exportBatch       = 500              // records read from the LogStore at a time
+	exportBatch       = 500              // records read from the Store at a time
 	exportHeartbeat   = 5 * time.Second  // a running job moves its UpdatedAt at least this often…
 	exportStaleAfter  = 2 * time.Minute  // …so that one unmoved for this long has lost its gateway
 	exportMaxBytes    = 256 << 20        // JSON Lines an export may write, before compression
@@ -103,8 +105,8 @@ func (x *exportRunner) close() {
 // exportNow is the time of a change to an export that was last changed
 // at prev: now at the store's precision, and after prev, so that a
 // compare-and-swap tells every change apart.
-func (g *Gateway) exportNow(prev time.Time) time.Time {
-	now := g.clock().UTC().Truncate(time.Microsecond)
+func (rs *Routes) exportNow(prev time.Time) time.Time {
+	now := rs.clock().UTC().Truncate(time.Microsecond)
 	if !now.After(prev) {
 		now = prev.Add(exportMinGap)
 	}
@@ -115,7 +117,7 @@ func (g *Gateway) exportNow(prev time.Time) time.Time {
 // /logs (after f.Skip of them, at most f.Limit), reading them a batch at
 // a time from logs, and calls tick (when not nil) between batches. An
 // error of each or tick stops it and is returned.
-func scanExport(ctx context.Context, logs LogStore, f *exportFilter, each func(*RequestLog) error, tick func() error) error {
+func scanExport(ctx context.Context, logs Store, f *exportFilter, each func(*gateway.RequestLog) error, tick func() error) error {
 	q := *f.Query
 	q.After = ""
 	skipped, n := 0, 0
@@ -153,11 +155,11 @@ func scanExport(ctx context.Context, logs LogStore, f *exportFilter, each func(*
 }
 
 // countExport returns how many records f selects now.
-func countExport(ctx context.Context, logs LogStore, f *exportFilter) (int64, error) {
+func countExport(ctx context.Context, logs Store, f *exportFilter) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, exportCountWithin)
 	defer cancel()
 	var n int64
-	err := scanExport(ctx, logs, f, func(*RequestLog) error { n++; return nil }, nil)
+	err := scanExport(ctx, logs, f, func(*gateway.RequestLog) error { n++; return nil }, nil)
 	return n, err
 }
 
@@ -168,14 +170,14 @@ func countExport(ctx context.Context, logs LogStore, f *exportFilter) (int64, er
 // with the status success; or records failed when the log store fails,
 // the records pass exportMaxBytes, or ctx ends (the gateway closing). A
 // cancel (the stored export no longer cur) stops it without a write.
-func (g *Gateway) runExport(ctx context.Context, store LogExportStore, logs LogStore, cur *LogExport, started time.Time) {
-	finish := func(status LogExportStatus, desc string, total int64, content []byte) {
+func (rs *Routes) runExport(ctx context.Context, store ExportStore, logs Store, cur *Export, started time.Time) {
+	finish := func(status ExportStatus, desc string, total int64, content []byte) {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exportWriteWithin)
 		defer cancel()
-		next := cloneLogExport(cur)
-		next.Status, next.Description, next.Total, next.UpdatedAt = status, desc, total, g.exportNow(cur.UpdatedAt)
-		if err := store.UpdateLogExport(wctx, cur, next, content); err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) {
-			g.errLog.Error("gateway: log export: recording its end failed", "export", cur.ID, "status", string(status), "err", err)
+		next := cur.Clone()
+		next.Status, next.Description, next.Total, next.UpdatedAt = status, desc, total, rs.exportNow(cur.UpdatedAt)
+		if err := store.UpdateLogExport(wctx, cur, next, content); err != nil && !errors.Is(err, gateway.ErrConflict) && !errors.Is(err, gateway.ErrNotFound) {
+			rs.errLog.Error("gateway: log export: recording its end failed", "export", cur.ID, "status", string(status), "err", err)
 		}
 	}
 	_, f, err := parseExportFilters(cur.Filters, cur.WorkspaceID)
@@ -199,7 +201,7 @@ func (g *Gateway) runExport(ctx context.Context, store LogExportStore, logs LogS
 		total int64
 		beat  = started
 	)
-	each := func(rec *RequestLog) error {
+	each := func(rec *gateway.RequestLog) error {
 		var err error
 		if line, err = appendExportLine(line[:0], rec, fields); err != nil {
 			return err
@@ -215,13 +217,13 @@ func (g *Gateway) runExport(ctx context.Context, store LogExportStore, logs LogS
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		now := g.clock()
+		now := rs.clock()
 		if now.Sub(beat) < exportHeartbeat {
 			return nil
 		}
 		beat = now
-		next := cloneLogExport(cur)
-		next.UpdatedAt = g.exportNow(cur.UpdatedAt)
+		next := cur.Clone()
+		next.UpdatedAt = rs.exportNow(cur.UpdatedAt)
 		if err := store.UpdateLogExport(ctx, cur, next, nil); err != nil {
 			return err
 		}
@@ -233,7 +235,7 @@ func (g *Gateway) runExport(ctx context.Context, store LogExportStore, logs LogS
 		err = zw.Close()
 	}
 	switch {
-	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
+	case errors.Is(err, gateway.ErrConflict), errors.Is(err, gateway.ErrNotFound):
 		// Cancelled (or marked failed as stale) by another request: it
 		// says what became of the export.
 	case errors.Is(err, errExportTooLarge):
@@ -241,7 +243,7 @@ func (g *Gateway) runExport(ctx context.Context, store LogExportStore, logs LogS
 	case ctx.Err() != nil:
 		finish(ExportFailed, exportDescGone, 0, nil)
 	case err != nil:
-		g.errLog.Error("gateway: log export failed", "export", cur.ID, "err", err)
+		rs.errLog.Error("gateway: log export failed", "export", cur.ID, "err", err)
 		finish(ExportFailed, "failed: the log store could not be read; create a new export", 0, nil)
 	default:
 		finish(ExportSuccess, fmt.Sprintf("success: %d records created up to %s", total, started.UTC().Format(exportTimeFormat)), total, out.Bytes())

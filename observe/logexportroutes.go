@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"bytes"
@@ -10,6 +10,10 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/httpapi"
+	"github.com/modelgateway/gateway/internal/uuid"
 )
 
 // logExportObject is the "object" of a log export in responses.
@@ -36,7 +40,7 @@ const logExportObject = "export"
 // it expires (see serveSignedExport); the content route takes the
 // x-gateway-api-key as well. Without Options.LogExports and Options.Logs
 // every route answers 404.
-func (g *Gateway) logExportRoutes(p string) {
+func (rs *Routes) logExportRoutes() {
 	for _, r := range []struct{ path, action, allow string }{
 		{"/logs/exports", "", "GET, POST"},
 		{"/logs/exports/{exportId}", "", "GET, PUT"},
@@ -47,59 +51,59 @@ func (g *Gateway) logExportRoutes(p string) {
 	} {
 		// Exports take records out of the gateway: their writes (create,
 		// update, start, cancel) are audited.
-		g.mux.Handle(p+r.path, g.control(g.audit(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			g.serveLogExports(w, req, r.action, r.allow)
-		}))))
+		rs.gw.Handle(r.path, rs.auditor.Wrap("log_exports", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			rs.serveLogExports(w, req, r.action, r.allow)
+		})))
 	}
 }
 
-func (g *Gateway) serveLogExports(w http.ResponseWriter, r *http.Request, action, allow string) {
+func (rs *Routes) serveLogExports(w http.ResponseWriter, r *http.Request, action, allow string) {
 	eid := r.PathValue("exportId")
 	if !allowOnly(w, r, strings.Split(allow, ", ")...) {
 		return
 	}
-	id, _ := IdentityFrom(r.Context())
-	if !id.Can(ScopeLogsRead) {
-		WriteError(w, r, missingScope(ScopeLogsRead))
+	id, _ := gateway.IdentityFrom(r.Context())
+	if !id.Can(gateway.ScopeLogsRead) {
+		gateway.WriteError(w, r, missingScope(gateway.ScopeLogsRead))
 		return
 	}
-	if r.Method != http.MethodGet && !id.Can(ScopeLogsWrite) {
-		WriteError(w, r, missingScope(ScopeLogsWrite))
+	if r.Method != http.MethodGet && !id.Can(gateway.ScopeLogsWrite) {
+		gateway.WriteError(w, r, missingScope(gateway.ScopeLogsWrite))
 		return
 	}
-	store := g.opts.LogExports
-	if store == nil || g.opts.Logs == nil {
-		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+	store := rs.exportStore
+	if store == nil || rs.logs == nil {
+		gateway.WriteError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 			Message: "log exports are not kept on this gateway"})
 		return
 	}
 	var err error
 	switch {
 	case eid == "" && r.Method == http.MethodPost:
-		err = g.createLogExport(w, r, store, id)
+		err = rs.createLogExport(w, r, store, id)
 	case eid == "":
-		err = g.listLogExports(w, r, store, id)
+		err = rs.listLogExports(w, r, store, id)
 	default:
-		var e *LogExport
-		if e, err = g.lookupLogExport(r.Context(), store, id, eid); err == nil {
+		var e *Export
+		if e, err = rs.lookupLogExport(r.Context(), store, id, eid); err == nil {
 			switch {
 			case action == "start":
-				err = g.startLogExport(w, r, store, e)
+				err = rs.startLogExport(w, r, store, e)
 			case action == "cancel":
-				err = g.cancelLogExport(w, r, store, e)
+				err = rs.cancelLogExport(w, r, store, e)
 			case action == "download":
-				err = g.downloadLogExport(w, r, e)
+				err = rs.downloadLogExport(w, r, e)
 			case action == "content":
-				err = g.logExportContent(w, r, store, e)
+				err = rs.logExportContent(w, r, store, e)
 			case r.Method == http.MethodPut:
-				err = g.updateLogExport(w, r, store, id, e)
+				err = rs.updateLogExport(w, r, store, id, e)
 			default:
 				writeJSON(w, http.StatusOK, wireLogExport(e))
 			}
 		}
 	}
 	if err != nil {
-		g.controlPlaneError(w, r, "log export store", err)
+		rs.controlPlaneError(w, r, "log export store", err)
 	}
 }
 
@@ -114,7 +118,7 @@ type logExportWire struct {
 	WorkspaceID   *string         `json:"workspace_id"`
 	Filters       json.RawMessage `json:"filters"`
 	RequestedData []string        `json:"requested_data"`
-	Status        LogExportStatus `json:"status"`
+	Status        ExportStatus    `json:"status"`
 	Description   string          `json:"description"`
 	Total         int64           `json:"total"`
 	CreatedAt     time.Time       `json:"created_at"`
@@ -122,7 +126,7 @@ type logExportWire struct {
 	CreatedBy     string          `json:"created_by"`
 }
 
-func wireLogExport(e *LogExport) logExportWire {
+func wireLogExport(e *Export) logExportWire {
 	var ws *string
 	if e.WorkspaceID != "" {
 		ws = &e.WorkspaceID
@@ -143,8 +147,8 @@ func wireLogExport(e *LogExport) logExportWire {
 // exportWorkspace is the workspace an export request acts on: named (""
 // for every workspace) for an organisation key; its own for a workspace
 // key, which may not name another (403).
-func exportWorkspace(id Identity, named string) (string, error) {
-	if id.Type == KeyOrganisation {
+func exportWorkspace(id gateway.Identity, named string) (string, error) {
+	if id.Type == gateway.KeyOrganisation {
 		return named, nil
 	}
 	if named != "" && named != id.WorkspaceID {
@@ -158,7 +162,7 @@ func exportWorkspace(id Identity, named string) (string, error) {
 
 // lookupLogExport returns export eid if the caller may see it, brought
 // up to date (see settleLogExport); else a 404.
-func (g *Gateway) lookupLogExport(ctx context.Context, store LogExportStore, id Identity, eid string) (*LogExport, error) {
+func (rs *Routes) lookupLogExport(ctx context.Context, store ExportStore, id gateway.Identity, eid string) (*Export, error) {
 	ws, _ := exportWorkspace(id, "")
 	if len(eid) > 128 || ws == exportNoWorkspace {
 		return nil, logExportNotFound(eid)
@@ -167,26 +171,26 @@ func (g *Gateway) lookupLogExport(ctx context.Context, store LogExportStore, id 
 	if err != nil {
 		return nil, notFoundAs(err, "log export "+quoteShort(eid)+" not found")
 	}
-	return g.settleLogExport(ctx, store, e)
+	return rs.settleLogExport(ctx, store, e)
 }
 
-func logExportNotFound(eid string) *Error {
-	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound, Message: "log export " + quoteShort(eid) + " not found"}
+func logExportNotFound(eid string) *gateway.Error {
+	return &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound, Message: "log export " + quoteShort(eid) + " not found"}
 }
 
 // settleLogExport returns e, marked failed first when it is in progress
 // but its job has not moved it for exportStaleAfter and does not run
 // here: the gateway that ran it is gone.
-func (g *Gateway) settleLogExport(ctx context.Context, store LogExportStore, e *LogExport) (*LogExport, error) {
-	if e.Status != ExportInProgress || g.clock().Sub(e.UpdatedAt) < exportStaleAfter || g.exports.running(e.ID) {
+func (rs *Routes) settleLogExport(ctx context.Context, store ExportStore, e *Export) (*Export, error) {
+	if e.Status != ExportInProgress || rs.clock().Sub(e.UpdatedAt) < exportStaleAfter || rs.exports.running(e.ID) {
 		return e, nil
 	}
-	next := cloneLogExport(e)
-	next.Status, next.Description, next.UpdatedAt = ExportFailed, exportDescGone, g.exportNow(e.UpdatedAt)
+	next := e.Clone()
+	next.Status, next.Description, next.UpdatedAt = ExportFailed, exportDescGone, rs.exportNow(e.UpdatedAt)
 	switch err := store.UpdateLogExport(ctx, e, next, nil); {
 	case err == nil:
 		return next, nil
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, gateway.ErrConflict):
 		return store.LogExport(ctx, e.WorkspaceID, e.ID) // the job moved, or another request settled it
 	default:
 		return nil, notFoundAs(err, "log export "+quoteShort(e.ID)+" not found")
@@ -216,9 +220,9 @@ func (b *logExportBody) check(ws string, fieldsRequired bool) (json.RawMessage, 
 	return filters, f, nil
 }
 
-func (g *Gateway) createLogExport(w http.ResponseWriter, r *http.Request, store LogExportStore, id Identity) error {
+func (rs *Routes) createLogExport(w http.ResponseWriter, r *http.Request, store ExportStore, id gateway.Identity) error {
 	var b logExportBody
-	if err := g.decodeStrict(w, r, &b, false); err != nil {
+	if err := rs.decodeBody(w, r, &b); err != nil {
 		return err
 	}
 	named := ""
@@ -233,19 +237,19 @@ func (g *Gateway) createLogExport(w http.ResponseWriter, r *http.Request, store 
 		return err
 	}
 	if ws == exportNoWorkspace {
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
+		return &gateway.Error{Status: http.StatusForbidden, Type: gateway.TypePermission, Code: gateway.CodePermissionDenied,
 			Message: "a key of no workspace has no request logs to export"}
 	}
 	filters, f, err := b.check(ws, true)
 	if err != nil {
 		return err
 	}
-	total, err := countExport(r.Context(), g.opts.Logs, f)
+	total, err := countExport(r.Context(), rs.logs, f)
 	if err != nil {
 		return err
 	}
-	now := g.exportNow(time.Time{})
-	e := &LogExport{ID: newUUID(), WorkspaceID: ws, CreatedBy: id.KeyID, Filters: filters, Fields: b.RequestedData,
+	now := rs.exportNow(time.Time{})
+	e := &Export{ID: uuid.New(), WorkspaceID: ws, CreatedBy: id.KeyID, Filters: filters, Fields: b.RequestedData,
 		Status: ExportDraft, Description: exportDescDraft, Total: total, CreatedAt: now, UpdatedAt: now}
 	if err := store.CreateLogExport(r.Context(), e); err != nil {
 		return err
@@ -267,9 +271,10 @@ type exportTask struct {
 	Object  string `json:"object"`
 }
 
-func (g *Gateway) listLogExports(w http.ResponseWriter, r *http.Request, store LogExportStore, id Identity) error {
+func (rs *Routes) listLogExports(w http.ResponseWriter, r *http.Request, store ExportStore, id gateway.Identity) error {
 	q := r.URL.Query()
-	named, err := workspaceParam(q)
+	named, err := httpapi.WorkspaceParam(q)
+	err = apiError(err)
 	if err != nil {
 		return err
 	}
@@ -281,19 +286,19 @@ func (g *Gateway) listLogExports(w http.ResponseWriter, r *http.Request, store L
 	if err != nil {
 		return err
 	}
-	var all []LogExport
+	var all []Export
 	if ws != exportNoWorkspace {
 		if all, err = store.LogExports(r.Context(), ws); err != nil {
 			return err
 		}
 	}
-	data, total := listPage(all, nil, func(e *LogExport) logExportWire {
-		s, err := g.settleLogExport(r.Context(), store, e)
+	data, total := httpapi.Filter(all, nil, func(e *Export) logExportWire {
+		s, err := rs.settleLogExport(r.Context(), store, e)
 		if err != nil || s == nil {
 			s = e
 		}
 		return wireLogExport(s)
-	}, size, page)
+	}, httpapi.Page{Size: size, Number: page})
 	writeJSON(w, http.StatusOK, struct {
 		Object string          `json:"object"`
 		Total  int             `json:"total"`
@@ -302,9 +307,9 @@ func (g *Gateway) listLogExports(w http.ResponseWriter, r *http.Request, store L
 	return nil
 }
 
-func (g *Gateway) updateLogExport(w http.ResponseWriter, r *http.Request, store LogExportStore, id Identity, e *LogExport) error {
+func (rs *Routes) updateLogExport(w http.ResponseWriter, r *http.Request, store ExportStore, id gateway.Identity, e *Export) error {
 	var b logExportBody
-	if err := g.decodeStrict(w, r, &b, false); err != nil {
+	if err := rs.decodeBody(w, r, &b); err != nil {
 		return err
 	}
 	if b.WorkspaceID != nil {
@@ -322,17 +327,17 @@ func (g *Gateway) updateLogExport(w http.ResponseWriter, r *http.Request, store 
 	if err != nil {
 		return err
 	}
-	total, err := countExport(r.Context(), g.opts.Logs, f)
+	total, err := countExport(r.Context(), rs.logs, f)
 	if err != nil {
 		return err
 	}
-	next := cloneLogExport(e)
-	next.Filters, next.Total, next.UpdatedAt = filters, total, g.exportNow(e.UpdatedAt)
+	next := e.Clone()
+	next.Filters, next.Total, next.UpdatedAt = filters, total, rs.exportNow(e.UpdatedAt)
 	if b.RequestedData != nil {
 		next.Fields = b.RequestedData
 	}
 	if err := store.UpdateLogExport(r.Context(), e, next, nil); err != nil {
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, gateway.ErrConflict) {
 			return exportStateConflict(e, "it changed while being updated; read it again")
 		}
 		return notFoundAs(err, "log export "+quoteShort(e.ID)+" not found")
@@ -342,32 +347,32 @@ func (g *Gateway) updateLogExport(w http.ResponseWriter, r *http.Request, store 
 }
 
 // exportStateConflict is the 409 of a request export e's status refuses.
-func exportStateConflict(e *LogExport, why string) *Error {
-	return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict, Param: "status",
+func exportStateConflict(e *Export, why string) *gateway.Error {
+	return &gateway.Error{Status: http.StatusConflict, Type: gateway.TypeInvalidRequest, Code: gateway.CodeConflict, Param: "status",
 		Message: "log export " + quoteShort(e.ID) + " is " + string(e.Status) + ": " + why}
 }
 
-func (g *Gateway) startLogExport(w http.ResponseWriter, r *http.Request, store LogExportStore, e *LogExport) error {
+func (rs *Routes) startLogExport(w http.ResponseWriter, r *http.Request, store ExportStore, e *Export) error {
 	switch {
 	case e.Status == ExportInProgress:
 		return exportStateConflict(e, "it is already running")
 	case e.Status.Final():
 		return exportStateConflict(e, "a finished export cannot be restarted; create a new one")
 	}
-	started := g.exportNow(e.UpdatedAt)
-	next := cloneLogExport(e)
+	started := rs.exportNow(e.UpdatedAt)
+	next := e.Clone()
 	next.Status, next.UpdatedAt = ExportInProgress, started
 	next.Description = "in_progress: writing the records up to " + started.Format(exportTimeFormat)
 	if err := store.UpdateLogExport(r.Context(), e, next, nil); err != nil {
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, gateway.ErrConflict) {
 			return exportStateConflict(e, "it changed while being started (started or cancelled by another request); read it again")
 		}
 		return notFoundAs(err, "log export "+quoteShort(e.ID)+" not found")
 	}
-	logs := g.opts.Logs
-	if !g.exports.start(next.ID, func(ctx context.Context) { g.runExport(ctx, store, logs, next, started) }) {
-		g.runExport(canceledContext(), store, logs, next, started) // closing: records it failed
-		return &Error{Status: http.StatusServiceUnavailable, Type: TypeGateway, Code: "shutting_down",
+	logs := rs.logs
+	if !rs.exports.start(next.ID, func(ctx context.Context) { rs.runExport(ctx, store, logs, next, started) }) {
+		rs.runExport(canceledContext(), store, logs, next, started) // closing: records it failed
+		return &gateway.Error{Status: http.StatusServiceUnavailable, Type: gateway.TypeGateway, Code: "shutting_down",
 			Message: "the gateway is shutting down: the export was not started"}
 	}
 	writeJSON(w, http.StatusOK, exportTask{"export started", logExportObject})
@@ -381,20 +386,20 @@ func canceledContext() context.Context {
 	return ctx
 }
 
-func (g *Gateway) cancelLogExport(w http.ResponseWriter, r *http.Request, store LogExportStore, e *LogExport) error {
+func (rs *Routes) cancelLogExport(w http.ResponseWriter, r *http.Request, store ExportStore, e *Export) error {
 	for range exportSwapTries {
 		if e.Status.Final() {
 			return exportStateConflict(e, "it has finished; there is nothing to cancel")
 		}
-		next := cloneLogExport(e)
-		next.Status, next.Description, next.UpdatedAt = ExportStopped, exportDescStopped, g.exportNow(e.UpdatedAt)
+		next := e.Clone()
+		next.Status, next.Description, next.UpdatedAt = ExportStopped, exportDescStopped, rs.exportNow(e.UpdatedAt)
 		err := store.UpdateLogExport(r.Context(), e, next, nil)
 		if err == nil {
-			g.exports.cancel(e.ID)
+			rs.exports.cancel(e.ID)
 			writeJSON(w, http.StatusOK, exportTask{"export stopped", logExportObject})
 			return nil
 		}
-		if !errors.Is(err, ErrConflict) {
+		if !errors.Is(err, gateway.ErrConflict) {
 			return notFoundAs(err, "log export "+quoteShort(e.ID)+" not found")
 		}
 		// The job's heartbeat moved it meanwhile: read it again.
@@ -405,7 +410,7 @@ func (g *Gateway) cancelLogExport(w http.ResponseWriter, r *http.Request, store 
 	return exportStateConflict(e, "it kept changing while being cancelled; try again")
 }
 
-func (g *Gateway) downloadLogExport(w http.ResponseWriter, r *http.Request, e *LogExport) error {
+func (rs *Routes) downloadLogExport(w http.ResponseWriter, r *http.Request, e *Export) error {
 	if e.Status != ExportSuccess {
 		return exportStateConflict(e, "its records can be downloaded once it has succeeded")
 	}
@@ -414,11 +419,11 @@ func (g *Gateway) downloadLogExport(w http.ResponseWriter, r *http.Request, e *L
 	w.Header().Set("Cache-Control", "no-store") // the URL is a credential
 	writeJSON(w, http.StatusOK, struct {
 		SignedURL string `json:"signed_url"`
-	}{g.signedExportURL(e.ID)})
+	}{rs.signedExportURL(e.ID)})
 	return nil
 }
 
-func (g *Gateway) logExportContent(w http.ResponseWriter, r *http.Request, store LogExportStore, e *LogExport) error {
+func (rs *Routes) logExportContent(w http.ResponseWriter, r *http.Request, store ExportStore, e *Export) error {
 	if e.Status != ExportSuccess {
 		return exportStateConflict(e, "its records can be downloaded once it has succeeded")
 	}
@@ -436,7 +441,7 @@ func (g *Gateway) logExportContent(w http.ResponseWriter, r *http.Request, store
 	w.WriteHeader(http.StatusOK)
 	if _, err := io.Copy(w, zr); err != nil {
 		if r.Context().Err() == nil { // not merely a caller gone
-			g.errLog.ErrorContext(r.Context(), "gateway: log export download cut short", "export", e.ID, "err", err)
+			rs.errLog.ErrorContext(r.Context(), "gateway: log export download cut short", "export", e.ID, "err", err)
 		}
 		panic(http.ErrAbortHandler) // the status is sent: abort rather than end a partial file cleanly
 	}

@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"crypto/hmac"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/modelgateway/gateway"
 )
 
 // signedURLTTL is how long a log export's signed_url stays valid.
@@ -31,9 +33,9 @@ var processURLKey = sync.OnceValue(func() []byte {
 })
 
 // urlSigningKey returns Options.URLSigningKey, or the process's random key.
-func (g *Gateway) urlSigningKey() []byte {
-	if len(g.opts.URLSigningKey) > 0 {
-		return g.opts.URLSigningKey
+func (rs *Routes) urlSigningKey() []byte {
+	if len(rs.signingKey) > 0 {
+		return rs.signingKey
 	}
 	return processURLKey()
 }
@@ -42,8 +44,8 @@ func (g *Gateway) urlSigningKey() []byte {
 // export id be downloaded without a key until expires (Unix seconds).
 // The id is length-prefixed, so that no id and expiry can be made to
 // sign like another pair.
-func (g *Gateway) exportSignature(id string, expires int64) string {
-	m := hmac.New(sha256.New, g.urlSigningKey())
+func (rs *Routes) exportSignature(id string, expires int64) string {
+	m := hmac.New(sha256.New, rs.urlSigningKey())
 	m.Write([]byte("log-export-content\n" + strconv.Itoa(len(id)) + ":" + id + "\n" + strconv.FormatInt(expires, 10)))
 	return hex.EncodeToString(m.Sum(nil))
 }
@@ -53,21 +55,21 @@ func (g *Gateway) exportSignature(id string, expires int64) string {
 // the expiry, signedURLTTL from now, and its signature in the query. The
 // URL is the only credential its holder needs, for that export's records
 // only, until it expires.
-func (g *Gateway) signedExportURL(id string) string {
-	expires := g.clock().Add(signedURLTTL).Unix()
-	q := url.Values{"expires": {strconv.FormatInt(expires, 10)}, "signature": {g.exportSignature(id, expires)}}
-	return strings.TrimSuffix(g.opts.PublicURL, "/") + g.prefix + "/logs/exports/" + url.PathEscape(id) + "/content?" + q.Encode()
+func (rs *Routes) signedExportURL(id string) string {
+	expires := rs.clock().Add(signedURLTTL).Unix()
+	q := url.Values{"expires": {strconv.FormatInt(expires, 10)}, "signature": {rs.exportSignature(id, expires)}}
+	return strings.TrimSuffix(rs.publicURL, "/") + rs.gw.Prefix() + "/logs/exports/" + url.PathEscape(id) + "/content?" + q.Encode()
 }
 
 // signedExportID returns the export id of r when r asks for an export's
 // content with a signature (an expires or signature query parameter), in
 // place of an API key; else "".
-func (g *Gateway) signedExportID(r *http.Request) string {
+func (rs *Routes) signedExportID(r *http.Request) string {
 	q := r.URL.Query()
 	if !q.Has("signature") && !q.Has("expires") {
 		return ""
 	}
-	rest, ok := strings.CutPrefix(r.URL.Path, g.prefix+"/logs/exports/")
+	rest, ok := strings.CutPrefix(r.URL.Path, rs.gw.Prefix()+"/logs/exports/")
 	if !ok {
 		return ""
 	}
@@ -80,50 +82,50 @@ func (g *Gateway) signedExportID(r *http.Request) string {
 
 // serveSignedExport serves a request for an export's content that
 // carries a signature instead of an API key (see signedExportID), and
-// reports whether r was one. The signature must be this gateway's for
-// that export and that expiry, which must not have passed: otherwise 401
-// invalid_signature, or 403 expired_signature. An API key sent along is
-// removed unread: the URL alone decides. The request is a control-plane
-// read, not a request log of the LogStore.
-func (g *Gateway) serveSignedExport(w http.ResponseWriter, r *http.Request, st *requestState) bool {
-	eid := g.signedExportID(r)
+// reports whether r was one, with the workspace of its export. The
+// signature must be this gateway's for that export and that expiry,
+// which must not have passed: otherwise 401 invalid_signature, or 403
+// expired_signature. An API key sent along is removed unread: the URL
+// alone decides. The request is a control-plane read, not a request log
+// of the Store (see gateway.Gateway.HandleSigned).
+func (rs *Routes) serveSignedExport(w http.ResponseWriter, r *http.Request) (workspace string, ok bool) {
+	eid := rs.signedExportID(r)
 	if eid == "" {
-		return false
+		return "", false
 	}
-	delete(r.Header, canonicalHeaders[HeaderAPIKey])
-	st.control = true
+	r.Header.Del(gateway.HeaderAPIKey)
 	if r.Method != http.MethodGet {
 		methodNotAllowed(w, r, http.MethodGet)
-		return true
+		return "", true
 	}
-	if err := g.checkExportSignature(r.URL.Query(), eid); err != nil {
-		WriteError(w, r, err)
-		return true
+	if err := rs.checkExportSignature(r.URL.Query(), eid); err != nil {
+		gateway.WriteError(w, r, err)
+		return "", true
 	}
-	store := g.opts.LogExports
-	if store == nil || g.opts.Logs == nil {
-		WriteError(w, r, logExportNotFound(eid))
-		return true
+	store := rs.exportStore
+	if store == nil || rs.logs == nil {
+		gateway.WriteError(w, r, logExportNotFound(eid))
+		return "", true
 	}
 	e, err := store.LogExport(r.Context(), "", eid)
 	if err == nil {
-		e, err = g.settleLogExport(r.Context(), store, e)
+		e, err = rs.settleLogExport(r.Context(), store, e)
 	}
 	if err == nil {
-		st.log.WorkspaceID = e.WorkspaceID
-		err = g.logExportContent(w, r, store, e)
+		workspace = e.WorkspaceID
+		err = rs.logExportContent(w, r, store, e)
 	}
 	if err != nil {
-		g.controlPlaneError(w, r, "log export store", notFoundAs(err, "log export "+quoteShort(eid)+" not found"))
+		rs.controlPlaneError(w, r, "log export store", notFoundAs(err, "log export "+quoteShort(eid)+" not found"))
 	}
-	return true
+	return workspace, true
 }
 
 // checkExportSignature checks the expires and signature of q, each given
 // once, against export eid and the gateway's clock.
-func (g *Gateway) checkExportSignature(q url.Values, eid string) error {
+func (rs *Routes) checkExportSignature(q url.Values, eid string) error {
 	invalid := func(param, msg string) error {
-		return &Error{Status: http.StatusUnauthorized, Type: TypeInvalidRequest, Code: codeInvalidSignature, Param: param, Message: msg}
+		return &gateway.Error{Status: http.StatusUnauthorized, Type: gateway.TypeInvalidRequest, Code: codeInvalidSignature, Param: param, Message: msg}
 	}
 	exp, sig := q["expires"], q["signature"]
 	if len(exp) != 1 || len(sig) != 1 {
@@ -134,12 +136,12 @@ func (g *Gateway) checkExportSignature(q url.Values, eid string) error {
 		return invalid("expires", "expires must be a Unix time in seconds")
 	}
 	got, err := hex.DecodeString(sig[0])
-	want, _ := hex.DecodeString(g.exportSignature(eid, expires))
+	want, _ := hex.DecodeString(rs.exportSignature(eid, expires))
 	if err != nil || !hmac.Equal(got, want) {
 		return invalid("signature", "the URL's signature does not match: use the signed_url of GET /logs/exports/{id}/download as it was given")
 	}
-	if !g.clock().Before(time.Unix(expires, 0)) {
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: codeExpiredSignature, Param: "expires",
+	if !rs.clock().Before(time.Unix(expires, 0)) {
+		return &gateway.Error{Status: http.StatusForbidden, Type: gateway.TypePermission, Code: codeExpiredSignature, Param: "expires",
 			Message: "this signed URL has expired: ask GET /logs/exports/{id}/download for a new one"}
 	}
 	return nil

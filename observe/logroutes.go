@@ -1,14 +1,15 @@
-package gateway
+package observe
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway"
 )
 
 // logWire is a request log as GET /logs and GET /logs/{id} answer it: the
@@ -16,45 +17,45 @@ import (
 // ai_model, req_units, res_units, total_units, response_time,
 // last_used_option_index…), the gateway's own otherwise.
 type logWire struct {
-	Object             string            `json:"object"`
-	ID                 string            `json:"id"`
-	CreatedAt          time.Time         `json:"created_at"`
-	TraceID            string            `json:"trace_id"`
-	WorkspaceID        string            `json:"workspace_id,omitempty"`
-	APIKeyID           string            `json:"api_key_id,omitempty"`
-	VirtualKey         string            `json:"virtual_key,omitempty"`
-	Config             string            `json:"config,omitempty"`
-	AIOrg              string            `json:"ai_org,omitempty"`
-	AIModel            string            `json:"ai_model,omitempty"`
-	RequestMethod      string            `json:"request_method"`
-	RequestURL         string            `json:"request_url"`
-	ResponseStatusCode int               `json:"response_status_code"`
-	IsSuccess          bool              `json:"is_success"`
-	ResponseTime       int64             `json:"response_time"`          // ms
-	TimeToFirstByte    int64             `json:"time_to_first_byte"`     // ms
-	ReqUnits           int64             `json:"req_units"`              // prompt tokens
-	ResUnits           int64             `json:"res_units"`              // completion tokens
-	TotalUnits         int64             `json:"total_units"`            // total tokens
-	CachedUnits        int64             `json:"cached_req_units"`       // prompt tokens from the provider's cache
-	Cost               float64           `json:"cost"`                   // USD
-	CostCurrency       string            `json:"cost_currency"`          // USD
-	CostUnknown        bool              `json:"cost_unknown,omitempty"` // the model has no price
-	CacheStatus        CacheStatus       `json:"cache_status,omitempty"` // HIT, MISS…
-	Retries            int               `json:"retry_count"`            // retries after the first try
-	LastUsedOption     int               `json:"last_used_option_index"` // the fallback target that answered
-	Rescued            bool              `json:"rescued"`                // 2xx after a failed attempt
-	ErrorCode          string            `json:"error_code,omitempty"`   // the gateway's or the provider's
-	Aborted            bool              `json:"aborted,omitempty"`      // cut mid-stream
-	BytesIn            int64             `json:"request_bytes"`          // body bytes received
-	BytesOut           int64             `json:"response_bytes"`         // body bytes sent
-	Metadata           map[string]string `json:"metadata"`               // x-gateway-metadata
+	Object             string              `json:"object"`
+	ID                 string              `json:"id"`
+	CreatedAt          time.Time           `json:"created_at"`
+	TraceID            string              `json:"trace_id"`
+	WorkspaceID        string              `json:"workspace_id,omitempty"`
+	APIKeyID           string              `json:"api_key_id,omitempty"`
+	VirtualKey         string              `json:"virtual_key,omitempty"`
+	Config             string              `json:"config,omitempty"`
+	AIOrg              string              `json:"ai_org,omitempty"`
+	AIModel            string              `json:"ai_model,omitempty"`
+	RequestMethod      string              `json:"request_method"`
+	RequestURL         string              `json:"request_url"`
+	ResponseStatusCode int                 `json:"response_status_code"`
+	IsSuccess          bool                `json:"is_success"`
+	ResponseTime       int64               `json:"response_time"`          // ms
+	TimeToFirstByte    int64               `json:"time_to_first_byte"`     // ms
+	ReqUnits           int64               `json:"req_units"`              // prompt tokens
+	ResUnits           int64               `json:"res_units"`              // completion tokens
+	TotalUnits         int64               `json:"total_units"`            // total tokens
+	CachedUnits        int64               `json:"cached_req_units"`       // prompt tokens from the provider's cache
+	Cost               float64             `json:"cost"`                   // USD
+	CostCurrency       string              `json:"cost_currency"`          // USD
+	CostUnknown        bool                `json:"cost_unknown,omitempty"` // the model has no price
+	CacheStatus        gateway.CacheStatus `json:"cache_status,omitempty"` // HIT, MISS…
+	Retries            int                 `json:"retry_count"`            // retries after the first try
+	LastUsedOption     int                 `json:"last_used_option_index"` // the fallback target that answered
+	Rescued            bool                `json:"rescued"`                // 2xx after a failed attempt
+	ErrorCode          string              `json:"error_code,omitempty"`   // the gateway's or the provider's
+	Aborted            bool                `json:"aborted,omitempty"`      // cut mid-stream
+	BytesIn            int64               `json:"request_bytes"`          // body bytes received
+	BytesOut           int64               `json:"response_bytes"`         // body bytes sent
+	Metadata           map[string]string   `json:"metadata"`               // x-gateway-metadata
 	// The kept bodies (Options.LogBodies), in GET /logs/{id} only.
 	Request  *logBodyWire `json:"request,omitempty"`
 	Response *logBodyWire `json:"response,omitempty"`
 }
 
 // wireLog is rec in its wire form.
-func wireLog(rec *RequestLog) logWire {
+func wireLog(rec *gateway.RequestLog) logWire {
 	md := rec.Metadata
 	if md == nil {
 		md = map[string]string{}
@@ -81,8 +82,8 @@ func wireLog(rec *RequestLog) logWire {
 //
 // A workspace key sees only its workspace's records; another workspace's
 // record is 404. The routes answer 404 when Options.Logs is nil.
-func (g *Gateway) serveLogs(w http.ResponseWriter, r *http.Request) {
-	id, _ := IdentityFrom(r.Context())
+func (rs *Routes) serveLogs(w http.ResponseWriter, r *http.Request) {
+	id, _ := gateway.IdentityFrom(r.Context())
 	logID := r.PathValue("id")
 	allow := []string{http.MethodGet}
 	if logID == "" {
@@ -91,58 +92,58 @@ func (g *Gateway) serveLogs(w http.ResponseWriter, r *http.Request) {
 	if !allowOnly(w, r, allow...) {
 		return
 	}
-	scope := ScopeLogsRead
+	scope := gateway.ScopeLogsRead
 	if r.Method == http.MethodPost {
-		scope = ScopeLogsWrite
+		scope = gateway.ScopeLogsWrite
 	}
 	if !id.Can(scope) {
-		WriteError(w, r, missingScope(scope))
+		gateway.WriteError(w, r, missingScope(scope))
 		return
 	}
-	store := g.opts.Logs
+	store := rs.logs
 	if store == nil {
-		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+		gateway.WriteError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 			Message: "request logs are not stored on this gateway"})
 		return
 	}
 	switch {
 	case r.Method == http.MethodPost:
-		g.addCustomLogs(w, r, id)
+		rs.addCustomLogs(w, r, id)
 	case logID != "":
 		ws := id.WorkspaceID
-		if id.Type == KeyOrganisation {
+		if id.Type == gateway.KeyOrganisation {
 			ws = ""
 		} else if ws == "" {
 			ws = "\x00" // a workspace key of no workspace sees no record
 		}
 		rec, err := store.Log(r.Context(), ws, logID)
 		if err != nil {
-			g.controlPlaneError(w, r, "log store", notFoundAs(err, "log "+quoteShort(logID)+" not found"))
+			rs.controlPlaneError(w, r, "log store", notFoundAs(err, "log "+quoteShort(logID)+" not found"))
 			return
 		}
 		wl := wireLog(rec)
 		wl.Request, wl.Response = wireBodies(rec)
 		writeJSON(w, http.StatusOK, wl)
 	default:
-		g.listLogs(w, r, store, id)
+		rs.listLogs(w, r, store, id)
 	}
 }
 
-func (g *Gateway) listLogs(w http.ResponseWriter, r *http.Request, store LogStore, id Identity) {
+func (rs *Routes) listLogs(w http.ResponseWriter, r *http.Request, store Store, id gateway.Identity) {
 	v := r.URL.Query()
 	q, err := logQuery(v, id)
 	if err != nil {
-		WriteError(w, r, err)
+		gateway.WriteError(w, r, err)
 		return
 	}
 	size, _, err := pageParams(v) // pages are cursors (after), not numbers: current_page is only checked
 	if err != nil {
-		WriteError(w, r, err)
+		gateway.WriteError(w, r, err)
 		return
 	}
 	if s, ok := v["after"]; ok {
 		if len(s) != 1 || s[0] == "" || len(s[0]) > 128 {
-			WriteError(w, r, policyInvalid("after", "after must be the last_id of the previous page"))
+			gateway.WriteError(w, r, policyInvalid("after", "after must be the last_id of the previous page"))
 			return
 		}
 		q.After = s[0]
@@ -153,7 +154,7 @@ func (g *Gateway) listLogs(w http.ResponseWriter, r *http.Request, store LogStor
 		q.Limit = size + 1 // one more tells whether another page follows
 		recs, err := store.Logs(r.Context(), q)
 		if err != nil {
-			g.fail(w, r, "log store", err)
+			rs.fail(w, r, "log store", err)
 			return
 		}
 		if more = len(recs) > size; more {
@@ -193,8 +194,8 @@ func (g *Gateway) listLogs(w http.ResponseWriter, r *http.Request, store LogStor
 // Parameters of the reference the gateway has nothing for (span_id,
 // prompt_slug, workspace_slug) are accepted and ignored, except that
 // span_id and prompt_slug select nothing when given: no record has one.
-func logQuery(v url.Values, id Identity) (*LogQuery, error) {
-	q := &LogQuery{}
+func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
+	q := &Query{}
 	for _, name := range []string{"weighted_feedback_min", "weighted_feedback_max"} {
 		if _, ok := v[name]; ok {
 			return nil, policyInvalid(name, name+" is a filter of the analytics routes only: request logs carry no feedback")
@@ -337,7 +338,7 @@ func logQuery(v url.Values, id Identity) (*LogQuery, error) {
 	if err != nil {
 		return nil, err
 	}
-	if id.Type != KeyOrganisation {
+	if id.Type != gateway.KeyOrganisation {
 		if ws != "" && ws != id.WorkspaceID {
 			return nil, otherWorkspace()
 		}
@@ -350,10 +351,25 @@ func logQuery(v url.Values, id Identity) (*LogQuery, error) {
 	return q, nil
 }
 
-// notFoundAs turns ErrNotFound into a 404 saying msg.
-func notFoundAs(err error, msg string) error {
-	if errors.Is(err, ErrNotFound) {
-		return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound, Message: msg}
+// logBodyWire is a kept body as GET /logs/{id} shows it: the JSON itself
+// when it is JSON, else a string.
+type logBodyWire struct {
+	Body          json.RawMessage `json:"body"`
+	BodyTruncated bool            `json:"body_truncated,omitempty"`
+}
+
+// wireBodies returns rec's kept bodies in their wire form, nil for one
+// not kept.
+func wireBodies(rec *gateway.RequestLog) (req, resp *logBodyWire) {
+	wire := func(body string, cut bool) *logBodyWire {
+		if body == "" && !cut {
+			return nil
+		}
+		w := &logBodyWire{Body: json.RawMessage(body), BodyTruncated: cut}
+		if !json.Valid(w.Body) {
+			w.Body, _ = json.Marshal(body)
+		}
+		return w
 	}
-	return err
+	return wire(rec.RequestBody, rec.RequestBodyTruncated), wire(rec.ResponseBody, rec.ResponseBodyTruncated)
 }

@@ -1,23 +1,21 @@
-package gateway
+package observe
 
 import (
 	"context"
-	"log/slog"
-	"maps"
 	"slices"
-	"strings"
-	"sync/atomic"
 	"time"
+
+	"github.com/modelgateway/gateway"
 )
 
-// LogStore keeps request logs, to be asked later (Options.Logs): GET /logs
-// and GET /logs/{id} read them, POST /logs adds custom ones. MemoryStore
+// Store keeps request logs, to be asked later (Options.Logs of Mount): GET /logs
+// and GET /logs/{id} read them, POST /logs adds custom ones, and the gateway's records reach it through Sink. memstore.Store
 // implements it; the sqlstore sub-module keeps them in SQLite or Postgres.
 //
 // The gateway hands every data-plane request's record to AddLogs in
 // batches, from a goroutine of its own and never from a request's: a
 // store that stalls makes records wait in a bounded queue and then be
-// dropped and counted (Gateway.LogsDropped), never a response wait.
+// dropped and counted (gateway.Gateway.DroppedLogs), never a response wait.
 // AddLogs must not keep or modify recs after it returns.
 //
 // Logs returns the records q selects, newest first (by Time, then ID),
@@ -26,17 +24,17 @@ import (
 // Log returns the record id of workspace workspaceID (of any workspace
 // when it is empty), bodies included, or ErrNotFound. Implementations
 // must be safe for concurrent use.
-type LogStore interface {
-	AddLogs(ctx context.Context, recs []*RequestLog) error
-	Log(ctx context.Context, workspaceID, id string) (*RequestLog, error)
-	Logs(ctx context.Context, q *LogQuery) ([]RequestLog, error)
+type Store interface {
+	AddLogs(ctx context.Context, recs []*gateway.RequestLog) error
+	Log(ctx context.Context, workspaceID, id string) (*gateway.RequestLog, error)
+	Logs(ctx context.Context, q *Query) ([]gateway.RequestLog, error)
 }
 
-// LogQuery selects request logs: the filters of GET /logs and of the
+// Query selects request logs: the filters of GET /logs and of the
 // analytics routes. A zero field matches every record; the lists match a
 // record holding any of their values; every pair of Metadata must be in
 // the record's metadata.
-type LogQuery struct {
+type Query struct {
 	WorkspaceID string
 	Start, End  time.Time // Time within [Start, End]
 
@@ -76,7 +74,7 @@ func (r Range[T]) Contains(v T) bool {
 }
 
 // Match reports whether q selects rec, paging aside.
-func (q *LogQuery) Match(rec *RequestLog) bool {
+func (q *Query) Match(rec *gateway.RequestLog) bool {
 	if q.WorkspaceID != "" && rec.WorkspaceID != q.WorkspaceID ||
 		!q.Start.IsZero() && rec.Time.Before(q.Start) || !q.End.IsZero() && rec.Time.After(q.End) ||
 		len(q.StatusCodes) > 0 && !slices.Contains(q.StatusCodes, rec.Status) ||
@@ -97,63 +95,36 @@ func (q *LogQuery) Match(rec *RequestLog) bool {
 	return true
 }
 
-// compareLogs orders records as LogStore.Logs returns them: newest first,
-// then by ID, descending.
-func compareLogs(a, b *RequestLog) int {
-	if c := b.Time.Compare(a.Time); c != 0 {
-		return c
+// Sink returns the LogSink that hands the gateway's request logs to
+// store, a batch at a time (gateway.BatchLogSink), for the host to put in
+// gateway.Options.LogSinks: every authenticated data-plane request's
+// record then reaches store from a goroutine of the gateway's and never
+// from a request's. A store that stalls makes records wait in a bounded
+// queue and then be dropped and counted (gateway.Gateway.DroppedLogs),
+// never a response wait; so is a batch AddLogs fails to keep, or does not
+// keep within 10 seconds.
+func Sink(store Store) gateway.BatchLogSink {
+	if store == nil {
+		panic("observe: Sink of a nil Store")
 	}
-	return strings.Compare(b.ID, a.ID)
-}
-
-// cloneLog returns a copy of rec sharing no memory with it.
-func cloneLog(rec *RequestLog) *RequestLog {
-	c := *rec
-	c.Metadata = maps.Clone(rec.Metadata)
-	return &c
-}
-
-// BatchLogSink is a LogSink that takes the records of its queue a batch at
-// a time, in order, as a store writes them best: LogBatch is called in
-// place of Log for every batch. The slice is the sink's only for the
-// call; the records are its to keep.
-type BatchLogSink interface {
-	LogSink
-	LogBatch(recs []*RequestLog)
+	return storeSink{store}
 }
 
 // storeWriteTimeout bounds one AddLogs: past it, the batch is dropped and
 // counted, and the queue moves on.
 const storeWriteTimeout = 10 * time.Second
 
-// storeSink writes the records of its queue to a LogStore, a batch at a
-// time. A batch the store refuses is dropped and counted; the first
-// failure of a run, and the recovery, are logged.
+// storeSink writes the records of its queue to a Store.
 type storeSink struct {
-	store   LogStore
-	errLog  *slog.Logger
-	dropped *atomic.Int64 // its queue's
-	failing bool
+	store Store
 }
 
-// Log implements LogSink.
-func (s *storeSink) Log(rec *RequestLog) { s.LogBatch([]*RequestLog{rec}) }
+// Log implements gateway.LogSink.
+func (s storeSink) Log(rec *gateway.RequestLog) { s.LogBatch([]*gateway.RequestLog{rec}) }
 
-// LogBatch implements BatchLogSink.
-func (s *storeSink) LogBatch(recs []*RequestLog) {
+// LogBatch implements gateway.BatchLogSink.
+func (s storeSink) LogBatch(recs []*gateway.RequestLog) error {
 	ctx, cancel := context.WithTimeout(context.Background(), storeWriteTimeout)
-	err := s.store.AddLogs(ctx, recs)
-	cancel()
-	switch {
-	case err != nil:
-		s.dropped.Add(int64(len(recs)))
-		if !s.failing {
-			s.failing = true
-			s.errLog.Error("gateway: storing request logs failed; dropping them until it works again",
-				"records", len(recs), "err", err)
-		}
-	case s.failing:
-		s.failing = false
-		s.errLog.Info("gateway: storing request logs works again")
-	}
+	defer cancel()
+	return s.store.AddLogs(ctx, recs)
 }
