@@ -8,8 +8,9 @@ import (
 	"github.com/modelgateway/gateway"
 )
 
-// Store keeps request logs, to be asked later (Options.Logs of Mount): GET /logs
-// and GET /logs/{id} read them, POST /logs adds custom ones, and the gateway's records reach it through Sink. memstore.Store
+// Store keeps request logs, to be asked later (Options.Logs of Mount):
+// GET /logs and GET /logs/{id} read them, POST /logs adds custom ones,
+// and the gateway's records reach it through Sink. The memstore package
 // implements it; the sqlstore sub-module keeps them in SQLite or Postgres.
 //
 // The gateway hands every data-plane request's record to AddLogs in

@@ -1,4 +1,4 @@
-package gateway
+package observe_test
 
 import (
 	"cmp"
@@ -10,22 +10,28 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // expected computes the analytics routes' answers from the records of
 // GET /logs and the feedback, written apart from the routes' code so that
 // the two check each other.
+// wsTrace names a trace of a workspace.
+type wsTrace struct{ workspace, trace string }
+
 type expected struct {
 	t          *testing.T
 	start, end time.Time
 	width      time.Duration
-	recs       []logWire // those of the window and the weighted feedback bounds
-	fb         map[wsTrace][]Feedback
+	recs       []observe.LogWire // those of the window and the weighted feedback bounds
+	fb         map[wsTrace][]observe.Feedback
 	size, page int
 }
 
-func newExpected(t *testing.T, v url.Values, recs []logWire, fbs []Feedback, now time.Time) *expected {
-	ex := &expected{t: t, end: now, start: now.Add(-24 * time.Hour), fb: map[wsTrace][]Feedback{}, size: 20}
+func newExpected(t *testing.T, v url.Values, recs []observe.LogWire, fbs []observe.Feedback, now time.Time) *expected {
+	ex := &expected{t: t, end: now, start: now.Add(-24 * time.Hour), fb: map[wsTrace][]observe.Feedback{}, size: 20}
 	if s := v.Get("time_of_generation_min"); s != "" {
 		ex.start, _ = time.Parse(time.RFC3339Nano, s)
 	}
@@ -68,7 +74,7 @@ func newExpected(t *testing.T, v url.Values, recs []logWire, fbs []Feedback, now
 	return ex
 }
 
-func (ex *expected) feedbackOf(r logWire) []Feedback {
+func (ex *expected) feedbackOf(r observe.LogWire) []observe.Feedback {
 	if r.TraceID == "" {
 		return nil
 	}
@@ -87,7 +93,7 @@ type figures struct {
 	last                                    time.Time
 }
 
-func (ex *expected) figures(recs []logWire) *figures {
+func (ex *expected) figures(recs []observe.LogWire) *figures {
 	f := &figures{users: map[string]bool{}, retryByAttempts: map[int]int64{}}
 	for _, r := range recs {
 		f.n++
@@ -98,10 +104,10 @@ func (ex *expected) figures(recs []logWire) *figures {
 		f.cost += r.Cost
 		f.lat = append(f.lat, r.ResponseTime)
 		switch r.CacheStatus {
-		case CacheHit:
+		case gateway.CacheHit:
 			f.hits++
 			f.hitLat += r.ResponseTime
-		case CacheMiss, CacheRefresh:
+		case gateway.CacheMiss, gateway.CacheRefresh:
 			f.misses++
 		}
 		if u := r.Metadata["_user"]; u != "" {
@@ -146,12 +152,12 @@ func nearestRank(sorted []int64, p float64) float64 {
 }
 
 // buckets splits the records by bucket, every bucket of the window.
-func (ex *expected) buckets() ([]time.Time, [][]logWire) {
+func (ex *expected) buckets() ([]time.Time, [][]observe.LogWire) {
 	var ts []time.Time
 	for t := ex.start.UTC().Truncate(ex.width); !t.After(ex.end); t = t.Add(ex.width) {
 		ts = append(ts, t)
 	}
-	per := make([][]logWire, len(ts))
+	per := make([][]observe.LogWire, len(ts))
 	for _, r := range ex.recs {
 		i := slices.Index(ts, r.CreatedAt.UTC().Truncate(ex.width))
 		if i < 0 {
@@ -282,7 +288,7 @@ func (ex *expected) route(path string) any {
 		}
 		out = jm{"object": "analytics-graph", "summary": jm{"total": total}, "data_points": points}
 	case "graphs/feedbacks/ai-models":
-		out = ex.groups(func(r logWire) (string, bool) { return r.AIOrg + "\x00" + r.AIModel, true }, false,
+		out = ex.groups(func(r observe.LogWire) (string, bool) { return r.AIOrg + "\x00" + r.AIModel, true }, false,
 			func(name string, f *figures) jm {
 				if f.feedbacks == 0 {
 					return nil
@@ -291,17 +297,17 @@ func (ex *expected) route(path string) any {
 				return jm{"ai_model": model, "ai_org": org, "total": f.feedbacks, "avg_weighted_feedback": r2(div(f.fbWeight, float64(f.feedbacks)))}
 			})
 	case "groups/users":
-		out = ex.groups(func(r logWire) (string, bool) { v, ok := r.Metadata["_user"]; return v, ok }, true, func(name string, f *figures) jm {
+		out = ex.groups(func(r observe.LogWire) (string, bool) { v, ok := r.Metadata["_user"]; return v, ok }, true, func(name string, f *figures) jm {
 			return jm{"object": "analytics-group", "user": name, "requests": strconv.FormatInt(f.n, 10),
 				"cost": strconv.FormatFloat(r2(f.cost*100), 'f', -1, 64)}
 		})
 	case "groups/ai-models":
-		out = ex.groups(func(r logWire) (string, bool) { return r.AIOrg + "\x00" + r.AIModel, true }, true, func(name string, f *figures) jm {
+		out = ex.groups(func(r observe.LogWire) (string, bool) { return r.AIOrg + "\x00" + r.AIModel, true }, true, func(name string, f *figures) jm {
 			org, model, _ := strings.Cut(name, "\x00")
 			return jm{"object": "analytics-group", "ai_model": model, "ai_org": org, "requests": strconv.FormatInt(f.n, 10)}
 		})
 	case "groups/metadata/team":
-		out = ex.groups(func(r logWire) (string, bool) { v, ok := r.Metadata["team"]; return v, ok }, true, func(name string, f *figures) jm {
+		out = ex.groups(func(r observe.LogWire) (string, bool) { v, ok := r.Metadata["team"]; return v, ok }, true, func(name string, f *figures) jm {
 			return jm{"object": "analytics-group", "metadata_value": name, "requests": f.n, "cost": r2(f.cost * 100),
 				"avg_tokens": r2(div(float64(f.tokens), float64(f.n))), "avg_weighted_feedback": r2(div(f.fbWeight, float64(f.feedbacks))),
 				"requests_with_feedback": f.withFeedback, "last_seen": f.last.UTC().Format("2006-01-02T15:04:05.999999Z07:00")}
@@ -319,8 +325,8 @@ func (ex *expected) route(path string) any {
 // ordered by requests, most first, then by name;
 // list says the answer is a list of groups rather than a graph (whose
 // points are those item gives, in the order of their totals).
-func (ex *expected) groups(key func(logWire) (string, bool), list bool, item func(string, *figures) jm) any {
-	by := map[string][]logWire{}
+func (ex *expected) groups(key func(observe.LogWire) (string, bool), list bool, item func(string, *figures) jm) any {
+	by := map[string][]observe.LogWire{}
 	for _, r := range ex.recs {
 		if k, ok := key(r); ok {
 			by[k] = append(by[k], r)
@@ -359,7 +365,7 @@ func (ex *expected) groups(key func(logWire) (string, bool), list bool, item fun
 }
 
 // statusCounts counts the errors (status ≥ 400) by status, ascending.
-func statusCounts(recs []logWire) [][2]int64 {
+func statusCounts(recs []observe.LogWire) [][2]int64 {
 	counts := map[int]int64{}
 	for _, r := range recs {
 		if r.ResponseStatusCode >= 400 {

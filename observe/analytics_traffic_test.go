@@ -1,4 +1,4 @@
-package gateway
+package observe_test
 
 import (
 	"encoding/json"
@@ -13,6 +13,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // newAnalyticsEnv is the logs harness with Options.Feedback on its
@@ -69,17 +73,17 @@ func newAnalyticsEnv(t *testing.T) (*coreEnv, *atomic.Pointer[time.Time]) {
 			req.Model, p, p%7+1, p+p%7+1)
 	})
 	e := newCoreEnv(t, up, func(o *Options) {
-		o.Logs = o.Keys.(*MemoryStore)
-		o.Feedback = o.Keys.(*MemoryStore)
+		o.Logs = o.Keys.(*memstore.Store)
+		o.Feedback = o.Keys.(*memstore.Store)
 		o.RetryBaseDelay = time.Millisecond
 	})
-	e.store.AddAPIKey(APIKey{ID: "key-admin-2", Digest: HashAPIKey("gw-logs-admin-2"), WorkspaceID: "ws-2", Role: RoleAdmin})
-	e.store.AddAPIKey(APIKey{ID: "key-member-2", Digest: HashAPIKey("gw-logs-member-2"), WorkspaceID: "ws-2", Role: RoleMember})
-	e.store.AddAPIKey(APIKey{ID: "key-org", Digest: HashAPIKey("gw-logs-org"), Type: KeyOrganisation, Role: RoleAdmin})
-	e.store.AddVirtualKey(VirtualKey{Slug: "vk-up-2", Provider: "openai", APIKey: "sk-stored-2", BaseURL: up.URL + "/v1", WorkspaceID: "ws-2"})
-	e.store.AddVirtualKey(VirtualKey{Slug: "vk-down", Provider: "openai", APIKey: "sk-stored-3", BaseURL: up.URL + "/down/v1", WorkspaceID: "ws-1"})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-admin-2", Digest: gateway.HashAPIKey("gw-logs-admin-2"), WorkspaceID: "ws-2", Role: gateway.RoleAdmin})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-member-2", Digest: gateway.HashAPIKey("gw-logs-member-2"), WorkspaceID: "ws-2", Role: gateway.RoleMember})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey("gw-logs-org"), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
+	e.store.AddVirtualKey(gateway.VirtualKey{Slug: "vk-up-2", Provider: "openai", APIKey: "sk-stored-2", BaseURL: up.URL + "/v1", WorkspaceID: "ws-2"})
+	e.store.AddVirtualKey(gateway.VirtualKey{Slug: "vk-down", Provider: "openai", APIKey: "sk-stored-3", BaseURL: up.URL + "/down/v1", WorkspaceID: "ws-1"})
 	clock := new(atomic.Pointer[time.Time])
-	e.gw.now = func() time.Time {
+	e.now = func() time.Time {
 		if t := clock.Load(); t != nil {
 			return *t
 		}
@@ -99,10 +103,10 @@ func analyticsTraffic(t *testing.T, e *coreEnv) int {
 	send := func(key string, i int, headers ...string) {
 		model := models[i%len(models)]
 		body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":%q}]}`, model, strings.Repeat("x", i%13))
-		hs := append([]string{HeaderAPIKey + ": " + key, HeaderTraceID + ": tr-" + fmt.Sprint(i%9),
-			HeaderMetadata + fmt.Sprintf(`: {"_user":"u%d","team":"t%d"}`, i%4, i%3)}, headers...)
-		if !slices.ContainsFunc(hs, func(h string) bool { return strings.HasPrefix(h, HeaderConfig) }) {
-			hs = append(hs, HeaderVirtualKey+": vk-up")
+		hs := append([]string{gateway.HeaderAPIKey + ": " + key, gateway.HeaderTraceID + ": tr-" + fmt.Sprint(i%9),
+			gateway.HeaderMetadata + fmt.Sprintf(`: {"_user":"u%d","team":"t%d"}`, i%4, i%3)}, headers...)
+		if !slices.ContainsFunc(hs, func(h string) bool { return strings.HasPrefix(h, gateway.HeaderConfig) }) {
+			hs = append(hs, gateway.HeaderVirtualKey+": vk-up")
 		}
 		res := e.do("POST", "/v1/chat/completions", strings.NewReader(body), hs...)
 		io.Copy(io.Discard, res.Body)
@@ -115,32 +119,32 @@ func analyticsTraffic(t *testing.T, e *coreEnv) int {
 	// Retries that rescue: m-flaky fails each prompt's first try.
 	for i := range 4 {
 		body := `{"model":"m-flaky","messages":[{"role":"user","content":"hi-` + fmt.Sprint(i) + `"}]}`
-		res := e.do("POST", "/v1/chat/completions", strings.NewReader(body), HeaderAPIKey+": "+coreKey,
-			HeaderTraceID+": flaky-"+fmt.Sprint(i), HeaderMetadata+`: {"team":"t9"}`,
-			HeaderConfig+`: {"virtual_key":"vk-up","retry":{"attempts":2,"on_status_codes":[503]}}`)
+		res := e.do("POST", "/v1/chat/completions", strings.NewReader(body), gateway.HeaderAPIKey+": "+coreKey,
+			gateway.HeaderTraceID+": flaky-"+fmt.Sprint(i), gateway.HeaderMetadata+`: {"team":"t9"}`,
+			gateway.HeaderConfig+`: {"virtual_key":"vk-up","retry":{"attempts":2,"on_status_codes":[503]}}`)
 		io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 		n++
 	}
 	// Fallbacks that rescue, and cache misses then hits.
 	for i := range 6 {
-		send(coreKey, i*5, HeaderConfig+`: {"strategy":{"mode":"fallback"},"targets":[{"virtual_key":"vk-down"},{"virtual_key":"vk-up"}]}`)
-		send(coreKey, 1, HeaderConfig+`: {"virtual_key":"vk-up","cache":{"mode":"simple"}}`)
+		send(coreKey, i*5, gateway.HeaderConfig+`: {"strategy":{"mode":"fallback"},"targets":[{"virtual_key":"vk-down"},{"virtual_key":"vk-up"}]}`)
+		send(coreKey, 1, gateway.HeaderConfig+`: {"virtual_key":"vk-up","cache":{"mode":"simple"}}`)
 	}
 	for i := range 5 {
-		send("gw-logs-member-2", i, HeaderVirtualKey+": vk-up-2")
+		send("gw-logs-member-2", i, gateway.HeaderVirtualKey+": vk-up-2")
 	}
 	waitLogs(t, e.store, n)
 
 	// Records of the last three days, written to the store directly.
 	now := time.Now()
-	var recs []*RequestLog
+	var recs []*gateway.RequestLog
 	for i := range 60 {
-		recs = append(recs, &RequestLog{ID: fmt.Sprintf("synthetic-%03d", i), WorkspaceID: "ws-1", KeyID: "key-member",
+		recs = append(recs, &gateway.RequestLog{ID: fmt.Sprintf("synthetic-%03d", i), WorkspaceID: "ws-1", KeyID: "key-member",
 			Time: now.Add(-time.Duration(i) * 71 * time.Minute), TraceID: "tr-" + fmt.Sprint(i%9), Provider: "openai",
 			Model: models[i%len(models)], Method: "POST", Path: "/v1/chat/completions", Status: []int{200, 200, 429, 500, 200}[i%5],
 			Latency: time.Duration(i*37%200) * time.Millisecond, PromptTokens: int64(i), CompletionTokens: int64(i % 5),
-			TotalTokens: int64(i + i%5), Cost: float64(i) * 0.0013, CacheStatus: []CacheStatus{"", CacheHit, CacheMiss, CacheRefresh}[i%4],
+			TotalTokens: int64(i + i%5), Cost: float64(i) * 0.0013, CacheStatus: []gateway.CacheStatus{"", gateway.CacheHit, gateway.CacheMiss, gateway.CacheRefresh}[i%4],
 			Attempts: i % 3, Rescued: i%5 == 0 && i%3 > 0, FallbackIndex: i % 2,
 			Metadata: map[string]string{"_user": "u" + fmt.Sprint(i%6), "team": "t" + fmt.Sprint(i%3)}})
 	}
@@ -153,22 +157,22 @@ func analyticsTraffic(t *testing.T, e *coreEnv) int {
 		`[{"trace_id":"tr-4","value":-10},{"trace_id":"flaky-1","value":2,"weight":1,"metadata":{"by":"qa"}}]`,
 		`{"trace_id":"tr-7","value":0}`, `{"trace_id":"no-such-trace","value":7}`,
 	} {
-		res := e.do("POST", "/v1/feedback", strings.NewReader(fb), HeaderAPIKey+": "+coreKey)
+		res := e.do("POST", "/v1/feedback", strings.NewReader(fb), gateway.HeaderAPIKey+": "+coreKey)
 		if res.StatusCode != 200 {
 			b, _ := io.ReadAll(res.Body)
 			t.Fatalf("feedback %d: %d %s", i, res.StatusCode, b)
 		}
 		res.Body.Close()
 	}
-	res := e.do("POST", "/v1/feedback", strings.NewReader(`{"trace_id":"tr-0","value":-9}`), HeaderAPIKey+": gw-logs-member-2")
+	res := e.do("POST", "/v1/feedback", strings.NewReader(`{"trace_id":"tr-0","value":-9}`), gateway.HeaderAPIKey+": gw-logs-member-2")
 	res.Body.Close()
 	return n - 5 + len(recs)
 }
 
 // allLogs reads every page of GET /logs?query with key.
-func allLogs(t *testing.T, e *coreEnv, key, query string) []logWire {
+func allLogs(t *testing.T, e *coreEnv, key, query string) []observe.LogWire {
 	t.Helper()
-	var out []logWire
+	var out []observe.LogWire
 	after := ""
 	for {
 		var l logsList
@@ -273,7 +277,7 @@ func TestAnalyticsMatchLogs(t *testing.T) {
 		}
 		recs := allLogs(t, e, coreAdminKey, logsQ.Encode())
 		ex := newExpected(t, v, recs, fbs, now)
-		for path := range analyticsRoutes {
+		for _, path := range observe.AnalyticsPaths() {
 			path = strings.Replace(path, "{metadataKey}", "team", 1)
 			var got any
 			if st, b := e.getJSON(coreAdminKey, "/v1"+path+"?"+q, &got); st != 200 {

@@ -1,4 +1,4 @@
-package gateway
+package observe_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // errParam is the error of a 400 answer.
@@ -55,7 +59,7 @@ func TestAnalyticsBadInput(t *testing.T) {
 	if st, b := e.getJSON(coreAdminKey, "/v1/logs?weighted_feedback_min=1", nil); st != 400 || !strings.Contains(b, "weighted_feedback_min") {
 		t.Errorf("GET /logs with weighted_feedback_min: %d %s, want 400 naming it", st, b)
 	}
-	res := e.do("POST", "/v1/analytics/graphs/requests", nil, HeaderAPIKey+": "+coreAdminKey)
+	res := e.do("POST", "/v1/analytics/graphs/requests", nil, gateway.HeaderAPIKey+": "+coreAdminKey)
 	if res.StatusCode != 405 || res.Header.Get("Allow") != "GET" {
 		t.Errorf("POST to a graph: %d, Allow %q; want 405, GET", res.StatusCode, res.Header.Get("Allow"))
 	}
@@ -112,14 +116,14 @@ func TestAnalyticsIsolation(t *testing.T) {
 func TestFeedbackLifecycle(t *testing.T) {
 	e, _ := newAnalyticsEnv(t)
 	post := func(key, body string) (int, map[string]any) {
-		res := e.do("POST", "/v1/feedback", strings.NewReader(body), HeaderAPIKey+": "+key)
+		res := e.do("POST", "/v1/feedback", strings.NewReader(body), gateway.HeaderAPIKey+": "+key)
 		b, _ := io.ReadAll(res.Body)
 		var v map[string]any
 		json.Unmarshal(b, &v)
 		return res.StatusCode, v
 	}
 	put := func(key, id, body string) (int, map[string]any) {
-		res := e.do("PUT", "/v1/feedback/"+id, strings.NewReader(body), HeaderAPIKey+": "+key)
+		res := e.do("PUT", "/v1/feedback/"+id, strings.NewReader(body), gateway.HeaderAPIKey+": "+key)
 		b, _ := io.ReadAll(res.Body)
 		var v map[string]any
 		json.Unmarshal(b, &v)
@@ -196,15 +200,15 @@ func TestFeedbackLifecycle(t *testing.T) {
 		t.Errorf("PUT changing trace_id: %d %v, want 400 naming trace_id", st, v)
 	}
 	// Scopes and methods.
-	e.store.AddAPIKey(APIKey{ID: "key-reader", Digest: HashAPIKey("gw-reader"), WorkspaceID: "ws-1", Scopes: []Scope{ScopeLogsRead}})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-reader", Digest: gateway.HashAPIKey("gw-reader"), WorkspaceID: "ws-1", Scopes: []gateway.Scope{gateway.ScopeLogsRead}})
 	if st, _ := post("gw-reader", `{"trace_id":"a","value":1}`); st != 403 {
 		t.Errorf("a logs.read key posting feedback: %d, want 403", st)
 	}
-	if res := e.do("GET", "/v1/feedback", nil, HeaderAPIKey+": "+coreKey); res.StatusCode != 405 {
+	if res := e.do("GET", "/v1/feedback", nil, gateway.HeaderAPIKey+": "+coreKey); res.StatusCode != 405 {
 		t.Errorf("GET /feedback: %d, want 405", res.StatusCode)
 	}
 	// Feedback appears in the graphs: t-2 and t-3 have a record each.
-	e.store.AddLogs(t.Context(), []*RequestLog{
+	e.store.AddLogs(t.Context(), []*gateway.RequestLog{
 		{ID: "r2", WorkspaceID: "ws-1", Time: time.Now(), TraceID: "t-2", Status: 200, Provider: "openai", Model: "gpt-4o"},
 		{ID: "r3", WorkspaceID: "ws-1", Time: time.Now(), TraceID: "t-3", Status: 200, Provider: "openai", Model: "gpt-4o"},
 	})
@@ -216,94 +220,42 @@ func TestFeedbackLifecycle(t *testing.T) {
 	}
 }
 
-func FuzzAnalyticsParams(f *testing.F) {
-	for _, s := range []string{"", "time_of_generation_min=2026-01-01T00:00:00Z&weighted_feedback_min=-3.5",
-		"status_code=200,500&metadata=%7B%22a%22%3A%22b%22%7D&page_size=5&current_page=2",
-		"weighted_feedback_max=NaN", "cost_min=1&cost_max=0.5", "time_of_generation_max=2026-01-01T00:00:00%2B05:30"} {
-		f.Add(s)
-	}
-	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, raw string) {
-		v, err := url.ParseQuery(raw)
-		if err != nil {
-			return
-		}
-		ar, err := analyticsParams(v, Identity{Type: KeyOrganisation}, now)
-		if err != nil {
-			if ge, ok := err.(*Error); !ok || ge.Status != 400 {
-				t.Fatalf("analyticsParams(%q) = %v, want a 400", raw, err)
-			}
-			return
-		}
-		if ar.query.End.Before(ar.query.Start) || ar.size < 1 || ar.size > 100 || ar.page < 0 {
-			t.Fatalf("analyticsParams(%q) = %+v", raw, ar)
-		}
-		if n := len(buckets(ar.query.Start, ar.query.End, ar.width)); n < 1 || n > analyticsBucketsMax+1 {
-			t.Fatalf("analyticsParams(%q): %d buckets", raw, n)
-		}
-		if wf := ar.weightedFeedback; wf.HasMin && wf.HasMax && wf.Min > wf.Max {
-			t.Fatalf("analyticsParams(%q): weighted feedback %+v", raw, wf)
-		}
-	})
-}
-
-func FuzzFeedbackBody(f *testing.F) {
-	for _, s := range []string{`{"trace_id":"a","value":1}`, `{"trace_id":"a","value":-10,"weight":0.5,"metadata":{"x":[1]}}`,
-		`[{"trace_id":"a","value":1e1}]`, `{"value":1}`, `{"trace_id":"a","value":1,"metadata":{"a":`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, body string) {
-		var b feedbackBody
-		if err := decodeStrict([]byte(body), &b); err != nil {
-			return
-		}
-		fb, err := feedbackOf(&b, "", true)
-		if err != nil {
-			return
-		}
-		if fb.Value < -10 || fb.Value > 10 || fb.Weight < 0 || fb.Weight > 1 || fb.TraceID == "" ||
-			fb.Metadata != nil && !json.Valid(fb.Metadata) {
-			t.Fatalf("feedbackOf(%q) = %+v", body, fb)
-		}
-	})
-}
-
-// logsOnly hides every method of its store but LogStore's: a store
-// without LogAggregator, whose analytics the gateway computes by reading
+// logsOnly hides every method of its store but Store's: a store
+// without Aggregator, whose analytics the gateway computes by reading
 // the records.
-type logsOnly struct{ LogStore }
+type logsOnly struct{ observe.Store }
 
-// TestAnalyticsWithoutAggregator holds the routes over a LogStore without
-// LogAggregator, with feedback kept by another store, to their answers
+// TestAnalyticsWithoutAggregator holds the routes over a Store without
+// Aggregator, with feedback kept by another store, to their answers
 // over the MemoryStore's own aggregation.
 func TestAnalyticsWithoutAggregator(t *testing.T) {
 	e, clock := newAnalyticsEnv(t)
 	analyticsTraffic(t, e)
 	now := time.Now()
 	clock.Store(&now)
-	fbStore := &MemoryStore{}
+	fbStore := memstore.New()
 	fbs, _ := e.store.FeedbackOf(t.Context(), "", nil)
 	for i := range fbs {
-		fbStore.AddFeedback(t.Context(), []*Feedback{&fbs[i]})
+		fbStore.AddFeedback(t.Context(), []*observe.Feedback{&fbs[i]})
 	}
 	other := newCoreEnv(t, nil, func(o *Options) {
 		o.Keys = e.store
 		o.Logs = logsOnly{e.store}
 		o.Feedback = fbStore
 	})
-	other.gw.now = func() time.Time { return now }
+	other.now = func() time.Time { return now }
 	for _, q := range []string{"", "time_of_generation_min=" + url.QueryEscape(now.Add(-3*24*time.Hour).Format(time.RFC3339)) +
 		"&weighted_feedback_min=-2&status_code=200,500,429"} {
-		for path := range analyticsRoutes {
+		for _, path := range observe.AnalyticsPaths() {
 			path = "/v1" + strings.Replace(path, "{metadataKey}", "team", 1) + "?" + q
 			var want, got any
 			st, _ := e.getJSON(coreAdminKey, path, &want)
 			gotSt, _ := other.getJSON(coreAdminKey, path, &got)
 			if st != 200 || gotSt != st {
-				t.Fatalf("GET %s: %d, and %d without LogAggregator", path, st, gotSt)
+				t.Fatalf("GET %s: %d, and %d without Aggregator", path, st, gotSt)
 			}
 			for _, d := range approxEqual(path, want, got, 0.011) {
-				t.Errorf("without LogAggregator: %s", d)
+				t.Errorf("without Aggregator: %s", d)
 			}
 		}
 	}

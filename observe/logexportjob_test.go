@@ -1,4 +1,4 @@
-package gateway
+package observe_test
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // TestLogExportOfTraffic exports every field of the records real
@@ -24,26 +27,26 @@ func TestLogExportOfTraffic(t *testing.T) {
 		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"gpt-4o","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4,"total_tokens":13}}`)
 	})
 	e := newCoreEnv(t, up, func(o *Options) {
-		ms := o.Keys.(*MemoryStore)
+		ms := o.Keys.(*memstore.Store)
 		o.Logs, o.LogExports = ms, ms
 	})
 	chat := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
 	for i := range 4 {
-		res := e.do("POST", "/v1/chat/completions", strings.NewReader(chat), HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": vk-up",
-			HeaderTraceID+": trace-"+fmt.Sprint(i), HeaderMetadata+`: {"team":"search"}`)
+		res := e.do("POST", "/v1/chat/completions", strings.NewReader(chat), gateway.HeaderAPIKey+": "+coreKey, gateway.HeaderVirtualKey+": vk-up",
+			gateway.HeaderTraceID+": trace-"+fmt.Sprint(i), gateway.HeaderMetadata+`: {"team":"search"}`)
 		if res.StatusCode != 200 {
 			t.Fatalf("request %d: %d", i, res.StatusCode)
 		}
 	}
-	res := e.do("POST", "/v1/chat/completions", strings.NewReader(chat), HeaderAPIKey+": "+coreKey, HeaderProvider+": openai",
-		HeaderCustomHost+": "+up.URL+"/v1", "Authorization: Bearer sk-caller-secret-1234")
+	res := e.do("POST", "/v1/chat/completions", strings.NewReader(chat), gateway.HeaderAPIKey+": "+coreKey, gateway.HeaderProvider+": openai",
+		gateway.HeaderCustomHost+": "+up.URL+"/v1", "Authorization: Bearer sk-caller-secret-1234")
 	if res.StatusCode != 200 {
 		t.Fatalf("custom-host request: %d", res.StatusCode)
 	}
 	waitLogs(t, e.store, 5)
 
 	var every []string
-	wt := reflect.TypeFor[logWire]()
+	wt := reflect.TypeFor[observe.LogWire]()
 	for i := range wt.NumField() {
 		if name, _, _ := strings.Cut(wt.Field(i).Tag.Get("json"), ","); name != "object" {
 			every = append(every, name)
@@ -72,16 +75,16 @@ func TestLogExportOfTraffic(t *testing.T) {
 	}
 }
 
-// beatCounter is a LogExportStore that counts heartbeats: updates that
+// beatCounter is a ExportStore that counts heartbeats: updates that
 // keep an export in progress.
 type beatCounter struct {
-	LogExportStore
+	observe.ExportStore
 	beats atomic.Int64
 }
 
-func (c *beatCounter) UpdateLogExport(ctx context.Context, old, e *LogExport, content []byte) error {
-	err := c.LogExportStore.UpdateLogExport(ctx, old, e, content)
-	if err == nil && old.Status == ExportInProgress && e.Status == ExportInProgress {
+func (c *beatCounter) UpdateLogExport(ctx context.Context, old, e *observe.Export, content []byte) error {
+	err := c.ExportStore.UpdateLogExport(ctx, old, e, content)
+	if err == nil && old.Status == observe.ExportInProgress && e.Status == observe.ExportInProgress {
 		c.beats.Add(1)
 	}
 	return err
@@ -93,46 +96,23 @@ func (c *beatCounter) UpdateLogExport(ctx context.Context, old, e *LogExport, co
 func TestLogExportHeartbeat(t *testing.T) {
 	counter := &beatCounter{}
 	e := newCoreEnv(t, nil, func(o *Options) {
-		ms := o.Keys.(*MemoryStore)
-		counter.LogExportStore = ms
+		ms := o.Keys.(*memstore.Store)
+		counter.ExportStore = ms
 		o.Logs, o.LogExports = ms, counter
 	})
 	var ticks atomic.Int64
 	base := time.Now()
-	e.gw.now = func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * (exportHeartbeat + time.Second)) }
-	addTestLogs(t, e.store, exportBatch*2)
+	e.now = func() time.Time {
+		return base.Add(time.Duration(ticks.Add(1)) * (observe.ExportHeartbeat + time.Second))
+	}
+	addTestLogs(t, e.store, observe.ExportBatch*2)
 	id, _ := e.createExport(coreAdminKey, map[string]any{"filters": map[string]any{}, "requested_data": []string{"id"}})
 	e.sendJSON(coreAdminKey, "POST", "/v1/logs/exports/"+id+"/start", nil, nil)
 	it := e.waitExport(coreAdminKey, id)
-	if it.Status != "success" || it.Total != exportBatch*2 {
+	if it.Status != "success" || it.Total != observe.ExportBatch*2 {
 		t.Fatalf("export %s (%s), total %d", it.Status, it.Description, it.Total)
 	}
 	if n := counter.beats.Load(); n != 2 {
 		t.Errorf("%d heartbeats, want 2: one after each full batch", n)
-	}
-}
-
-func TestMemoryStoreExportsBounded(t *testing.T) {
-	s := &MemoryStore{}
-	ctx := context.Background()
-	base := time.Now().UTC()
-	for i := range memoryExportsMax + 2 {
-		st := ExportSuccess
-		if i == 0 {
-			st = ExportInProgress // kept: a job runs it
-		}
-		at := base.Add(time.Duration(i) * time.Second)
-		if err := s.CreateLogExport(ctx, &LogExport{ID: fmt.Sprint("exp-", i), Status: st, CreatedAt: at, UpdatedAt: at}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	all, _ := s.LogExports(ctx, "")
-	if len(all) != memoryExportsMax {
-		t.Fatalf("%d exports kept, want %d", len(all), memoryExportsMax)
-	}
-	for id, want := range map[string]bool{"exp-0": true, "exp-1": false, "exp-2": false, "exp-3": true} {
-		if _, err := s.LogExport(ctx, "", id); (err == nil) != want {
-			t.Errorf("%s kept: %v, want %v", id, err == nil, want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package observe_test
 
 import (
 	"context"
@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // newLogsEnv is the core harness with Options.Logs on its MemoryStore,
@@ -16,27 +20,27 @@ import (
 // key.
 func newLogsEnv(t *testing.T) *coreEnv {
 	t.Helper()
-	e := newCoreEnv(t, newCoreUpstream(t, nil), func(o *Options) { o.Logs = o.Keys.(*MemoryStore) })
-	e.store.AddAPIKey(APIKey{ID: "key-admin-2", Digest: HashAPIKey("gw-logs-admin-2"), WorkspaceID: "ws-2", Role: RoleAdmin})
-	e.store.AddAPIKey(APIKey{ID: "key-member-2", Digest: HashAPIKey("gw-logs-member-2"), WorkspaceID: "ws-2", Role: RoleMember})
-	e.store.AddAPIKey(APIKey{ID: "key-org", Digest: HashAPIKey("gw-logs-org"), Type: KeyOrganisation, Role: RoleAdmin})
-	e.store.AddVirtualKey(VirtualKey{Slug: "vk-up-2", Provider: "openai", APIKey: "sk-stored-2", BaseURL: e.up.URL + "/v1", WorkspaceID: "ws-2"})
+	e := newCoreEnv(t, newCoreUpstream(t, nil), func(o *Options) { o.Logs = o.Keys.(*memstore.Store) })
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-admin-2", Digest: gateway.HashAPIKey("gw-logs-admin-2"), WorkspaceID: "ws-2", Role: gateway.RoleAdmin})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-member-2", Digest: gateway.HashAPIKey("gw-logs-member-2"), WorkspaceID: "ws-2", Role: gateway.RoleMember})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey("gw-logs-org"), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
+	e.store.AddVirtualKey(gateway.VirtualKey{Slug: "vk-up-2", Provider: "openai", APIKey: "sk-stored-2", BaseURL: e.up.URL + "/v1", WorkspaceID: "ws-2"})
 	return e
 }
 
 // logsList is the answer of GET /logs.
 type logsList struct {
-	Object  string    `json:"object"`
-	Data    []logWire `json:"data"`
-	HasMore bool      `json:"has_more"`
-	LastID  string    `json:"last_id"`
+	Object  string            `json:"object"`
+	Data    []observe.LogWire `json:"data"`
+	HasMore bool              `json:"has_more"`
+	LastID  string            `json:"last_id"`
 }
 
 // getJSON sends a GET with key and decodes a 200 answer into v, or
 // returns the status and body of another.
 func (e *coreEnv) getJSON(key, path string, v any) (int, string) {
 	e.t.Helper()
-	res := e.do("GET", path, nil, HeaderAPIKey+": "+key)
+	res := e.do("GET", path, nil, gateway.HeaderAPIKey+": "+key)
 	b, _ := io.ReadAll(res.Body)
 	if res.StatusCode == 200 && v != nil {
 		if err := json.Unmarshal(b, v); err != nil {
@@ -47,11 +51,11 @@ func (e *coreEnv) getJSON(key, path string, v any) (int, string) {
 }
 
 // waitLogs polls until the store holds n records.
-func waitLogs(t *testing.T, s *MemoryStore, n int) {
+func waitLogs(t *testing.T, s *memstore.Store, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		recs, _ := s.Logs(context.Background(), &LogQuery{})
+		recs, _ := s.Logs(context.Background(), &observe.Query{})
 		if len(recs) >= n {
 			return
 		}
@@ -66,19 +70,19 @@ func TestLogsStoredAndFiltered(t *testing.T) {
 	e := newLogsEnv(t)
 	chat := `{"model":"gpt-4o","messages":[]}`
 	for i := range 5 {
-		res := e.do("POST", "/v1/chat/completions", strings.NewReader(chat), HeaderAPIKey+": "+coreKey,
-			HeaderVirtualKey+": vk-up", HeaderTraceID+": trace-"+fmt.Sprint(i%2),
-			HeaderMetadata+`: {"team":"t`+fmt.Sprint(i%3)+`","env":"prod"}`)
+		res := e.do("POST", "/v1/chat/completions", strings.NewReader(chat), gateway.HeaderAPIKey+": "+coreKey,
+			gateway.HeaderVirtualKey+": vk-up", gateway.HeaderTraceID+": trace-"+fmt.Sprint(i%2),
+			gateway.HeaderMetadata+`: {"team":"t`+fmt.Sprint(i%3)+`","env":"prod"}`)
 		if res.StatusCode != 200 {
 			t.Fatalf("request %d: %d", i, res.StatusCode)
 		}
 	}
-	res := e.do("POST", "/v1/chat/completions", strings.NewReader(chat), HeaderAPIKey+": gw-logs-member-2", HeaderVirtualKey+": vk-up-2",
-		HeaderTraceID+": trace-ws2")
+	res := e.do("POST", "/v1/chat/completions", strings.NewReader(chat), gateway.HeaderAPIKey+": gw-logs-member-2", gateway.HeaderVirtualKey+": vk-up-2",
+		gateway.HeaderTraceID+": trace-ws2")
 	if res.StatusCode != 200 {
 		t.Fatalf("ws-2 request: %d", res.StatusCode)
 	}
-	e.do("POST", "/v1/chat/completions", strings.NewReader(chat), HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": nope")
+	e.do("POST", "/v1/chat/completions", strings.NewReader(chat), gateway.HeaderAPIKey+": "+coreKey, gateway.HeaderVirtualKey+": nope")
 	waitLogs(t, e.store, 7)
 
 	var l logsList
@@ -150,7 +154,7 @@ func TestLogsStoredAndFiltered(t *testing.T) {
 	}
 
 	// One record; another workspace's is 404, for its admin too.
-	var one logWire
+	var one observe.LogWire
 	if st, b := e.getJSON(coreAdminKey, "/v1/logs/"+seen[0], &one); st != 200 || one.ID != seen[0] {
 		t.Fatalf("GET /logs/{id}: %d %s", st, b)
 	}
@@ -198,7 +202,7 @@ func TestLogsBadFilters(t *testing.T) {
 		{"trace_id=a&trace_id=b", "trace_id"},
 		{"after=", "after"},
 	} {
-		res := e.do("GET", "/v1/logs?"+c.query, nil, HeaderAPIKey+": "+coreAdminKey)
+		res := e.do("GET", "/v1/logs?"+c.query, nil, gateway.HeaderAPIKey+": "+coreAdminKey)
 		if res.StatusCode != 400 {
 			b, _ := io.ReadAll(res.Body)
 			t.Errorf("GET /logs?%s: %d %s, want 400", c.query, res.StatusCode, b)
@@ -214,7 +218,7 @@ func TestLogsBadFilters(t *testing.T) {
 func TestCustomLogs(t *testing.T) {
 	e := newLogsEnv(t)
 	post := func(key, body string) (int, string) {
-		res := e.do("POST", "/v1/logs", strings.NewReader(body), HeaderAPIKey+": "+key, "Content-Type: application/json")
+		res := e.do("POST", "/v1/logs", strings.NewReader(body), gateway.HeaderAPIKey+": "+key, "Content-Type: application/json")
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(b)
 	}
@@ -230,7 +234,7 @@ func TestCustomLogs(t *testing.T) {
 	if len(created.Data) != 1 {
 		t.Fatalf("POST /logs answer %s", b)
 	}
-	var rec logWire
+	var rec observe.LogWire
 	if st, b := e.getJSON(coreAdminKey, "/v1/logs/"+created.Data[0].ID, &rec); st != 200 {
 		t.Fatalf("GET the custom log: %d %s", st, b)
 	}
@@ -277,29 +281,29 @@ func jsonString(s string) string {
 	return string(b)
 }
 
-// stallStore is a LogStore whose AddLogs blocks until released.
+// stallStore is a Store whose AddLogs blocks until released.
 type stallStore struct {
-	MemoryStore
+	*memstore.Store
 	release chan struct{}
 }
 
-func (s *stallStore) AddLogs(ctx context.Context, recs []*RequestLog) error {
+func (s *stallStore) AddLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 	select {
 	case <-s.release:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return s.MemoryStore.AddLogs(ctx, recs)
+	return s.Store.AddLogs(ctx, recs)
 }
 
 // TestStalledLogStore: a log store that does not answer never holds up a
 // response; the records past the queue are dropped and counted.
 func TestStalledLogStore(t *testing.T) {
 	up := newCoreUpstream(t, nil)
-	st := &stallStore{release: make(chan struct{})}
+	st := &stallStore{Store: memstore.New(), release: make(chan struct{})}
 	e := newCoreEnv(t, up, func(o *Options) { o.Logs = st; o.LogQueueSize = 8 })
 	for i := range 40 {
-		res := e.do("POST", "/v1/chat/completions", strings.NewReader(`{}`), HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": vk-up")
+		res := e.do("POST", "/v1/chat/completions", strings.NewReader(`{}`), gateway.HeaderAPIKey+": "+coreKey, gateway.HeaderVirtualKey+": vk-up")
 		if res.StatusCode != 200 {
 			t.Fatalf("request %d while the log store stalls: %d", i, res.StatusCode)
 		}

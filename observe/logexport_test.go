@@ -1,4 +1,4 @@
-package gateway
+package observe_test
 
 import (
 	"bufio"
@@ -14,55 +14,58 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // Keys of the export tests, beside coreKey (member of ws-1) and
 // coreAdminKey (admin of ws-1).
 const (
-	expAdmin2Key   = "gw-exp-admin-2"   // admin of ws-2
-	expOrgKey      = "gw-exp-org"       // organisation admin
-	expReaderKey   = "gw-exp-reader"    // logs.read only, ws-1
-	expNoWSKey     = "gw-exp-no-ws"     // admin of no workspace
-	expWriterKey   = "gw-exp-writer"    // logs.write only, ws-1
-	expLogsPerTest = exportBatch*2 + 37 // enough for the job to page three times
+	expAdmin2Key   = "gw-exp-admin-2"           // admin of ws-2
+	expOrgKey      = "gw-exp-org"               // organisation admin
+	expReaderKey   = "gw-exp-reader"            // logs.read only, ws-1
+	expNoWSKey     = "gw-exp-no-ws"             // admin of no workspace
+	expWriterKey   = "gw-exp-writer"            // logs.write only, ws-1
+	expLogsPerTest = observe.ExportBatch*2 + 37 // enough for the job to page three times
 )
 
 // newExportsEnv is a gateway over a MemoryStore keeping request logs and
-// log exports, with logs (the MemoryStore when nil) as its LogStore.
-func newExportsEnv(t *testing.T, logs LogStore) *coreEnv {
+// log exports, with logs (the MemoryStore when nil) as its Store.
+func newExportsEnv(t *testing.T, logs observe.Store) *coreEnv {
 	t.Helper()
 	e := newCoreEnv(t, nil, func(o *Options) {
-		ms := o.Keys.(*MemoryStore)
+		ms := o.Keys.(*memstore.Store)
 		o.Logs, o.LogExports = ms, ms
 		if logs != nil {
 			o.Logs = logs
 		}
 	})
-	e.store.AddAPIKey(APIKey{ID: "key-admin-2", Digest: HashAPIKey(expAdmin2Key), WorkspaceID: "ws-2", Role: RoleAdmin})
-	e.store.AddAPIKey(APIKey{ID: "key-org", Digest: HashAPIKey(expOrgKey), Type: KeyOrganisation, Role: RoleAdmin})
-	e.store.AddAPIKey(APIKey{ID: "key-reader", Digest: HashAPIKey(expReaderKey), WorkspaceID: "ws-1", Scopes: []Scope{ScopeLogsRead}})
-	e.store.AddAPIKey(APIKey{ID: "key-writer", Digest: HashAPIKey(expWriterKey), WorkspaceID: "ws-1", Scopes: []Scope{ScopeLogsWrite}})
-	e.store.AddAPIKey(APIKey{ID: "key-no-ws", Digest: HashAPIKey(expNoWSKey), Role: RoleAdmin})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-admin-2", Digest: gateway.HashAPIKey(expAdmin2Key), WorkspaceID: "ws-2", Role: gateway.RoleAdmin})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(expOrgKey), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-reader", Digest: gateway.HashAPIKey(expReaderKey), WorkspaceID: "ws-1", Scopes: []gateway.Scope{gateway.ScopeLogsRead}})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-writer", Digest: gateway.HashAPIKey(expWriterKey), WorkspaceID: "ws-1", Scopes: []gateway.Scope{gateway.ScopeLogsWrite}})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-no-ws", Digest: gateway.HashAPIKey(expNoWSKey), Role: gateway.RoleAdmin})
 	return e
 }
 
 // addTestLogs stores n records per workspace ws-1 and ws-2, a second
 // apart and ending a minute ago, varied in status, model, trace id and
 // metadata.
-func addTestLogs(t *testing.T, s LogStore, n int) {
+func addTestLogs(t *testing.T, s observe.Store, n int) {
 	t.Helper()
 	base := time.Now().Add(-time.Minute - time.Duration(n)*time.Second).UTC()
-	var recs []*RequestLog
+	var recs []*gateway.RequestLog
 	for _, ws := range []string{"ws-1", "ws-2"} {
 		for i := range n {
-			recs = append(recs, &RequestLog{
+			recs = append(recs, &gateway.RequestLog{
 				ID: fmt.Sprintf("%s-%05d", ws, i), Time: base.Add(time.Duration(i) * time.Second), WorkspaceID: ws,
 				TraceID: fmt.Sprintf("trace-%d", i%4), KeyID: "key-member", Provider: "openai",
 				Model: []string{"gpt-4o", "gpt-4o-mini"}[i%2], Method: "POST", Path: "/v1/chat/completions",
 				Status: []int{200, 200, 429, 500}[i%4], Latency: time.Duration(i) * time.Millisecond,
 				PromptTokens: int64(i % 50), CompletionTokens: int64(i % 7), TotalTokens: int64(i%50 + i%7),
 				Cost: float64(i%5) / 1000, Metadata: map[string]string{"team": fmt.Sprint("t", i%3), "env": "prod"},
-				VirtualKey: []string{"", "vk-a"}[i%2], CacheStatus: []CacheStatus{"", CacheHit}[i%2],
+				VirtualKey: []string{"", "vk-a"}[i%2], CacheStatus: []gateway.CacheStatus{"", gateway.CacheHit}[i%2],
 			})
 		}
 	}
@@ -83,7 +86,7 @@ func (e *coreEnv) sendJSON(key, method, path string, body any, v any) (int, stri
 		}
 		r = strings.NewReader(string(b))
 	}
-	res := e.do(method, path, r, HeaderAPIKey+": "+key)
+	res := e.do(method, path, r, gateway.HeaderAPIKey+": "+key)
 	b, _ := io.ReadAll(res.Body)
 	if res.StatusCode == 200 && v != nil {
 		if err := json.Unmarshal(b, v); err != nil {
@@ -131,7 +134,7 @@ func (e *coreEnv) waitExport(key, id string) exportItem {
 		if st, b := e.sendJSON(key, "GET", "/v1/logs/exports/"+id, nil, &it); st != 200 {
 			e.t.Fatalf("GET export: %d %s", st, b)
 		}
-		if LogExportStatus(it.Status).Final() {
+		if observe.ExportStatus(it.Status).Final() {
 			return it
 		}
 		if time.Now().After(deadline) {
@@ -155,7 +158,7 @@ func (e *coreEnv) downloadExport(key, id string) []map[string]any {
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/x-ndjson" {
 		e.t.Fatalf("signed URL: %d %s %s", res.StatusCode, res.Header.Get("Content-Type"), body)
 	}
-	res = e.do("GET", u.Path, nil, HeaderAPIKey+": "+key)
+	res = e.do("GET", u.Path, nil, gateway.HeaderAPIKey+": "+key)
 	if withKey, _ := io.ReadAll(res.Body); res.StatusCode != 200 || string(withKey) != string(body) {
 		e.t.Fatalf("content with the key: %d %s, want the signed URL's %s", res.StatusCode, withKey, body)
 	}
@@ -184,7 +187,7 @@ func (e *coreEnv) signedURL(key, id string, headers ...string) *url.URL {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.Header.Set(HeaderAPIKey, key)
+	req.Header.Set(gateway.HeaderAPIKey, key)
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ":")
 		if req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v)); strings.EqualFold(k, "Host") {
@@ -354,20 +357,20 @@ func TestLogExportUpdateDraft(t *testing.T) {
 	}
 }
 
-// gatedLogs is a LogStore whose Logs, once armed, says it was called and
+// gatedLogs is a Store whose Logs, once armed, says it was called and
 // waits for the gate to open (or its context to end).
 type gatedLogs struct {
-	*MemoryStore
+	*memstore.Store
 	armed   chan struct{} // closed to arm
 	entered chan struct{} // receives once per gated call
 	gate    chan struct{} // closed to let calls through
 }
 
 func newGatedLogs() *gatedLogs {
-	return &gatedLogs{MemoryStore: nil, armed: make(chan struct{}), entered: make(chan struct{}, 16), gate: make(chan struct{})}
+	return &gatedLogs{Store: nil, armed: make(chan struct{}), entered: make(chan struct{}, 16), gate: make(chan struct{})}
 }
 
-func (g *gatedLogs) Logs(ctx context.Context, q *LogQuery) ([]RequestLog, error) {
+func (g *gatedLogs) Logs(ctx context.Context, q *observe.Query) ([]gateway.RequestLog, error) {
 	select {
 	case <-g.armed:
 		select {
@@ -381,13 +384,13 @@ func (g *gatedLogs) Logs(ctx context.Context, q *LogQuery) ([]RequestLog, error)
 		}
 	default:
 	}
-	return g.MemoryStore.Logs(ctx, q)
+	return g.Store.Logs(ctx, q)
 }
 
 func TestLogExportCancel(t *testing.T) {
 	gl := newGatedLogs()
 	e := newExportsEnv(t, gl)
-	gl.MemoryStore = e.store
+	gl.Store = e.store
 	addTestLogs(t, e.store, 20)
 	id, _ := e.createExport(coreAdminKey, map[string]any{"filters": map[string]any{}, "requested_data": []string{"id"}})
 	close(gl.armed)
@@ -406,7 +409,7 @@ func TestLogExportCancel(t *testing.T) {
 		t.Fatalf("cancel: %d %s", st, b)
 	}
 	close(gl.gate)
-	e.gw.exports.wg.Wait() // the job has ended
+	e.routes.WaitExports() // the job has ended
 	if it = e.waitExport(coreAdminKey, id); it.Status != "stopped" {
 		t.Fatalf("cancelled export is %s (%s)", it.Status, it.Description)
 	}
@@ -432,15 +435,15 @@ func TestLogExportCancel(t *testing.T) {
 func TestLogExportGatewayClose(t *testing.T) {
 	gl := newGatedLogs()
 	e := newExportsEnv(t, gl)
-	gl.MemoryStore = e.store
+	gl.Store = e.store
 	addTestLogs(t, e.store, 5)
 	id, _ := e.createExport(coreAdminKey, map[string]any{"filters": map[string]any{}, "requested_data": []string{"id"}})
 	close(gl.armed)
 	e.sendJSON(coreAdminKey, "POST", "/v1/logs/exports/"+id+"/start", nil, nil)
 	<-gl.entered
-	e.gw.Close() // cancels the job, and waits for it
+	e.routes.Close() // cancels the job, and waits for it
 	got, err := e.store.LogExport(context.Background(), "", id)
-	if err != nil || got.Status != ExportFailed || !strings.Contains(got.Description, "stopped") {
+	if err != nil || got.Status != observe.ExportFailed || !strings.Contains(got.Description, "stopped") {
 		t.Fatalf("export after Close = %+v, %v; want failed", got, err)
 	}
 }
@@ -448,8 +451,8 @@ func TestLogExportGatewayClose(t *testing.T) {
 func TestLogExportStale(t *testing.T) {
 	e := newExportsEnv(t, nil)
 	long := time.Now().Add(-time.Hour).UTC().Truncate(time.Microsecond)
-	if err := e.store.CreateLogExport(context.Background(), &LogExport{ID: "stale", WorkspaceID: "ws-1", Filters: json.RawMessage(`{}`),
-		Fields: []string{"id"}, Status: ExportInProgress, CreatedAt: long, UpdatedAt: long}); err != nil {
+	if err := e.store.CreateLogExport(context.Background(), &observe.Export{ID: "stale", WorkspaceID: "ws-1", Filters: json.RawMessage(`{}`),
+		Fields: []string{"id"}, Status: observe.ExportInProgress, CreatedAt: long, UpdatedAt: long}); err != nil {
 		t.Fatal(err)
 	}
 	var it exportItem
@@ -501,7 +504,7 @@ func TestLogExportAccess(t *testing.T) {
 				t.Fatalf("%s %s: %d %s, want %d", c.method, c.path, st, b, c.want)
 			}
 			if st >= 400 {
-				res := e.do(c.method, "/v1/logs/exports"+c.path, strings.NewReader("{}"), HeaderAPIKey+": "+c.key)
+				res := e.do(c.method, "/v1/logs/exports"+c.path, strings.NewReader("{}"), gateway.HeaderAPIKey+": "+c.key)
 				decodeError(t, res)
 			}
 		})
@@ -533,8 +536,8 @@ func TestLogExportAccess(t *testing.T) {
 }
 
 func TestLogExportNotKept(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *Options) { o.Logs = o.Keys.(*MemoryStore) })
-	res := e.do("GET", "/v1/logs/exports", nil, HeaderAPIKey+": "+coreAdminKey)
+	e := newCoreEnv(t, nil, func(o *Options) { o.Logs = o.Keys.(*memstore.Store) })
+	res := e.do("GET", "/v1/logs/exports", nil, gateway.HeaderAPIKey+": "+coreAdminKey)
 	if res.StatusCode != 404 {
 		t.Fatalf("without Options.LogExports: %d, want 404", res.StatusCode)
 	}
@@ -545,7 +548,7 @@ func TestLogExportNotKept(t *testing.T) {
 // cancel) are in the audit log, with the export's id; its reads are not.
 func TestLogExportsAudited(t *testing.T) {
 	e := newCoreEnv(t, nil, func(o *Options) {
-		ms := o.Keys.(*MemoryStore)
+		ms := o.Keys.(*memstore.Store)
 		o.Logs, o.LogExports, o.Audit = ms, ms, ms
 	})
 	addTestLogs(t, e.store, 5)

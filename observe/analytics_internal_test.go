@@ -1,4 +1,4 @@
-package gateway
+package observe
 
 import (
 	"slices"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelgateway/gateway"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -50,11 +51,11 @@ func TestBucketWidth(t *testing.T) {
 
 func TestAggregateRecords(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	recs := []*RequestLog{
+	recs := []*gateway.RequestLog{
 		{ID: "1", WorkspaceID: "w", Time: t0.Add(10 * time.Second), TraceID: "a", Status: 200, Provider: "openai", Model: "m1",
-			Latency: 10 * time.Millisecond, TotalTokens: 10, Cost: 0.5, CacheStatus: CacheHit, Metadata: map[string]string{"_user": "u1", "team": "x"}},
+			Latency: 10 * time.Millisecond, TotalTokens: 10, Cost: 0.5, CacheStatus: gateway.CacheHit, Metadata: map[string]string{"_user": "u1", "team": "x"}},
 		{ID: "2", WorkspaceID: "w", Time: t0.Add(20 * time.Second), TraceID: "a", Status: 500, Provider: "openai", Model: "m1",
-			Latency: 30 * time.Millisecond, TotalTokens: 20, Cost: 0.25, CacheStatus: CacheMiss, Metadata: map[string]string{"_user": "u2"}},
+			Latency: 30 * time.Millisecond, TotalTokens: 20, Cost: 0.25, CacheStatus: gateway.CacheMiss, Metadata: map[string]string{"_user": "u2"}},
 		{ID: "3", WorkspaceID: "w", Time: t0.Add(70 * time.Second), TraceID: "b", Status: 200, Provider: "anthropic", Model: "m2",
 			Latency: 20 * time.Millisecond, Rescued: true, FallbackIndex: 1, Attempts: 1, Metadata: map[string]string{"_user": "u1", "team": "x"}},
 		{ID: "4", WorkspaceID: "other", Time: t0.Add(70 * time.Second), TraceID: "b", Status: 200},
@@ -62,7 +63,7 @@ func TestAggregateRecords(t *testing.T) {
 	fb := []Feedback{{WorkspaceID: "w", TraceID: "a", Value: 5, Weight: 1}, {WorkspaceID: "w", TraceID: "a", Value: -1, Weight: 0.5},
 		{WorkspaceID: "other", TraceID: "b", Value: 10, Weight: 1}}
 	all := Measure(1<<16 - 1)
-	got := AggregateRecords(&Aggregation{Query: LogQuery{WorkspaceID: "w"}, GroupBy: []Dimension{DimTime}, Bucket: time.Minute,
+	got := AggregateRecords(&Aggregation{Query: Query{WorkspaceID: "w"}, GroupBy: []Dimension{DimTime}, Bucket: time.Minute,
 		Measures: all}, slices.Values(recs), fb)
 	want := []Aggregate{
 		{Time: t0, Requests: 2, Errors: 1, CacheHits: 1, CacheMisses: 1, CacheHitLatency: 10000, CacheMissLatency: 30000,
@@ -74,17 +75,17 @@ func TestAggregateRecords(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("by time (-want +got):\n%s", diff)
 	}
-	got = AggregateRecords(&Aggregation{Query: LogQuery{WorkspaceID: "w"}, GroupBy: []Dimension{DimMetadata}, MetadataKey: "team",
+	got = AggregateRecords(&Aggregation{Query: Query{WorkspaceID: "w"}, GroupBy: []Dimension{DimMetadata}, MetadataKey: "team",
 		Measures: MeasureCost}, slices.Values(recs), fb)
 	if len(got) != 1 || got[0].MetadataValue != "x" || got[0].Requests != 2 || got[0].Cost != 0.5 {
 		t.Errorf("by metadata team = %+v, want one group x of 2 requests costing 0.5", got)
 	}
-	got = AggregateRecords(&Aggregation{Query: LogQuery{WorkspaceID: "w"}, GroupBy: []Dimension{DimFeedbackValue},
+	got = AggregateRecords(&Aggregation{Query: Query{WorkspaceID: "w"}, GroupBy: []Dimension{DimFeedbackValue},
 		Measures: MeasureFeedback}, slices.Values(recs), fb)
 	if len(got) != 2 || got[0].FeedbackValue != -1 || got[0].Feedbacks != 2 || got[1].FeedbackValue != 5 || got[1].Feedbacks != 2 {
 		t.Errorf("by feedback value = %+v, want -1 and 5 twice each (two records of trace a)", got)
 	}
-	got = AggregateRecords(&Aggregation{Query: LogQuery{WorkspaceID: "w"}, WeightedFeedback: Range[float64]{Min: 3, HasMin: true}},
+	got = AggregateRecords(&Aggregation{Query: Query{WorkspaceID: "w"}, WeightedFeedback: Range[float64]{Min: 3, HasMin: true}},
 		slices.Values(recs), fb)
 	if len(got) != 0 {
 		t.Errorf("weighted feedback ≥ 3 = %+v, want none (trace a's mean is 2.25)", got)

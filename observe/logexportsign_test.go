@@ -1,4 +1,4 @@
-package gateway
+package observe_test
 
 import (
 	"io"
@@ -9,6 +9,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // succeededExport creates and runs, as coreAdminKey, an export of ws-1's
@@ -49,7 +53,7 @@ func (e *coreEnv) getStatus(path string, headers ...string) (int, string, string
 func TestLogExportSignedURL(t *testing.T) {
 	var offset atomic.Int64
 	e := newExportsEnv(t, nil)
-	e.gw.now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	e.now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	addTestLogs(t, e.store, 30)
 	id, other := e.succeededExport(), e.succeededExport()
 
@@ -97,7 +101,7 @@ func TestLogExportSignedURL(t *testing.T) {
 				t.Errorf("%s: %d %s, want %d %s", tc.path, st, b, tc.status, tc.code)
 			}
 			// An API key sent along does not rescue a bad signature.
-			if st, _, _ := e.getStatus(tc.path, HeaderAPIKey+": "+coreAdminKey); st != tc.status {
+			if st, _, _ := e.getStatus(tc.path, gateway.HeaderAPIKey+": "+coreAdminKey); st != tc.status {
 				t.Errorf("%s with a key: %d, want %d", tc.path, st, tc.status)
 			}
 		})
@@ -105,7 +109,7 @@ func TestLogExportSignedURL(t *testing.T) {
 	// The signature is no key to anything else: the export's other routes
 	// still want one.
 	for _, path := range []string{"/v1/logs/exports/" + id, "/v1/logs/exports/" + id + "/download", "/v1/logs/exports"} {
-		if st, code, _ := e.getStatus(path + "?" + u.RawQuery); st != 401 || code != CodeMissingAPIKey {
+		if st, code, _ := e.getStatus(path + "?" + u.RawQuery); st != 401 || code != gateway.CodeMissingAPIKey {
 			t.Errorf("GET %s with the signature: %d %s, want 401 missing_api_key", path, st, code)
 		}
 	}
@@ -115,7 +119,7 @@ func TestLogExportSignedURL(t *testing.T) {
 		t.Errorf("after an hour: %d %s, want 403 expired_signature", st, b)
 	}
 	// The key still downloads it, and a new URL works again.
-	if st, _, b := e.getStatus(u.Path, HeaderAPIKey+": "+coreAdminKey); st != 200 {
+	if st, _, b := e.getStatus(u.Path, gateway.HeaderAPIKey+": "+coreAdminKey); st != 200 {
 		t.Errorf("content with the key: %d %s", st, b)
 	}
 	if st, _, b := e.getStatus(e.signedURL(coreAdminKey, id).RequestURI()); st != 200 {
@@ -129,7 +133,7 @@ func TestLogExportSignedURL(t *testing.T) {
 func TestLogExportSignedURLPublicURL(t *testing.T) {
 	key := []byte("a shared signing key of replicas")
 	e := newCoreEnv(t, nil, func(o *Options) {
-		ms := o.Keys.(*MemoryStore)
+		ms := o.Keys.(*memstore.Store)
 		o.Logs, o.LogExports = ms, ms
 		o.PublicURL, o.URLSigningKey = "https://gateway.example.com/base/", key
 	})
@@ -151,9 +155,10 @@ func TestLogExportSignedURLPublicURL(t *testing.T) {
 		{"a gateway with a random key", nil, 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := New(Options{Keys: e.store, Logs: e.store, LogExports: e.store, URLSigningKey: tc.key})
+			g := gateway.New(gateway.Options{Keys: e.store})
+			rs := observe.Mount(g, observe.Options{Logs: e.store, Exports: e.store, URLSigningKey: tc.key})
 			srv := httptest.NewServer(g)
-			t.Cleanup(func() { srv.Close(); g.Close() })
+			t.Cleanup(func() { srv.Close(); rs.Close(); g.Close() })
 			res, err := srv.Client().Get(srv.URL + path)
 			if err != nil {
 				t.Fatal(err)
