@@ -224,3 +224,10 @@ func (u *coreUpstream) received() []coreReceived {
 	defer u.mu.Unlock()
 	return append([]coreReceived(nil), u.reqs...)
 }
+
+func deref(p *string) string {
+	if p == nil {
+		return "<null>"
+	}
+	return *p
+}
