@@ -155,4 +155,3 @@ func BenchmarkLogBodies(b *testing.B) {
 		})
 	}
 }
-

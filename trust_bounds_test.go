@@ -428,4 +428,3 @@ func TestAttemptsCountedThroughTheCache(t *testing.T) {
 		t.Errorf("got %d %s (cache %s), want a's 503, a MISS", got.Status, got.Body, got.Cache)
 	}
 }
-

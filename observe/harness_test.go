@@ -180,26 +180,27 @@ func cp(e *coreEnv, key, method, path, body string, headers ...string) (int, []b
 	return res.StatusCode, b
 }
 
-// auditListT is the answer of GET /audit-logs.
+type auditWireT struct {
+	Timestamp    time.Time `json:"timestamp"`
+	Method       string    `json:"method"`
+	URI          string    `json:"uri"`
+	RequestID    string    `json:"request_id"`
+	UserID       string    `json:"user_id"`
+	UserType     string    `json:"user_type"`
+	APIKeyID     string    `json:"api_key_id"`
+	WorkspaceID  string    `json:"workspace_id"`
+	Status       int       `json:"response_status_code"`
+	ResourceType string    `json:"resource_type"`
+	ResourceID   string    `json:"resource_id"`
+	Action       string    `json:"action"`
+	ClientIP     string    `json:"client_ip"`
+	Detail       string    `json:"detail"`
+}
+
 type auditListT struct {
-	Object  string `json:"object"`
-	Total   int    `json:"total"`
-	Records []struct {
-		Timestamp    time.Time `json:"timestamp"`
-		Method       string    `json:"method"`
-		URI          string    `json:"uri"`
-		RequestID    string    `json:"request_id"`
-		UserID       string    `json:"user_id"`
-		UserType     string    `json:"user_type"`
-		APIKeyID     string    `json:"api_key_id"`
-		WorkspaceID  string    `json:"workspace_id"`
-		Status       int       `json:"response_status_code"`
-		ResourceType string    `json:"resource_type"`
-		ResourceID   string    `json:"resource_id"`
-		Action       string    `json:"action"`
-		ClientIP     string    `json:"client_ip"`
-		Detail       string    `json:"detail"`
-	} `json:"records"`
+	Object  string       `json:"object"`
+	Records []auditWireT `json:"records"`
+	Total   int          `json:"total"`
 }
 
 // auditLogs reads GET /audit-logs with key and query.
