@@ -1,10 +1,14 @@
 package console
 
-import "github.com/modelgateway/gateway"
+import (
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
+)
 
 // setOptionalStores sets the stores of the feedback and usage-limits
-// routes, which MemoryStore serves too.
-func setOptionalStores(o *gateway.Options, st *gateway.MemoryStore) {
-	o.Feedback = st
+// routes, which memstore.Store serves too.
+func setOptionalStores(o *gateway.Options, ob *observe.Options, st *memstore.Store) {
+	ob.Feedback = st
 	o.UsageLimits = st
 }

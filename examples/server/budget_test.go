@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/redis"
 	"github.com/modelgateway/gateway/sqlstore"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // TestBudgetSurvivesRestart: with a SQLite -db, a usage-limits policy and
@@ -91,7 +91,7 @@ func TestBudgetStores(t *testing.T) {
 	}
 	defer db.Close()
 	var o gateway.Options
-	setStores(&o, db)
+	setStores(&o, new(observe.Options), db)
 	if o.UsageLimits != db || o.UsageCounter != db {
 		t.Fatalf("database: UsageLimits %T, UsageCounter %T, want the store", o.UsageLimits, o.UsageCounter)
 	}
@@ -99,12 +99,12 @@ func TestBudgetStores(t *testing.T) {
 	defer client.Close()
 	o = gateway.Options{}
 	setRedis(&o, client)
-	setStores(&o, db)
+	setStores(&o, new(observe.Options), db)
 	if _, ok := o.UsageCounter.(*redis.Budget); !ok || o.UsageLimits != db {
 		t.Fatalf("with -redis: UsageCounter %T, want *redis.Budget", o.UsageCounter)
 	}
 	o = gateway.Options{}
-	setStores(&o, &gateway.MemoryStore{})
+	setStores(&o, new(observe.Options), &gateway.MemoryStore{})
 	if o.UsageLimits == nil || o.UsageCounter != nil {
 		t.Fatalf(":memory:: UsageLimits %T, UsageCounter %T, want the MemoryStore and the gateway's own counter", o.UsageLimits, o.UsageCounter)
 	}

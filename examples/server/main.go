@@ -23,6 +23,7 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
+	"github.com/modelgateway/gateway/observe"
 )
 
 func main() {
@@ -159,7 +160,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var curl string // the demo's command, once the address is known
 	if *demo {
-		fake, err := startDemo(st.mem)
+		fake, err := startDemo(st.mem.MemoryStore)
 		if err != nil {
 			return err
 		}
@@ -167,10 +168,11 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "gateway: demo: a fake OpenAI-compatible provider listens on %s (virtual key demo)\n", fake.URL)
 	}
 
-	setStores(&opts, st.store())
-	opts.PublicURL, opts.URLSigningKey = *publicURL, st.urlSigningKey
+	var obs observe.Options
+	setStores(&opts, &obs, st.store())
+	obs.PublicURL, obs.URLSigningKey = *publicURL, st.urlSigningKey
 	if !*storeLogs {
-		opts.Logs = nil
+		obs.Logs = nil
 	}
 	if *logBodyMax <= 0 {
 		return errors.New("gateway: -log-body-max must be above 0")
@@ -188,8 +190,9 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		sink = metrics.collector
 	}
 	tr.instrument(&opts)
-	g := newGateway(opts, allow, sink, errLog)
+	g, routes := newGateway(opts, obs, allow, sink, errLog)
 	defer g.Close()
+	defer routes.Close() // before the gateway: stops the log exports running here
 	if metrics != nil {
 		metrics.watch(g)
 	}
@@ -284,8 +287,9 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintf(stderr, "gateway: %s; closed the remaining connections\n", why)
 	}
-	<-serveErr // http.ErrServerClosed
-	g.Close()  // hands every queued request log to stdout
+	<-serveErr     // http.ErrServerClosed
+	routes.Close() // stops the log exports running here
+	g.Close()      // hands every queued request log to stdout and the store
 	fmt.Fprintln(stderr, "gateway: stopped")
 	return nil
 }
@@ -312,13 +316,21 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // newGateway returns the gateway the server runs: opts, which holds its
 // stores and shared state, with the server's extra providers, the custom
-// hosts in allow, and its logs.
-func newGateway(opts gateway.Options, allow []string, sink gateway.LogSink, errLog *slog.Logger) *gateway.Gateway {
+// hosts in allow, and its logs; and the observability routes of obs
+// mounted on it, their writes audited in opts.Audit, the request logs
+// stored in obs.Logs.
+func newGateway(opts gateway.Options, obs observe.Options, allow []string, sink gateway.LogSink, errLog *slog.Logger) (*gateway.Gateway, *observe.Routes) {
 	opts.Providers = providers()
 	opts.CustomHostAllow = allow
 	opts.LogSink = sink
 	opts.ErrorLog = errLog
-	return gateway.New(opts)
+	if obs.Logs != nil {
+		opts.LogSinks = append(opts.LogSinks, observe.Sink(obs.Logs))
+	}
+	g := gateway.New(opts)
+	obs.Audit = &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}
+	obs.ErrorLog = errLog
+	return g, observe.Mount(g, obs)
 }
 
 // closeBackend closes the store once the server has stopped, and reports

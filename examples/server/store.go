@@ -17,6 +17,8 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/console"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -114,11 +116,11 @@ func postgresName(dsn string) string {
 // backend is the store the server keeps its state in: a MemoryStore for
 // -db :memory:, else a sqlstore.Store. Exactly one of mem and db is set.
 type backend struct {
-	mem  *gateway.MemoryStore
+	mem  *memstore.Store
 	db   *sqlstore.Store
 	name string // how messages name the database (see dbSpec.name)
 
-	// urlSigningKey is gateway.Options.URLSigningKey: derived from the
+	// urlSigningKey is observe.Options.URLSigningKey: derived from the
 	// database's master key, so that replicas sharing it accept each
 	// other's signed URLs; nil for :memory: (a random key per process).
 	urlSigningKey []byte
@@ -133,7 +135,7 @@ type backend struct {
 // deleted by hand).
 func openBackend(ctx context.Context, spec dbSpec, logRetention time.Duration, errLog *slog.Logger, stderr io.Writer) (*backend, error) {
 	if spec.kind == dbMemory {
-		return &backend{mem: &gateway.MemoryStore{}, name: spec.name}, nil
+		return &backend{mem: memstore.New(), name: spec.name}, nil
 	}
 	key, err := masterKey(spec)
 	if err != nil {
@@ -251,12 +253,12 @@ func (b *backend) Close() error {
 	return nil
 }
 
-// setStores sets every store of o that st implements. The optional
-// stores (Workspaces, Audit, Logs, LogExports, Feedback, UsageLimits,
-// UsageCounter) are found by type assertion, so that a store gains those
-// routes as soon as it implements them. A UsageCounter already set (by
-// -redis) is kept.
-func setStores(o *gateway.Options, st any) {
+// setStores sets every store of o and ob that st implements. The
+// optional stores (Workspaces, Audit, UsageLimits, UsageCounter of o, and
+// the observability stores of ob) are found by type assertion, so that a
+// store gains those routes as soon as it implements them. A UsageCounter
+// already set (by -redis) is kept.
+func setStores(o *gateway.Options, ob *observe.Options, st any) {
 	if s, ok := st.(gateway.KeyStore); ok {
 		o.Keys = s
 	}
@@ -275,14 +277,14 @@ func setStores(o *gateway.Options, st any) {
 	if s, ok := st.(gateway.AuditStore); ok {
 		o.Audit = s
 	}
-	if s, ok := st.(gateway.LogStore); ok {
-		o.Logs = s
+	if s, ok := st.(observe.Store); ok {
+		ob.Logs = s
 	}
-	if s, ok := st.(gateway.LogExportStore); ok {
-		o.LogExports = s
+	if s, ok := st.(observe.ExportStore); ok {
+		ob.Exports = s
 	}
-	if s, ok := st.(gateway.FeedbackStore); ok {
-		o.Feedback = s
+	if s, ok := st.(observe.FeedbackStore); ok {
+		ob.Feedback = s
 	}
 	if s, ok := st.(gateway.UsageLimitsStore); ok {
 		o.UsageLimits = s
