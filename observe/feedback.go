@@ -21,7 +21,7 @@ type Feedback struct {
 	UpdatedAt time.Time
 }
 
-// FeedbackStore keeps feedback (Options.Feedback). MemoryStore implements
+// FeedbackStore keeps feedback (Options.Feedback of Mount). memstore.Store implements
 // it, and so does the sqlstore sub-module.
 //
 // AddFeedback stores fs, whose IDs the gateway sets. UpdateFeedback

@@ -55,8 +55,8 @@ func (e *Export) Clone() *Export {
 	return &c
 }
 
-// ExportStore keeps the log exports of /logs/exports (Options.LogExports)
-// and the records each produced. MemoryStore implements it; the sqlstore
+// ExportStore keeps the log exports of /logs/exports (Options.Exports)
+// and the records each produced. memstore.Store implements it; the sqlstore
 // sub-module keeps them in SQLite or Postgres, so that every replica sees
 // a job another started, and can serve its download.
 //

@@ -539,7 +539,7 @@ func TestLogExportNotKept(t *testing.T) {
 	e := newCoreEnv(t, nil, func(o *Options) { o.Logs = o.Keys.(*memstore.Store) })
 	res := e.do("GET", "/v1/logs/exports", nil, gateway.HeaderAPIKey+": "+coreAdminKey)
 	if res.StatusCode != 404 {
-		t.Fatalf("without Options.LogExports: %d, want 404", res.StatusCode)
+		t.Fatalf("without Options.Exports: %d, want 404", res.StatusCode)
 	}
 	decodeError(t, res)
 }

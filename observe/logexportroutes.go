@@ -38,7 +38,7 @@ const logExportObject = "export"
 // away and an HMAC-SHA256 signature under Options.URLSigningKey: whoever
 // holds it may download that export's records, without an API key, until
 // it expires (see serveSignedExport); the content route takes the
-// x-gateway-api-key as well. Without Options.LogExports and Options.Logs
+// x-gateway-api-key as well. Without Options.Exports and Options.Logs
 // every route answers 404.
 func (rs *Routes) logExportRoutes() {
 	for _, r := range []struct{ path, action, allow string }{
