@@ -249,7 +249,7 @@ func (w *auditWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // control marks the requests next serves as control-plane requests: the
 // audit log records their writes, and they are not request logs of the
-// LogStore (nor, so, in analytics). The LogSink still gets their line.
+// LogSinks (nor, so, in analytics). The LogSink still gets their line.
 func (g *Gateway) control(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if st := stateFrom(r.Context()); st != nil {

@@ -250,7 +250,7 @@ func invalidKey() error {
 
 // AuthFailures counts the requests a Gateway refused because they failed
 // authentication, by what the caller was told. Such requests are not
-// request logs (neither the LogSink's nor the LogStore's, so neither the
+// request logs (neither the LogSink's nor those of LogSinks, so neither the
 // analytics'): an anonymous flood must not fill the store nor crowd real
 // records out of the log queues (docs/architecture.md, Trust). These counts are how they
 // are seen; the prometheus sub-module exports them.

@@ -33,16 +33,6 @@ func writeAPIError(w http.ResponseWriter, r *http.Request, err error) {
 	WriteError(w, r, err)
 }
 
-// allowOnly answers r with a 405 listing methods unless its method is one
-// of them, and reports whether r may go on.
-func allowOnly(w http.ResponseWriter, r *http.Request, methods ...string) bool {
-	if err := httpapi.Only(r, methods...); err != nil {
-		writeAPIError(w, r, err)
-		return false
-	}
-	return true
-}
-
 // apiError is the one translation of internal/httpapi's errors into the
 // gateway's: a *httpapi.FieldError is the 400 invalid_parameter naming its
 // field; others, a *httpapi.MethodError among them (which

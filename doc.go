@@ -31,17 +31,16 @@
 // GET /files are typed routes. The control plane serves
 // /policies/rate-limits, /api-keys (when Options.Keys is an APIKeyStore),
 // /virtual-keys (a VirtualKeyAdmin), /configs with their versions (a
-// ConfigAdmin), /admin/workspaces (Options.Workspaces), /audit-logs
-// (Options.Audit, which records every control-plane write) and /logs
-// (Options.Logs, which keeps every data-plane request's record, to be
-// filtered by trace id, metadata, status, model, keys and time, exported
-// as JSON Lines through /logs/exports with Options.LogExports). The
+// ConfigAdmin) and /admin/workspaces (Options.Workspaces); Options.Audit
+// records every control-plane write. The observe package mounts the
+// observability routes (observe.Mount): /audit-logs, /logs with the
+// stored request logs (filtered by trace id, metadata, status, model,
+// keys and time, exported as JSON Lines through /logs/exports), the
 // analytics routes (/analytics/graphs/*, /analytics/summary/cache,
-// /analytics/groups/*) count the same records, aggregated in place by a
-// LogStore that is a LogAggregator; /feedback scores a trace
-// (Options.Feedback). /policies/usage-limits holds budgets when the host
-// wires the budget package (an Admission it mounts): once an entity has
-// used its credit_limit of tokens or USD its requests get 412
+// /analytics/groups/*) and /feedback; its Sink keeps the records of
+// Options.LogSinks in its store. /policies/usage-limits holds budgets
+// when the host wires the budget package (an Admission it mounts): once
+// an entity has used its credit_limit of tokens or USD its requests get 412
 // budget_exhausted until the period or an operator resets it. Each area
 // needs its <area>.read or <area>.write scope, a workspace key sees only
 // its own workspace (another's records are 404), and secrets are masked

@@ -50,45 +50,6 @@ type Options struct {
 	// implements it.
 	Audit AuditStore
 
-	// Logs keeps every authenticated data-plane request's record (one
-	// that failed authentication is counted by AuthFailures instead), to
-	// be asked later
-	// through GET /logs and GET /logs/{id}, and takes custom logs from
-	// POST /logs (nil: those routes answer 404). Records reach it in
-	// batches from a goroutine of the gateway's, through a queue of
-	// LogQueueSize records of its own: a store that cannot keep up makes
-	// records be dropped and counted (DroppedLogs), never a request wait.
-	// A record waits at most 5 ms for its batch, 50 ms under load (800
-	// requests a second and more), which is what a crash of the process
-	// may lose of them besides the batch being written.
-	Logs LogStore
-
-	// Feedback keeps the feedback of POST /feedback and PUT /feedback/{id},
-	// which the analytics routes read with the request logs of its trace
-	// (nil: those routes answer 404, and analytics count only what a Logs
-	// store that aggregates itself keeps). MemoryStore implements it.
-	Feedback FeedbackStore
-
-	// LogExports keeps the log exports of /logs/exports and the records
-	// each produced (nil: those routes answer 404, as they do without
-	// Logs). A started export runs in a goroutine of the gateway's,
-	// paging through Logs; replicas sharing the store see each other's
-	// exports and serve each other's downloads. MemoryStore implements it.
-	LogExports LogExportStore
-
-	// PublicURL is where clients reach the gateway, such as
-	// https://gateway.example.com (an absolute URL without query), which
-	// the signed URLs it hands out start with (a log export's
-	// signed_url). Empty means relative URLs. It is never taken from a
-	// request's Host or X-Forwarded-* headers, which callers choose.
-	PublicURL string
-
-	// URLSigningKey is the HMAC-SHA256 key of those signed URLs. Replicas
-	// that serve each other's URLs need the same key; it must be secret
-	// and should be derived for this use alone (never a master key
-	// itself). Nil means a random key per process.
-	URLSigningKey []byte
-
 	// Responses keeps the responses of POST /responses that the gateway
 	// translated for a provider kind without a Responses API, for
 	// previous_response_id and GET /responses/{id}. Nil keeps none: those
@@ -191,13 +152,21 @@ type Options struct {
 	// request log: AuthFailures counts it.
 	LogSink LogSink
 
-	// LogSinks receive the records of data-plane requests (control-plane
-	// requests are audited, not logged), each from a queue and goroutine
-	// of its own, so that one slow sink never holds up another, nor a
-	// response: a BatchLogSink gets them a batch at a time. A record a
+	// LogSinks receive the records of authenticated data-plane requests
+	// (control-plane requests are audited, not logged; a request that
+	// failed authentication is counted by AuthFailures), each from a
+	// queue of LogQueueSize records and a goroutine of its own, so that
+	// one slow sink never holds up another, nor a response. A record a
 	// full queue cannot take is dropped and counted (DroppedLogs). A
 	// product that keeps request logs (a store, an exporter) is one of
 	// these; LogSink above is the line per request of every request.
+	//
+	// A BatchLogSink gets its records a batch at a time: a record waits at
+	// most 5 ms for its batch, 50 ms under load (800 requests a second and
+	// more), so that a store pays for a write once per window; that is
+	// what a crash of the process may lose of them besides the batch
+	// being written. A batch it fails to keep is counted by DroppedLogs,
+	// and the first failure of a run, and the recovery, are logged.
 	LogSinks []LogSink
 
 	// Admissions decide, in order, whether an authenticated data-plane
@@ -252,8 +221,8 @@ type Resolver interface {
 // Gateway is an http.Handler serving the gateway's routes under its prefix:
 // typed endpoints (translated for providers that do not speak OpenAI's
 // API), the control plane (rate-limits policies, API keys, virtual keys,
-// configs, workspaces, audit logs; each area served when its store
-// supports it), and pass-through of every other path to the selected
+// configs, workspaces, each area served when its store supports it, and
+// the control routes products add with Handle), and pass-through of every other path to the selected
 // provider. It is safe for concurrent use. Close stops its log goroutine.
 type Gateway struct {
 	opts      Options
@@ -265,12 +234,9 @@ type Gateway struct {
 	base      http.RoundTripper // trusted hosts
 	custom    http.RoundTripper // caller-supplied hosts, through guard
 	logs      *logQueue
-	sinks     []*logQueue // Options.LogSinks'
-	// storedLogs queues records for Options.Logs, apart from logs so
-	// that a slow database never holds up the LogSink, nor it the store.
-	storedLogs *logQueue
-	exports    exportRunner // the log exports started here
-	errLog     *slog.Logger
+	sinks     []*logQueue                                                   // Options.LogSinks'
+	signed    []func(w http.ResponseWriter, r *http.Request) (string, bool) // HandleSigned's
+	errLog    *slog.Logger
 
 	cache         *responseCache // nil: caching disabled
 	inlineConfigs *lru.Cache[[sha256.Size]byte, *Config]
@@ -347,17 +313,12 @@ func New(opts Options) *Gateway {
 		if sink == nil {
 			panic("gateway: Options.LogSinks[" + strconv.Itoa(i) + "] is nil")
 		}
-		g.sinks = append(g.sinks, newLogQueue(sink, opts.LogQueueSize))
+		g.sinks = append(g.sinks, newSinkQueue(sink, opts.LogQueueSize, g.errLog))
 	}
 	for i, a := range opts.Admissions {
 		if a == nil {
 			panic("gateway: Options.Admissions[" + strconv.Itoa(i) + "] is nil")
 		}
-	}
-	if opts.Logs != nil {
-		sink := &storeSink{store: opts.Logs, errLog: g.errLog}
-		g.storedLogs = newLogQueueWindow(sink, opts.LogQueueSize, storeBatchDelay)
-		sink.dropped = &g.storedLogs.dropped
 	}
 	g.limits = newLimits(opts.Policies, g.opts.Limiter, g.errLog)
 	if g.prices = maps.Clone(opts.Prices); g.prices == nil {
@@ -381,10 +342,6 @@ func New(opts Options) *Gateway {
 // transports the gateway made itself. Requests still being served after
 // Close are not logged. Close is safe to call more than once.
 func (g *Gateway) Close() error {
-	g.exports.close()
-	if g.storedLogs != nil {
-		g.storedLogs.close()
-	}
 	for _, q := range g.sinks {
 		q.close()
 	}
@@ -433,22 +390,6 @@ func (g *Gateway) routes() {
 	cp("/admin/workspaces", g.serveWorkspaces)
 	cp("/admin/workspaces/{workspaceId}", g.serveWorkspaces)
 	none("/admin/workspaces/") // …/users and the rest: the gateway has no user accounts
-	// Reads of the logs, and custom logs, are not audited writes of
-	// configuration.
-	g.Handle("/audit-logs", http.HandlerFunc(g.serveAuditLogs))
-	g.Handle("/logs", http.HandlerFunc(g.serveLogs))
-	g.Handle("/logs/{id}", http.HandlerFunc(g.serveLogs))
-	g.logExportRoutes(p)
-	none("/logs/")
-	// Analytics read the logs; feedback is the callers' scoring of
-	// answers: neither is an audited write of configuration.
-	for path, route := range analyticsRoutes {
-		g.Handle(path, g.analytics(route))
-	}
-	none("/analytics/")
-	g.Handle("/feedback", http.HandlerFunc(g.serveFeedback))
-	g.Handle("/feedback/{id}", http.HandlerFunc(g.serveFeedback))
-	none("/feedback/")
 	g.protocolRoutes(p)
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {

@@ -365,13 +365,6 @@ func (g *Gateway) readPolicyBody(w http.ResponseWriter, r *http.Request) ([]byte
 	return data, nil
 }
 
-// policyBodyError turns a JSON decoding error of a create body into a 400
-// naming the field.
-func policyBodyError(err error) *Error {
-	fe := httpapi.BodyError(err)
-	return policyInvalid(fe.Param, fe.Message)
-}
-
 // policyNow returns the time in the fixed-width RFC 3339 form stored in
 // created_at and last_updated_at, so that the strings sort by time.
 func policyNow() string {

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -87,13 +89,40 @@ func (s *recordingSink) records() []*RequestLog {
 	return append([]*RequestLog(nil), s.recs...)
 }
 
-type batchingSink struct{ recordingSink }
+type batchingSink struct {
+	recordingSink
+	fail error // what LogBatch returns
+}
 
-func (s *batchingSink) LogBatch(recs []*RequestLog) {
+func (s *batchingSink) LogBatch(recs []*RequestLog) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches++
 	s.recs = append(s.recs, recs...)
+	return s.fail
+}
+
+// TestBatchLogSinkFailureCounted: the records of a batch a BatchLogSink
+// fails to keep are counted by DroppedLogs, and the failure is logged
+// once, not once per batch.
+func TestBatchLogSinkFailureCounted(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	var logged bytes.Buffer
+	b := &batchingSink{fail: errors.New("store down")}
+	e := newCoreEnv(t, up, func(o *Options) {
+		o.LogSinks = []LogSink{b}
+		o.ErrorLog = slog.New(slog.NewTextHandler(&logged, nil))
+	})
+	for range 3 {
+		e.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`), "x-gateway-api-key: "+coreKey, "x-gateway-virtual-key: vk-up")
+	}
+	e.gw.Close()
+	if got, want := e.gw.DroppedLogs(), int64(len(b.records())); got != want || want != 3 {
+		t.Errorf("DroppedLogs = %d, want the %d records the sink failed to keep (3)", got, want)
+	}
+	if n := strings.Count(logged.String(), "failed to keep request logs"); n != 1 {
+		t.Errorf("the failure was logged %d times, want once: %s", n, logged.String())
+	}
 }
 
 // TestLogSinks: every sink of Options.LogSinks gets each data-plane

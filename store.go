@@ -199,14 +199,6 @@ type MemoryStore struct {
 
 	workspaces map[string]*Workspace // see memstore_workspaces.go
 	audit      []AuditRecord         // oldest first, at most memoryAuditMax (see memstore_audit.go)
-
-	logMu sync.RWMutex  // guards logs, apart from the lookups of the request path
-	logs  []*RequestLog // oldest added first, at most memoryLogsMax (see memstore_logs.go)
-	// exports are the log exports, by id (see memstore_logexports.go); logMu guards them too.
-	exports map[string]*memoryExport
-
-	feedbackMu sync.RWMutex // guards feedback
-	feedback   []*Feedback  // oldest added first, at most memoryFeedbackMax (see memstore_feedback.go)
 }
 
 var (
@@ -221,7 +213,6 @@ var (
 	_ ConfigAdmin             = (*MemoryStore)(nil)
 	_ WorkspaceStore          = (*MemoryStore)(nil)
 	_ AuditStore              = (*MemoryStore)(nil)
-	_ LogStore                = (*MemoryStore)(nil)
 )
 
 // AddAPIKey stores k under k.Digest.

@@ -275,38 +275,6 @@ func TestAPIKeysNoStore(t *testing.T) {
 	}
 }
 
-// TestAuditNamesKeyWorkspace: an organisation key's writes on a
-// workspace's keys are recorded in that workspace, where its own keys
-// read them.
-func TestAuditNamesKeyWorkspace(t *testing.T) {
-	e := newWSEnv(t, false)
-	var c struct{ ID string }
-	cpWant(e, 200, wsOrg, "POST", "/v1/api-keys/workspace/service", `{"name":"for ws-2","workspace_id":"ws-2","scopes":["completions.write"]}`, &c)
-	cpWant(e, 200, wsOrg, "POST", "/v1/api-keys/"+c.ID+"/rotate", "", nil)
-	cpWant(e, 200, wsOrg, "PUT", "/v1/api-keys/"+c.ID, `{"name":"renamed"}`, nil)
-	cpWant(e, 200, wsOrg, "DELETE", "/v1/api-keys/"+c.ID, "", nil)
-	want := []string{"api_keys.delete " + c.ID + " ws-2 key-org", "api_keys.update " + c.ID + " ws-2 key-org",
-		"api_keys.rotate " + c.ID + " ws-2 key-org", "api_keys.create " + c.ID + " ws-2 key-org"}
-	for _, key := range []string{wsOrg, wsAdmin2} {
-		q := "?resource_type=api_keys"
-		if key == wsOrg {
-			q += "&workspace_id=ws-2"
-		}
-		l, _ := auditLogs(e, key, q)
-		var got []string
-		for _, r := range l.Records {
-			got = append(got, r.Action+" "+r.ResourceID+" "+r.WorkspaceID+" "+r.UserID)
-		}
-		if strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Errorf("records read by %s: %q, want %q", key, got, want)
-		}
-	}
-	// ws-1's admin does not see them.
-	if l, _ := auditLogs(e, coreAdminKey, "?resource_type=api_keys"); l.Total != 0 {
-		t.Errorf("ws-1 reads %d records of ws-2's keys", l.Total)
-	}
-}
-
 // TestWorkspacesAndPoliciesBounds: names, descriptions and metadata of
 // workspaces, and names of rate-limits and usage-limits policies, are
 // bounded (400 naming the field).

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -28,7 +30,7 @@ type stores interface {
 
 var (
 	_ stores = (*sqlstore.Store)(nil)
-	_ stores = (*gateway.MemoryStore)(nil)
+	_ stores = (*memstore.Store)(nil)
 )
 
 // Keys the control-plane tests bootstrap with.
@@ -45,7 +47,7 @@ const (
 // does, a SQLite and a Postgres Store: one table of cases holds the
 // durable stores to the in-memory one's answers.
 func eachStore(t *testing.T, f func(t *testing.T, s stores)) {
-	t.Run("memory", func(t *testing.T) { f(t, &gateway.MemoryStore{}) })
+	t.Run("memory", func(t *testing.T) { f(t, memstore.New()) })
 	eachBackend(t, func(t *testing.T, dsn string) { f(t, openStore(t, dsn, sqlstore.Options{})) })
 }
 
@@ -79,6 +81,7 @@ func newCPEnv(t *testing.T, s stores) *cpEnv {
 	}))
 	g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Workspaces: s, Audit: s,
 		LogSink: &gateway.LogBuffer{}, CustomHostAllow: []string{"127.0.0.1"}})
+	observe.Mount(g, observe.Options{Audit: &observe.Auditor{Store: s}})
 	e.srv = httptest.NewServer(g)
 	t.Cleanup(func() { e.srv.Close(); e.up.Close(); g.Close() })
 	return e
@@ -345,6 +348,7 @@ func TestTwoGatewaysOnePostgres(t *testing.T) {
 		}
 		g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Workspaces: s, Audit: s,
 			LogSink: &gateway.LogBuffer{}, CustomHostAllow: []string{"127.0.0.1"}})
+		observe.Mount(g, observe.Options{Audit: &observe.Auditor{Store: s}})
 		srv := httptest.NewServer(g)
 		t.Cleanup(func() { srv.Close(); g.Close() })
 		urls[i] = srv.URL

@@ -6,8 +6,8 @@
 // gateway.KeyStore, gateway.APIKeyStore, gateway.VirtualKeyStore,
 // gateway.VirtualKeyAdmin, gateway.ConfigStore, gateway.ConfigAdmin,
 // gateway.PolicyStore, gateway.PolicyCompareAndSwapper,
-// gateway.WorkspaceStore, gateway.AuditStore, gateway.LogStore (with
-// gateway.LogAggregator), gateway.FeedbackStore, gateway.LogExportStore,
+// gateway.WorkspaceStore, gateway.AuditStore, observe.Store (with
+// observe.Aggregator), observe.FeedbackStore, observe.ExportStore,
 // budget.Store and budget.Counter; pass it as each of
 // those in gateway.Options.
 //

@@ -15,6 +15,7 @@ import (
 
 	gateway "github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -49,7 +50,7 @@ func apiKeysViaAPI(tb testing.TB, s gateway.APIKeyStore, n int) []string {
 var authFixture struct {
 	once      sync.Once
 	sql       *sqlstore.Store
-	mem       *gateway.MemoryStore
+	mem       *memstore.Store
 	sqlKeys   []string
 	memKeys   []string
 	createdIn time.Duration
@@ -70,7 +71,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 		authFixture.sqlKeys = apiKeysViaAPI(b, s, n)
 		authFixture.createdIn = time.Since(start)
 		authFixture.sql = s
-		authFixture.mem = &gateway.MemoryStore{}
+		authFixture.mem = memstore.New()
 		authFixture.memKeys = apiKeysViaAPI(b, authFixture.mem, n)
 	})
 	b.Logf("%d API keys created through POST /api-keys on SQLite in %v (%.0f/s)", n, authFixture.createdIn.Round(time.Millisecond),

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	gateway "github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -168,7 +168,7 @@ func TestUsageLimitsConcurrentReplicas(t *testing.T) {
 			io.WriteString(w, `{"model":"gpt-4o","usage":{"prompt_tokens":20,"completion_tokens":30,"total_tokens":50}}`)
 		}))
 		defer up.Close()
-		keys := &gateway.MemoryStore{}
+		keys := memstore.New()
 		keys.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey("gw-budget"), WorkspaceID: "ws-1", Role: gateway.RoleMember})
 		keys.AddVirtualKey(gateway.VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
 		var urls []string

@@ -21,7 +21,6 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
-	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/memstore"
 )
 
@@ -254,10 +253,11 @@ func BenchmarkServerChain(b *testing.B) {
 				b.Fatal(err)
 			}
 			var opts gateway.Options
-			var budgets budget.Options
-			setStores(&opts, &budgets, store)
-			g := newGateway(opts, budgets, f.CustomHosts.Allow, sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			var prods products
+			setStores(&opts, &prods, store)
+			g, routes := newGateway(opts, prods, f.CustomHosts.Allow, sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			defer g.Close()
+			defer routes.Close()
 			var serving sync.RWMutex
 			var ready atomic.Bool
 			ready.Store(true)

@@ -137,14 +137,14 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer tr.shutdown(stderr) // after the gateway, whose requests end spans, has stopped
 	var opts gateway.Options
-	var budgets budget.Options
+	var prods products
 	if *redisURL != "" {
 		rc, err := openRedis(ctx, *redisURL)
 		if err != nil {
 			return err
 		}
 		defer rc.Close() // after the gateway, whose requests use it, has stopped
-		setRedis(&opts, &budgets, rc)
+		setRedis(&opts, &prods.budget, rc)
 	}
 	st, err := openBackend(ctx, spec, *logRetention, errLog, stderr)
 	if err != nil {
@@ -170,10 +170,10 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "gateway: demo: a fake OpenAI-compatible provider listens on %s (virtual key demo)\n", fake.URL)
 	}
 
-	setStores(&opts, &budgets, st.store())
-	opts.PublicURL, opts.URLSigningKey = *publicURL, st.urlSigningKey
+	setStores(&opts, &prods, st.store())
+	prods.observe.PublicURL, prods.observe.URLSigningKey = *publicURL, st.urlSigningKey
 	if !*storeLogs {
-		opts.Logs = nil
+		prods.observe.Logs = nil
 	}
 	if *logBodyMax <= 0 {
 		return errors.New("gateway: -log-body-max must be above 0")
@@ -191,8 +191,9 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		sink = metrics.collector
 	}
 	tr.instrument(&opts)
-	g := newGateway(opts, budgets, allow, sink, errLog)
+	g, routes := newGateway(opts, prods, allow, sink, errLog)
 	defer g.Close()
+	defer routes.Close() // before the gateway: stops the log exports running here
 	if metrics != nil {
 		metrics.watch(g)
 	}
@@ -287,8 +288,9 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintf(stderr, "gateway: %s; closed the remaining connections\n", why)
 	}
-	<-serveErr // http.ErrServerClosed
-	g.Close()  // hands every queued request log to stdout
+	<-serveErr     // http.ErrServerClosed
+	routes.Close() // stops the log exports running here
+	g.Close()      // hands every queued request log to stdout and the store
 	fmt.Fprintln(stderr, "gateway: stopped")
 	return nil
 }
@@ -315,20 +317,29 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // newGateway returns the gateway the server runs: opts, which holds its
 // stores and shared state, with the server's extra providers, the custom
-// hosts in allow, and its logs; and the budgets of b (priced as opts
-// prices the logs), the first of its admissions, their routes mounted
-// and audited in opts.Audit.
-func newGateway(opts gateway.Options, b budget.Options, allow []string, sink gateway.LogSink, errLog *slog.Logger) *gateway.Gateway {
+// hosts in allow, and its logs; and the products of p: the budgets
+// (priced as opts prices the logs), the first of its admissions, and the
+// observability routes, writes audited in opts.Audit, the request logs
+// stored in p.observe.Logs.
+func newGateway(opts gateway.Options, p products, allow []string, sink gateway.LogSink, errLog *slog.Logger) (*gateway.Gateway, *observe.Routes) {
 	opts.Providers = providers()
 	opts.CustomHostAllow = allow
 	opts.LogSink = sink
 	opts.ErrorLog = errLog
+	b := p.budget
 	b.Prices, b.ErrorLog, b.MaxBodyBytes = opts.Prices, errLog, opts.MaxBodyBytes
 	budgets := budget.New(b)
 	opts.Admissions = append([]gateway.Admission{budgets}, opts.Admissions...)
+	obs := p.observe
+	if obs.Logs != nil {
+		opts.LogSinks = append(opts.LogSinks, observe.Sink(obs.Logs))
+	}
 	g := gateway.New(opts)
-	budgets.Mount(g, &observe.Auditor{Store: opts.Audit, ErrorLog: errLog})
-	return g
+	audit := &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}
+	budgets.Mount(g, audit)
+	obs.Audit = audit
+	obs.ErrorLog = errLog
+	return g, observe.Mount(g, obs)
 }
 
 // closeBackend closes the store once the server has stopped, and reports

@@ -7,11 +7,10 @@ import (
 	"net/url"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/redis"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // redisPingTimeout bounds the check that the -redis server answers at

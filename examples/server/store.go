@@ -19,6 +19,7 @@ import (
 	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/console"
 	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -120,7 +121,7 @@ type backend struct {
 	db   *sqlstore.Store
 	name string // how messages name the database (see dbSpec.name)
 
-	// urlSigningKey is gateway.Options.URLSigningKey: derived from the
+	// urlSigningKey is observe.Options.URLSigningKey: derived from the
 	// database's master key, so that replicas sharing it accept each
 	// other's signed URLs; nil for :memory: (a random key per process).
 	urlSigningKey []byte
@@ -253,12 +254,21 @@ func (b *backend) Close() error {
 	return nil
 }
 
-// setStores sets every store of o and of the budgets b that st
-// implements. The optional stores (Workspaces, Audit, Logs, LogExports,
-// Feedback, the budgets' Store and Counter) are found by type assertion,
-// so that a store gains those routes as soon as it implements them. A
-// budget Counter already set (by -redis) is kept.
-func setStores(o *gateway.Options, b *budget.Options, st any) {
+// products are the options of the products the server mounts beside the
+// data plane: the budgets, an admission of the gateway's, and the
+// observability routes.
+type products struct {
+	budget  budget.Options
+	observe observe.Options
+}
+
+// setStores sets every store of o and of the products p that st
+// implements. The optional stores (Workspaces, Audit, the observability
+// stores, the budgets' Store and Counter) are found by type assertion, so
+// that a store gains those routes as soon as it implements them. A budget
+// Counter already set (by -redis) is kept.
+func setStores(o *gateway.Options, p *products, st any) {
+	b, ob := &p.budget, &p.observe
 	if s, ok := st.(gateway.KeyStore); ok {
 		o.Keys = s
 	}
@@ -277,14 +287,14 @@ func setStores(o *gateway.Options, b *budget.Options, st any) {
 	if s, ok := st.(gateway.AuditStore); ok {
 		o.Audit = s
 	}
-	if s, ok := st.(gateway.LogStore); ok {
-		o.Logs = s
+	if s, ok := st.(observe.Store); ok {
+		ob.Logs = s
 	}
-	if s, ok := st.(gateway.LogExportStore); ok {
-		o.LogExports = s
+	if s, ok := st.(observe.ExportStore); ok {
+		ob.Exports = s
 	}
-	if s, ok := st.(gateway.FeedbackStore); ok {
-		o.Feedback = s
+	if s, ok := st.(observe.FeedbackStore); ok {
+		ob.Feedback = s
 	}
 	if s, ok := st.(budget.Workspaces); ok {
 		b.Workspaces = s
