@@ -71,7 +71,7 @@ type calendarPeriod struct {
 type budgets struct {
 	policies   UsageLimitsStore // nil: no stored policies
 	counter    UsageCounter
-	workspaces WorkspaceStore // nil: no workspace usage_limits
+	workspaces WorkspaceLookup // nil: no workspace usage_limits
 	prices     PriceTable
 	audit      AuditStore
 	errLog     *slog.Logger

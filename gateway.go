@@ -40,7 +40,7 @@ type Options struct {
 	// workspaces are not managed: those routes answer 404. Workspace ids
 	// that keys, virtual keys and configs name need not be registered
 	// here. MemoryStore implements it.
-	Workspaces WorkspaceStore
+	Workspaces WorkspaceLookup
 
 	// Audit receives one record per control-plane write (POST, PUT or
 	// DELETE of policies, API keys, virtual keys, configs and
@@ -410,29 +410,11 @@ func (g *Gateway) routes() {
 	// g.audit, which records each.
 	cp := func(pattern string, h http.HandlerFunc) { g.Handle(pattern, g.audit(h)) }
 	none := func(pattern string) { g.Handle(pattern, http.HandlerFunc(g.notFound)) }
-	cp("/policies/rate-limits", g.servePolicies)
-	cp("/policies/rate-limits/{id}", g.servePolicies)
-	none("/policies/rate-limits/") // the control plane's namespace is never passed through
 	cp("/policies/usage-limits", g.serveUsageLimits)
 	cp("/policies/usage-limits/{id}", g.serveUsageLimits)
 	cp("/policies/usage-limits/{id}/entities", g.serveUsageLimits)
 	cp("/policies/usage-limits/{id}/entities/{entityId}/reset", g.serveUsageLimits)
-	none("/policies/usage-limits/")
-	cp("/api-keys", g.serveAPIKeys)
-	cp("/api-keys/{id}", g.serveAPIKeys)
-	cp("/api-keys/{id}/rotate", g.serveAPIKeys)
-	cp("/api-keys/{type}/{subtype}", g.serveAPIKeys)
-	none("/api-keys/")
-	cp("/virtual-keys", g.serveVirtualKeys)
-	cp("/virtual-keys/{slug}", g.serveVirtualKeys)
-	none("/virtual-keys/")
-	cp("/configs", g.serveConfigs)
-	cp("/configs/{slug}", g.serveConfigs)
-	cp("/configs/{slug}/versions", g.serveConfigs)
-	none("/configs/")
-	cp("/admin/workspaces", g.serveWorkspaces)
-	cp("/admin/workspaces/{workspaceId}", g.serveWorkspaces)
-	none("/admin/workspaces/") // …/users and the rest: the gateway has no user accounts
+	none("/policies/usage-limits/") // the control plane's namespace is never passed through
 	// Reads of the logs, and custom logs, are not audited writes of
 	// configuration.
 	g.Handle("/audit-logs", http.HandlerFunc(g.serveAuditLogs))

@@ -159,7 +159,7 @@ type policyCreate struct {
 }
 
 func (c *policyCreate) head() control.PolicyHead {
-	return control.PolicyHead{c.Name, c.Conditions, c.GroupBy, c.Type, c.WorkspaceID, c.OrganisationID}
+	return control.PolicyHead{Name: c.Name, Conditions: c.Conditions, GroupBy: c.GroupBy, Type: c.Type, WorkspaceID: c.WorkspaceID, OrganisationID: c.OrganisationID}
 }
 
 func (a *plane) createPolicy(w http.ResponseWriter, r *http.Request, k *control.PolicyKind[gateway.RateLimitsPolicy], id gateway.Identity) error {
