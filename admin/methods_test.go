@@ -1,4 +1,4 @@
-package gateway
+package admin_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // TestControlPlaneMethodNotAllowed pins the 405 of every control-plane
@@ -13,11 +16,11 @@ import (
 // header (methods in the order GET, POST, PUT, DELETE), code and message,
 // as they were before the dispatchers were made one.
 func TestControlPlaneMethodNotAllowed(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *Options) {
-		o.Workspaces = o.Keys.(*MemoryStore)
-		o.UsageLimits = o.Keys.(*MemoryStore)
+	e := newCoreEnv(t, nil, func(o *gateway.Options) {
+		o.Workspaces = o.Keys.(*memstore.Store)
+		o.UsageLimits = o.Keys.(*memstore.Store)
 	})
-	e.store.AddAPIKey(APIKey{ID: "key-org", Digest: HashAPIKey(wsOrg), Type: KeyOrganisation, Scopes: allScopes})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(wsOrg), Type: gateway.KeyOrganisation, Scopes: gateway.RoleScopes(gateway.RoleAdmin)})
 	const pid = "0b6c3bb4-2a44-4b69-9c1c-8f1c62b7e001"
 	for _, c := range []struct{ method, path, allow string }{
 		{"PATCH", "/v1/api-keys", "GET"},
@@ -48,7 +51,7 @@ func TestControlPlaneMethodNotAllowed(t *testing.T) {
 		{"GET", "/v1/feedback", "POST"},
 		{"POST", "/v1/feedback/f1", "PUT"},
 	} {
-		res := e.do(c.method, c.path, nil, HeaderAPIKey+": "+wsOrg)
+		res := e.do(c.method, c.path, nil, gateway.HeaderAPIKey+": "+wsOrg)
 		body, _ := io.ReadAll(res.Body)
 		var got struct {
 			Error struct{ Message, Type, Code string } `json:"error"`
@@ -56,7 +59,7 @@ func TestControlPlaneMethodNotAllowed(t *testing.T) {
 		json.Unmarshal(body, &got)
 		want := c.method + " is not allowed on " + c.path + "; allowed: " + c.allow
 		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != c.allow ||
-			got.Error.Code != CodeMethodNotAllowed || got.Error.Type != TypeInvalidRequest || got.Error.Message != want {
+			got.Error.Code != gateway.CodeMethodNotAllowed || got.Error.Type != gateway.TypeInvalidRequest || got.Error.Message != want {
 			t.Errorf("%s %s: %d, Allow %q, %s; want 405, Allow %q, %q", c.method, c.path, res.StatusCode,
 				res.Header.Get("Allow"), body, c.allow, want)
 		}
@@ -67,7 +70,7 @@ func TestControlPlaneMethodNotAllowed(t *testing.T) {
 // JSON type is a 400 naming the field as the body spells it, for both
 // kinds of policy, whose create bodies share their skeleton.
 func TestPolicyCreateTypeErrorNamesField(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *Options) { o.UsageLimits = o.Keys.(*MemoryStore) })
+	e := newCoreEnv(t, nil, func(o *gateway.Options) { o.UsageLimits = o.Keys.(*memstore.Store) })
 	for _, path := range []string{"/v1/policies/rate-limits", "/v1/policies/usage-limits"} {
 		for _, c := range []struct{ body, param string }{
 			{`{"name":5}`, "name"},
@@ -75,7 +78,7 @@ func TestPolicyCreateTypeErrorNamesField(t *testing.T) {
 			{`{"group_by":"x"}`, "group_by"},
 			{`{"workspace_id":1}`, "workspace_id"},
 		} {
-			res := e.do("POST", path, strings.NewReader(c.body), HeaderAPIKey+": "+coreAdminKey)
+			res := e.do("POST", path, strings.NewReader(c.body), gateway.HeaderAPIKey+": "+coreAdminKey)
 			body, _ := io.ReadAll(res.Body)
 			var got struct {
 				Error struct {
