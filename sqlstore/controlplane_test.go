@@ -13,16 +13,17 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
 // stores is every store interface the control plane serves from.
 type stores interface {
-	gateway.APIKeyStore
-	gateway.VirtualKeyAdmin
-	gateway.ConfigAdmin
+	admin.KeyStore
+	admin.VirtualKeyStore
+	admin.ConfigStore
 	gateway.PolicyStore
-	gateway.WorkspaceStore
+	admin.WorkspaceStore
 	gateway.AuditStore
 }
 

@@ -17,12 +17,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
 // exportStores is what the export tests need of a store.
 type exportStores interface {
-	gateway.APIKeyStore
+	admin.KeyStore
 	gateway.LogStore
 	gateway.LogExportStore
 }
@@ -121,7 +122,7 @@ func exportGateway(t *testing.T, s exportStores, logs gateway.LogStore) (string,
 }
 
 // addExportKeys stores the admin keys of ws-1 and ws-2.
-func addExportKeys(t *testing.T, s gateway.APIKeyStore) {
+func addExportKeys(t *testing.T, s admin.KeyStore) {
 	t.Helper()
 	now := time.Now().UTC()
 	for _, k := range []gateway.APIKey{

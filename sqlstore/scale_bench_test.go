@@ -20,7 +20,7 @@ import (
 
 // apiKeysViaAPI creates n API keys through POST /api-keys of a gateway
 // over s, and returns the keys the answers gave.
-func apiKeysViaAPI(tb testing.TB, s gateway.APIKeyStore, n int) []string {
+func apiKeysViaAPI(tb testing.TB, s admin.KeyStore, n int) []string {
 	tb.Helper()
 	now := time.Now()
 	if err := s.CreateAPIKey(context.Background(), &gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(cpOrgKey),
