@@ -36,15 +36,19 @@ type Options struct {
 	Configs     ConfigStore
 	Policies    PolicyStore
 
-	// Workspaces keeps the workspaces of /admin/workspaces. Nil means
-	// workspaces are not managed: those routes answer 404. Workspace ids
-	// that keys, virtual keys and configs name need not be registered
-	// here. MemoryStore implements it.
+	// Workspaces looks up the registered workspaces (package admin
+	// registers them through /admin/workspaces): a workspace's
+	// usage_limits bound every key of it together, and an organisation
+	// key's list of usage-limits policies shows those of these workspaces
+	// when Options.UsageLimits cannot list every workspace's. Nil means
+	// none is registered. Workspace ids that keys, virtual keys and
+	// configs name need not be registered. MemoryStore implements it.
 	Workspaces WorkspaceLookup
 
-	// Audit receives one record per control-plane write (POST, PUT or
-	// DELETE of policies, API keys, virtual keys, configs and
-	// workspaces), and serves GET /audit-logs. Nil means no audit log:
+	// Audit receives one record per write of the gateway's own control
+	// routes (POST, PUT or DELETE of usage-limits policies), and serves
+	// GET /audit-logs; the routes of package admin record theirs through
+	// admin.Options.Audit, usually over the same store. Nil means no audit log:
 	// writes are not recorded and /audit-logs answers 404. MemoryStore
 	// implements it.
 	Audit AuditStore
@@ -249,9 +253,10 @@ type Resolver interface {
 
 // Gateway is an http.Handler serving the gateway's routes under its prefix:
 // typed endpoints (translated for providers that do not speak OpenAI's
-// API), the control plane (rate-limits policies, API keys, virtual keys,
-// configs, workspaces, audit logs; each area served when its store
-// supports it), and pass-through of every other path to the selected
+// API), control routes (its own areas, such as usage-limits policies and
+// audit logs, each served when its store supports it, and those a product
+// registers with Handle, such as package admin's API keys, virtual keys,
+// configs, workspaces and rate-limits policies), and pass-through of every other path to the selected
 // provider. It is safe for concurrent use. Close stops its log goroutine.
 type Gateway struct {
 	opts      Options

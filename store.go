@@ -161,7 +161,7 @@ type VirtualKey struct {
 // Name, Version, VersionID, CreatedAt and UpdatedAt are kept by the
 // control plane (their zero values change nothing on the data plane) and
 // are not part of an admin.File. Version counts from 1 and grows by one with
-// every update; a stored version (see ConfigAdmin) has the Version,
+// every update; a stored version (see admin.ConfigStore) has the Version,
 // VersionID, Name, Config and UpdatedAt it was written with.
 type SavedConfig struct {
 	ID          string          `json:"id"`
@@ -322,7 +322,7 @@ func (s *MemoryStore) PutPolicy(_ context.Context, p *RateLimitsPolicy) error {
 	return nil
 }
 
-// CompareAndSwapPolicy implements PolicyCompareAndSwapper.
+// CompareAndSwapPolicy implements admin.PolicyCompareAndSwapper.
 func (s *MemoryStore) CompareAndSwapPolicy(_ context.Context, old, p *RateLimitsPolicy) (bool, error) {
 	id := strings.ToLower(old.ID)
 	if strings.ToLower(p.ID) != id {

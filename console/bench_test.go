@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // benchLogs fills st with n request logs of ws-1 spread over the last
@@ -67,6 +69,7 @@ func benchPages(b *testing.B, logs gateway.LogStore, key string, paths map[strin
 	st := &gateway.MemoryStore{}
 	st.AddAPIKey(gateway.APIKey{ID: "key-ws1", Digest: gateway.HashAPIKey(ws1Key), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
 	g := gateway.New(gateway.Options{Keys: st, Logs: logs, Audit: st, Policies: st, VirtualKeys: st, Configs: st})
+	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, Audit: &observe.Auditor{Store: st}})
 	b.Cleanup(func() { g.Close() })
 	h := New(g, Options{})
 	session := benchSignIn(b, h, key)

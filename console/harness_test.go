@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/gatewaytest"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // Keys of the test gateway: an organisation admin, an admin of each of
@@ -79,6 +81,8 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	o.CustomHostAllow = []string{u.Host}
 	setOptionalStores(&o, st)
 	g := gateway.New(o)
+	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Workspaces: st, Policies: st,
+		Audit: &observe.Auditor{Store: st}})
 	t.Cleanup(func() { g.Close() })
 	ck := &clock{}
 	if opts.Now == nil {

@@ -14,15 +14,19 @@ import (
 
 	gateway "github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
 // stores is every store interface the control plane serves from.
 type stores interface {
+	gateway.KeyStore
+	gateway.VirtualKeyStore
+	gateway.ConfigStore
 	admin.KeyStore
 	admin.VirtualKeyStore
 	admin.ConfigStore
-	gateway.PolicyStore
+	admin.PolicyStore
 	admin.WorkspaceStore
 	gateway.AuditStore
 }
@@ -31,6 +35,12 @@ var (
 	_ stores = (*sqlstore.Store)(nil)
 	_ stores = (*gateway.MemoryStore)(nil)
 )
+
+// mountAdmin mounts the admin routes on g over s, audited into s.
+func mountAdmin(g *gateway.Gateway, s stores) {
+	admin.Mount(g, admin.Options{Keys: s, VirtualKeys: s, Configs: s, Workspaces: s, Policies: s,
+		Audit: &observe.Auditor{Store: s}})
+}
 
 // Keys the control-plane tests bootstrap with.
 const (
@@ -80,6 +90,7 @@ func newCPEnv(t *testing.T, s stores) *cpEnv {
 	}))
 	g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Workspaces: s, Audit: s,
 		LogSink: &gateway.LogBuffer{}, CustomHostAllow: []string{"127.0.0.1"}})
+	mountAdmin(g, s)
 	e.srv = httptest.NewServer(g)
 	t.Cleanup(func() { e.srv.Close(); e.up.Close(); g.Close() })
 	return e
@@ -346,6 +357,7 @@ func TestTwoGatewaysOnePostgres(t *testing.T) {
 		}
 		g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Workspaces: s, Audit: s,
 			LogSink: &gateway.LogBuffer{}, CustomHostAllow: []string{"127.0.0.1"}})
+		mountAdmin(g, s)
 		srv := httptest.NewServer(g)
 		t.Cleanup(func() { srv.Close(); g.Close() })
 		urls[i] = srv.URL

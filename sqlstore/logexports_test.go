@@ -23,6 +23,7 @@ import (
 
 // exportStores is what the export tests need of a store.
 type exportStores interface {
+	gateway.KeyStore
 	admin.KeyStore
 	gateway.LogStore
 	gateway.LogExportStore

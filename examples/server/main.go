@@ -23,6 +23,7 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
+	"github.com/modelgateway/gateway/observe"
 )
 
 func main() {
@@ -318,7 +319,26 @@ func newGateway(opts gateway.Options, allow []string, sink gateway.LogSink, errL
 	opts.CustomHostAllow = allow
 	opts.LogSink = sink
 	opts.ErrorLog = errLog
-	return gateway.New(opts)
+	g := gateway.New(opts)
+	mountAdmin(g, opts)
+	return g
+}
+
+// mountAdmin mounts the administration routes (API keys, virtual keys,
+// configs, workspaces and rate-limits policies) on g over the stores of
+// opts that keep what those routes change, each write audited into
+// opts.Audit.
+func mountAdmin(g *gateway.Gateway, opts gateway.Options) {
+	o := admin.Options{ErrorLog: opts.ErrorLog}
+	o.Keys, _ = opts.Keys.(admin.KeyStore)
+	o.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
+	o.Configs, _ = opts.Configs.(admin.ConfigStore)
+	o.Workspaces, _ = opts.Workspaces.(admin.WorkspaceStore)
+	o.Policies, _ = opts.Policies.(admin.PolicyStore)
+	if opts.Audit != nil {
+		o.Audit = &observe.Auditor{Store: opts.Audit}
+	}
+	admin.Mount(g, o)
 }
 
 // closeBackend closes the store once the server has stopped, and reports
