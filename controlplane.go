@@ -65,33 +65,6 @@ func workspaceParam(q url.Values) (string, error) {
 	return ws, apiError(err)
 }
 
-// actingWorkspace returns the workspace a control-plane request acts on:
-// named is the workspace_id the request gives ("" for none). An
-// organisation key acts on named (no workspace when empty); a workspace
-// key on its own, and naming another is a 403.
-func actingWorkspace(id Identity, named string) (string, error) {
-	if id.Type == KeyOrganisation {
-		return named, nil
-	}
-	if id.WorkspaceID == "" {
-		return "", &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
-			Message: "a key of no workspace may not manage virtual keys or configs"}
-	}
-	if named != "" && named != id.WorkspaceID {
-		return "", otherWorkspace()
-	}
-	return id.WorkspaceID, nil
-}
-
-// queryWorkspace is actingWorkspace for the workspace_id of the query.
-func queryWorkspace(id Identity, r *http.Request) (string, error) {
-	named, err := workspaceParam(r.URL.Query())
-	if err != nil {
-		return "", err
-	}
-	return actingWorkspace(id, named)
-}
-
 // pageParams reads page_size (1–100, default 20) and current_page (from 0).
 func pageParams(q url.Values) (size, page int, err error) {
 	p, err := httpapi.ParsePage(q)

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,59 +16,8 @@ import (
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
-// ConfigAdmin is an optional capability of Options.Configs, found by type
-// assertion: keeping saved configs per workspace, with their versions, as
-// the configs control plane needs. Without it every call to /configs is a
-// 404 saying that configs are not managed on this gateway. MemoryStore
-// implements it.
-//
-// A config is stored under its WorkspaceID and ID (configs made through
-// the control plane have their slug as ID): an id is unique within a
-// workspace, and the same id may live in several workspaces (and once
-// with no workspace). The data plane finds the id an x-gateway-config
-// header names in the caller's workspace with ConfigIn first, then with
-// Config (of ConfigStore), which should prefer the config of no
-// workspace; a config of another workspace found that way answers as
-// an unknown one (400 unknown_config), so that no caller learns it exists.
-//
-// Implementations must be safe for concurrent use, and each method atomic
-// with respect to the others. ConfigIn, ConfigVersions, UpdateConfig and
-// DeleteConfig return ErrNotFound for an unknown workspace and id. A
-// config returned by ConfigIn is the current version; it may be shared
-// and must not be modified. Configs and ConfigVersions return copies.
-// Configs returns the current version of the configs whose WorkspaceID is
-// workspaceID, or of every config when workspaceID is empty, ordered by
-// CreatedAt, then WorkspaceID and ID. ConfigVersions returns every
-// version of a config, newest first. CreateConfig stores c as the first
-// version and returns ErrConflict when the workspace already holds c.ID.
-// UpdateConfig adds c (of the same workspace and id, whose Version is one
-// more) as the newest version only if the current one still has old's
-// Version and UpdatedAt, and returns ErrConflict otherwise. DeleteConfig
-// removes a config with every version.
-type ConfigAdmin interface {
-	gateway.ConfigStore
-	ConfigIn(ctx context.Context, workspaceID, id string) (*gateway.SavedConfig, error)
-	Configs(ctx context.Context, workspaceID string) ([]gateway.SavedConfig, error)
-	ConfigVersions(ctx context.Context, workspaceID, id string) ([]gateway.SavedConfig, error)
-	CreateConfig(ctx context.Context, c *gateway.SavedConfig) error
-	UpdateConfig(ctx context.Context, old, c *gateway.SavedConfig) error
-	DeleteConfig(ctx context.Context, workspaceID, id string) error
-}
-
 // configObject is the "object" of a config in responses.
 const configObject = "config"
-
-// findConfig is the data plane's lookup of id for a caller of workspace
-// ws (see ConfigAdmin).
-func findConfig(ctx context.Context, st gateway.ConfigStore, ws, id string) (*gateway.SavedConfig, error) {
-	if a, ok := st.(ConfigAdmin); ok && ws != "" {
-		c, err := a.ConfigIn(ctx, ws, id)
-		if !errors.Is(err, gateway.ErrNotFound) {
-			return c, err
-		}
-	}
-	return st.Config(ctx, id)
-}
 
 // serveConfigs serves the configs control plane under {prefix}/configs
 // (the control plane, the reference's shapes):
@@ -102,8 +50,8 @@ func (a *plane) serveConfigs(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	store, ok := a.o.Configs.(ConfigAdmin)
-	if !ok {
+	store := a.o.Configs
+	if store == nil {
 		gateway.WriteError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 			Message: "configs are not managed on this gateway"})
 		return
@@ -124,7 +72,7 @@ func (a *plane) serveConfigs(w http.ResponseWriter, r *http.Request) {
 
 // configKind is the configs of store for the shared skeleton of the
 // routes of records kept by workspace and slug.
-func configKind(store ConfigAdmin) *control.SlugKind[gateway.SavedConfig, configWire] {
+func configKind(store ConfigStore) *control.SlugKind[gateway.SavedConfig, configWire] {
 	return &control.SlugKind[gateway.SavedConfig, configWire]{What: "config",
 		In: store.ConfigIn, All: store.Configs, Create: store.CreateConfig,
 		Update: store.UpdateConfig, Delete: store.DeleteConfig,
@@ -324,7 +272,7 @@ func (a *plane) getConfig(w http.ResponseWriter, r *http.Request, k *control.Slu
 	return nil
 }
 
-func (a *plane) listConfigVersions(w http.ResponseWriter, r *http.Request, store ConfigAdmin, k *control.SlugKind[gateway.SavedConfig, configWire], id gateway.Identity, slug string) error {
+func (a *plane) listConfigVersions(w http.ResponseWriter, r *http.Request, store ConfigStore, k *control.SlugKind[gateway.SavedConfig, configWire], id gateway.Identity, slug string) error {
 	page, err := control.Page(r.URL.Query())
 	if err != nil {
 		return err

@@ -68,8 +68,8 @@ func (a *plane) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	store, ok := a.o.Keys.(KeyStore)
-	if !ok {
+	store := a.o.Keys
+	if store == nil {
 		gateway.WriteError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 			Message: "API keys are not managed on this gateway"})
 		return
@@ -271,7 +271,7 @@ func sameJSON(a, b json.RawMessage) bool {
 }
 
 // changeAPIKey reads key kid, lets change alter it and writes it back,
-// reading again when the key changed meanwhile (see APIKeyStore). The
+// reading again when the key changed meanwhile (see KeyStore). The
 // caller's right to act on the key (Identity.mayActOn) is checked on
 // each key as read, so that the write replaces only a key the caller
 // may change: a key whose scopes grew after a first read is refused.
@@ -364,7 +364,7 @@ func (a *plane) updateAPIKey(w http.ResponseWriter, r *http.Request, store KeySt
 }
 
 // deleteAPIKey deletes key kid if the caller may act on it. The check
-// and the delete are not one transaction (APIKeyStore has no conditional
+// and the delete are not one transaction (KeyStore has no conditional
 // delete): a key whose scopes grow in between is deleted as read.
 func (a *plane) deleteAPIKey(w http.ResponseWriter, r *http.Request, store KeyStore, id gateway.Identity, kid string) error {
 	k, err := lookupAPIKey(r.Context(), store, id, kid)

@@ -386,7 +386,7 @@ func TestAPIKeysBadInput(t *testing.T) {
 	e.wantErr(405, "", coreAdminKey, "GET", "/v1/api-keys/workspace/service", "")
 }
 
-// TestAPIKeysNotManaged: a key store without APIKeyStore serves no
+// TestAPIKeysNotManaged: a key store that is no admin.KeyStore serves no
 // control plane.
 func TestAPIKeysNotManaged(t *testing.T) {
 	e := newCoreEnv(t, nil, func(o *gateway.Options) { o.Keys = keysOnly{o.Keys} })

@@ -338,13 +338,6 @@ func (a *plane) updateWorkspace(w http.ResponseWriter, r *http.Request, store Wo
 	return nil
 }
 
-// virtualKeyLister is the listing capability the workspaces control plane
-// looks for on Options.VirtualKeys, to refuse deleting a workspace that
-// still holds virtual keys.
-type virtualKeyLister interface {
-	VirtualKeys(ctx context.Context, workspaceID string) ([]gateway.VirtualKey, error)
-}
-
 // deleteWorkspace refuses with 409 while the workspace holds API keys or
 // virtual keys. The check and the delete are not one transaction: a key
 // created for the workspace in between survives it, as a key naming an
@@ -358,8 +351,8 @@ func (a *plane) deleteWorkspace(w http.ResponseWriter, r *http.Request, store Wo
 		return &gateway.Error{Status: http.StatusConflict, Type: gateway.TypeInvalidRequest, Code: gateway.CodeConflict,
 			Message: "workspace " + control.Quote(wid) + " still holds " + what + "; delete them first"}
 	}
-	if ks, ok := a.o.Keys.(KeyStore); ok {
-		keys, err := ks.APIKeys(ctx, wid)
+	if a.o.Keys != nil {
+		keys, err := a.o.Keys.APIKeys(ctx, wid)
 		if err != nil {
 			return err
 		}
@@ -367,8 +360,8 @@ func (a *plane) deleteWorkspace(w http.ResponseWriter, r *http.Request, store Wo
 			return held("API keys")
 		}
 	}
-	if vs, ok := a.o.VirtualKeys.(virtualKeyLister); ok {
-		vks, err := vs.VirtualKeys(ctx, wid)
+	if a.o.VirtualKeys != nil {
+		vks, err := a.o.VirtualKeys.VirtualKeys(ctx, wid)
 		if err != nil {
 			return err
 		}
