@@ -112,14 +112,6 @@ func auditActedIn(r *http.Request, ws string) {
 	}
 }
 
-// auditDetail records what the control-plane write r changed that its
-// route does not say (never a secret), for its audit record.
-func auditDetail(r *http.Request, detail string) {
-	if n, ok := r.Context().Value(auditNoteKey{}).(*auditNote); ok {
-		n.detail = detail
-	}
-}
-
 // auditRecord describes the request r, answered as bw holds.
 func (g *Gateway) auditRecord(r *http.Request, bw *auditWriter) AuditRecord {
 	id, _ := IdentityFrom(r.Context())

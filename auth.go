@@ -120,22 +120,6 @@ type APIKey struct {
 	PreviousValidUntil time.Time         `json:"-"`
 }
 
-// keyType returns k's type, KeyWorkspace for the zero value.
-func (k *APIKey) keyType() KeyType {
-	if k.Type == "" {
-		return KeyWorkspace
-	}
-	return k.Type
-}
-
-// keySubType returns k's sub-type, KeyService for the zero value.
-func (k *APIKey) keySubType() KeySubType {
-	if k.SubType == "" {
-		return KeyService
-	}
-	return k.SubType
-}
-
 // HashAPIKey returns the SHA-256 digest of a gateway API key, the form in
 // which keys are stored and looked up.
 func HashAPIKey(key string) [sha256.Size]byte { return sha256.Sum256([]byte(key)) }

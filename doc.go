@@ -28,11 +28,11 @@
 //
 // POST /completions is validated against the bounds of the API before it is
 // forwarded; GET /fine_tuning/jobs, GET /fine_tuning/jobs/{id} and
-// GET /files are typed routes. The control plane serves
-// /policies/rate-limits, /api-keys (when Options.Keys is an APIKeyStore),
-// /virtual-keys (a VirtualKeyAdmin), /configs with their versions (a
-// ConfigAdmin) and /admin/workspaces (Options.Workspaces); Options.Audit
-// records every control-plane write. The observe package mounts the
+// GET /files are typed routes. The administration routes (/api-keys,
+// /virtual-keys, /configs with their versions, /admin/workspaces and
+// /policies/rate-limits) are package admin's: a host mounts them with
+// admin.Mount beside New, and a gateway without them passes those paths
+// through to a provider like any other. The observe package mounts the
 // observability routes (observe.Mount): /audit-logs, /logs with the
 // stored request logs (filtered by trace id, metadata, status, model,
 // keys and time, exported as JSON Lines through /logs/exports), the
@@ -83,8 +83,8 @@
 // # Stores and providers
 //
 // KeyStore, VirtualKeyStore, ConfigStore and PolicyStore are small
-// interfaces, with optional ones for the control plane's writes;
-// MemoryStore implements them all and loads the JSON document of
+// interfaces of what the data plane reads; the writes of the
+// administration routes are package admin's interfaces. MemoryStore implements them all and loads the JSON document of
 // examples/server (admin.Decode). The sqlstore sub-module keeps them,
 // the workspaces, the audit log and the request logs in SQLite or
 // Postgres, secrets sealed, hot-path lookups served from an in-process

@@ -37,15 +37,19 @@ type Options struct {
 	Configs     ConfigStore
 	Policies    PolicyStore
 
-	// Workspaces keeps the workspaces of /admin/workspaces. Nil means
-	// workspaces are not managed: those routes answer 404. Workspace ids
-	// that keys, virtual keys and configs name need not be registered
-	// here. MemoryStore implements it.
-	Workspaces WorkspaceStore
+	// Workspaces looks up the registered workspaces (package admin
+	// registers them through /admin/workspaces): a workspace's
+	// usage_limits bound every key of it together, and an organisation
+	// key's list of usage-limits policies shows those of these workspaces
+	// when Options.UsageLimits cannot list every workspace's. Nil means
+	// none is registered. Workspace ids that keys, virtual keys and
+	// configs name need not be registered. MemoryStore implements it.
+	Workspaces WorkspaceLookup
 
-	// Audit receives one record per control-plane write (POST, PUT or
-	// DELETE of policies, API keys, virtual keys, configs and
-	// workspaces), and serves GET /audit-logs. Nil means no audit log:
+	// Audit receives one record per write of the gateway's own control
+	// routes (POST, PUT or DELETE of usage-limits policies), and serves
+	// GET /audit-logs; the routes of package admin record theirs through
+	// admin.Options.Audit, usually over the same store. Nil means no audit log:
 	// writes are not recorded and /audit-logs answers 404. MemoryStore
 	// implements it.
 	Audit AuditStore
@@ -220,9 +224,9 @@ type Resolver interface {
 
 // Gateway is an http.Handler serving the gateway's routes under its prefix:
 // typed endpoints (translated for providers that do not speak OpenAI's
-// API), the control plane (rate-limits policies, API keys, virtual keys,
-// configs, workspaces, each area served when its store supports it, and
-// the control routes products add with Handle), and pass-through of every other path to the selected
+// API), the control routes products add with Handle (package admin's API
+// keys, virtual keys, configs, workspaces and rate-limits policies,
+// package observe's logs, package budget's usage limits, …), and pass-through of every other path to the selected
 // provider. It is safe for concurrent use. Close stops its log goroutine.
 type Gateway struct {
 	opts      Options
@@ -365,31 +369,8 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs/{fine_tuning_job_id}", g.getOnly(g.serveFineTuningJob))
 	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs", g.getOnly(g.serveFineTuningJobs))
 	g.mux.HandleFunc("GET "+p+"/files", g.getOnly(g.serveFiles))
-	// Control-plane routes are registered as a product registers its own
-	// (Handle): behind the trace, key and header stages, never limited,
-	// routed or request-logged. Writes of configuration go through
-	// g.audit, which records each.
-	cp := func(pattern string, h http.HandlerFunc) { g.Handle(pattern, g.audit(h)) }
-	none := func(pattern string) { g.Handle(pattern, http.HandlerFunc(g.notFound)) }
-	cp("/policies/rate-limits", g.servePolicies)
-	cp("/policies/rate-limits/{id}", g.servePolicies)
-	none("/policies/rate-limits/")  // the control plane's namespace is never passed through
-	none("/policies/usage-limits/") // the budget package's, which a host may not mount
-	cp("/api-keys", g.serveAPIKeys)
-	cp("/api-keys/{id}", g.serveAPIKeys)
-	cp("/api-keys/{id}/rotate", g.serveAPIKeys)
-	cp("/api-keys/{type}/{subtype}", g.serveAPIKeys)
-	none("/api-keys/")
-	cp("/virtual-keys", g.serveVirtualKeys)
-	cp("/virtual-keys/{slug}", g.serveVirtualKeys)
-	none("/virtual-keys/")
-	cp("/configs", g.serveConfigs)
-	cp("/configs/{slug}", g.serveConfigs)
-	cp("/configs/{slug}/versions", g.serveConfigs)
-	none("/configs/")
-	cp("/admin/workspaces", g.serveWorkspaces)
-	cp("/admin/workspaces/{workspaceId}", g.serveWorkspaces)
-	none("/admin/workspaces/") // …/users and the rest: the gateway has no user accounts
+	// The control plane is the products': each registers its routes
+	// with Handle (package admin, observe, budget, …).
 	g.protocolRoutes(p)
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {

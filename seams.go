@@ -13,7 +13,9 @@ import (
 // http.ServeMux pattern whose path is relative to the gateway's prefix:
 // "/virtual-keys/{slug}" or "GET /models" serve /v1/virtual-keys/{slug} and
 // GET /v1/models under the default prefix. Control routes check the
-// caller's scopes themselves (Identity.Can). Handle panics when pattern is
+// caller's scopes themselves (Identity.Can). The body of a request to h
+// is capped at Options.MaxBodyBytes: reading past it fails with an
+// *http.MaxBytesError, which WriteError answers 413. Handle panics when pattern is
 // not a path from "/" or conflicts with a registered route, as
 // http.ServeMux.Handle does.
 func (g *Gateway) Handle(pattern string, h http.Handler) {
@@ -30,7 +32,13 @@ func (g *Gateway) Handle(pattern string, h http.Handler) {
 	} else {
 		path = g.prefix + path
 	}
-	g.mux.Handle(path, g.control(h))
+	limit := g.opts.MaxBodyBytes
+	g.mux.Handle(path, g.control(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		h.ServeHTTP(w, r)
+	})))
 }
 
 // Provider returns the provider kind registered under slug: a built-in

@@ -133,11 +133,12 @@ func TestLogSinks(t *testing.T) {
 	up := newCoreUpstream(t, nil)
 	a, b := &recordingSink{}, &batchingSink{}
 	e := newCoreEnv(t, up, func(o *Options) { o.LogSinks = []LogSink{a, b} })
+	e.gw.Handle("GET /control-probe", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{}) }))
 	for range 3 {
 		e.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`), "x-gateway-api-key: "+coreKey, "x-gateway-virtual-key: vk-up")
 	}
-	e.do("GET", "/v1/api-keys", nil, "x-gateway-api-key: "+coreAdminKey)     // control plane
-	e.do("POST", "/v1/chat/completions", nil, "x-gateway-api-key: gw-wrong") // unauthenticated
+	e.do("GET", "/v1/control-probe", nil, "x-gateway-api-key: "+coreAdminKey) // control plane
+	e.do("POST", "/v1/chat/completions", nil, "x-gateway-api-key: gw-wrong")  // unauthenticated
 	e.gw.Close()
 	ra, rb := a.records(), b.records()
 	if len(ra) != 3 || len(rb) != 3 {

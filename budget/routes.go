@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
 	"github.com/modelgateway/gateway/observe"
 )
@@ -44,6 +45,7 @@ func (b *Stage) Mount(g *gateway.Gateway, a *observe.Auditor) {
 	for _, p := range []string{"", "/{id}", "/{id}/entities", "/{id}/entities/{entityId}/reset"} {
 		g.Handle("/policies/usage-limits"+p, h)
 	}
+	g.Handle("/policies/usage-limits/", http.HandlerFunc(control.NoRoute)) // the namespace is never passed through
 }
 
 // serve serves every usage-limits route (see Mount).

@@ -187,8 +187,10 @@ func TestUsageLimitsPoliciesOrganisationKey(t *testing.T) {
 // workspaces Options.Workspaces registers.
 func TestOrganisationPolicyListFallback(t *testing.T) {
 	e := newPolOrgEnv(t, func(o *budget.Options) { o.Store = struct{ budget.Store }{o.Store} })
-	for _, ws := range []string{"ws-1", "ws-2"} {
-		e.want(200, polOrg, "POST", "/v1/admin/workspaces", `{"name":"`+ws+`","slug":"`+ws+`"}`, nil)
+	for _, ws := range []string{"ws-1", "ws-2"} { // registered as the admin routes do
+		if err := e.store.CreateWorkspace(t.Context(), &gateway.Workspace{ID: ws, Name: ws}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	const base = "/v1/policies/usage-limits"
 	var ids []string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
 )
@@ -68,7 +69,8 @@ func benchSignIn(b *testing.B, h http.Handler, key string) *http.Cookie {
 func benchPages(b *testing.B, logs observe.Store, key string, paths map[string]string) {
 	st := &gateway.MemoryStore{}
 	st.AddAPIKey(gateway.APIKey{ID: "key-ws1", Digest: gateway.HashAPIKey(ws1Key), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
-	g := gateway.New(gateway.Options{Keys: st, Audit: st, Policies: st, VirtualKeys: st, Configs: st})
+	g := gateway.New(gateway.Options{Keys: st, Policies: st, VirtualKeys: st, Configs: st})
+	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, Audit: &observe.Auditor{Store: st}})
 	routes := observe.Mount(g, observe.Options{Logs: logs, Audit: &observe.Auditor{Store: st}})
 	b.Cleanup(func() { routes.Close(); g.Close() })
 	h := New(g, Options{})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/gatewaytest"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
@@ -84,6 +85,8 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	mount := setOptionalStores(&o, &ob, st)
 	g := gateway.New(o)
 	mount(g)
+	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Workspaces: st, Policies: st,
+		Audit: &observe.Auditor{Store: st}})
 	routes := observe.Mount(g, ob)
 	t.Cleanup(func() { routes.Close(); g.Close() })
 	ck := &clock{}

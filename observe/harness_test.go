@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
 )
@@ -97,6 +98,17 @@ func newCoreEnv(t *testing.T, up *coreUpstream, mod func(*Options)) *coreEnv {
 		opts.LogSinks = append(opts.LogSinks, observe.Sink(opts.Logs))
 	}
 	e.gw = gateway.New(opts.Options)
+	// The administration routes, whose writes the audit log records.
+	ao := admin.Options{Now: e.clock}
+	ao.Keys, _ = opts.Keys.(admin.KeyStore)
+	ao.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
+	ao.Configs, _ = opts.Configs.(admin.ConfigStore)
+	ao.Workspaces, _ = opts.Workspaces.(admin.WorkspaceStore)
+	ao.Policies, _ = opts.Policies.(admin.PolicyStore)
+	if opts.Audit != nil {
+		ao.Audit = &observe.Auditor{Store: opts.Audit, Now: e.clock}
+	}
+	admin.Mount(e.gw, ao)
 	e.routes = observe.Mount(e.gw, observe.Options{Logs: opts.Logs, Feedback: opts.Feedback, Exports: opts.LogExports,
 		Audit: &observe.Auditor{Store: opts.Audit}, PublicURL: opts.PublicURL, URLSigningKey: opts.URLSigningKey, Now: e.clock})
 	e.srv = httptest.NewServer(e.gw)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
@@ -20,11 +21,14 @@ import (
 
 // stores is every store interface the control plane serves from.
 type stores interface {
-	gateway.APIKeyStore
-	gateway.VirtualKeyAdmin
-	gateway.ConfigAdmin
-	gateway.PolicyStore
-	gateway.WorkspaceStore
+	gateway.KeyStore
+	gateway.VirtualKeyStore
+	gateway.ConfigStore
+	admin.KeyStore
+	admin.VirtualKeyStore
+	admin.ConfigStore
+	admin.PolicyStore
+	admin.WorkspaceStore
 	gateway.AuditStore
 }
 
@@ -32,6 +36,12 @@ var (
 	_ stores = (*sqlstore.Store)(nil)
 	_ stores = (*memstore.Store)(nil)
 )
+
+// mountAdmin mounts the admin routes on g over s, audited into s.
+func mountAdmin(g *gateway.Gateway, s stores) {
+	admin.Mount(g, admin.Options{Keys: s, VirtualKeys: s, Configs: s, Workspaces: s, Policies: s,
+		Audit: &observe.Auditor{Store: s}})
+}
 
 // Keys the control-plane tests bootstrap with.
 const (
@@ -81,6 +91,7 @@ func newCPEnv(t *testing.T, s stores) *cpEnv {
 	}))
 	g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Workspaces: s, Audit: s,
 		LogSink: &gateway.LogBuffer{}, CustomHostAllow: []string{"127.0.0.1"}})
+	mountAdmin(g, s)
 	observe.Mount(g, observe.Options{Audit: &observe.Auditor{Store: s}})
 	e.srv = httptest.NewServer(g)
 	t.Cleanup(func() { e.srv.Close(); e.up.Close(); g.Close() })
@@ -348,6 +359,7 @@ func TestTwoGatewaysOnePostgres(t *testing.T) {
 		}
 		g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Workspaces: s, Audit: s,
 			LogSink: &gateway.LogBuffer{}, CustomHostAllow: []string{"127.0.0.1"}})
+		mountAdmin(g, s)
 		observe.Mount(g, observe.Options{Audit: &observe.Auditor{Store: s}})
 		srv := httptest.NewServer(g)
 		t.Cleanup(func() { srv.Close(); g.Close() })

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
@@ -24,7 +25,8 @@ import (
 
 // exportStores is what the export tests need of a store.
 type exportStores interface {
-	gateway.APIKeyStore
+	gateway.KeyStore
+	admin.KeyStore
 	observe.Store
 	observe.ExportStore
 }
@@ -124,7 +126,7 @@ func exportGateway(t *testing.T, s exportStores, logs observe.Store) (string, *o
 }
 
 // addExportKeys stores the admin keys of ws-1 and ws-2.
-func addExportKeys(t *testing.T, s gateway.APIKeyStore) {
+func addExportKeys(t *testing.T, s admin.KeyStore) {
 	t.Helper()
 	now := time.Now().UTC()
 	for _, k := range []gateway.APIKey{

@@ -21,7 +21,10 @@ import (
 
 // apiKeysViaAPI creates n API keys through POST /api-keys of a gateway
 // over s, and returns the keys the answers gave.
-func apiKeysViaAPI(tb testing.TB, s gateway.APIKeyStore, n int) []string {
+func apiKeysViaAPI(tb testing.TB, s interface {
+	gateway.KeyStore
+	admin.KeyStore
+}, n int) []string {
 	tb.Helper()
 	now := time.Now()
 	if err := s.CreateAPIKey(context.Background(), &gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(cpOrgKey),
@@ -29,6 +32,7 @@ func apiKeysViaAPI(tb testing.TB, s gateway.APIKeyStore, n int) []string {
 		tb.Fatal(err)
 	}
 	g := gateway.New(gateway.Options{Keys: s, LogSink: &gateway.LogBuffer{}})
+	admin.Mount(g, admin.Options{Keys: s})
 	defer g.Close()
 	keys := make([]string, n)
 	for i := range keys {

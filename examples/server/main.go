@@ -336,10 +336,24 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 	}
 	g := gateway.New(opts)
 	audit := &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}
+	mountAdmin(g, opts, audit)
 	budgets.Mount(g, audit)
 	obs.Audit = audit
 	obs.ErrorLog = errLog
 	return g, observe.Mount(g, obs)
+}
+
+// mountAdmin mounts the administration routes (API keys, virtual keys,
+// configs, workspaces and rate-limits policies) on g over the stores of
+// opts that keep what those routes change, each write audited by audit.
+func mountAdmin(g *gateway.Gateway, opts gateway.Options, audit *observe.Auditor) {
+	o := admin.Options{ErrorLog: opts.ErrorLog, Audit: audit}
+	o.Keys, _ = opts.Keys.(admin.KeyStore)
+	o.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
+	o.Configs, _ = opts.Configs.(admin.ConfigStore)
+	o.Workspaces, _ = opts.Workspaces.(admin.WorkspaceStore)
+	o.Policies, _ = opts.Policies.(admin.PolicyStore)
+	admin.Mount(g, o)
 }
 
 // closeBackend closes the store once the server has stopped, and reports

@@ -281,7 +281,7 @@ func setStores(o *gateway.Options, p *products, st any) {
 	if s, ok := st.(gateway.PolicyStore); ok {
 		o.Policies = s
 	}
-	if s, ok := st.(gateway.WorkspaceStore); ok {
+	if s, ok := st.(gateway.WorkspaceLookup); ok {
 		o.Workspaces = s
 	}
 	if s, ok := st.(gateway.AuditStore); ok {

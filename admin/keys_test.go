@@ -1,16 +1,18 @@
-package gateway
+package admin_test
 
 import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // Keys of the API keys tests, besides the core harness's member and admin
@@ -26,7 +28,7 @@ const (
 // (offset), and a record of every GET answer, to be scanned for secrets.
 type akEnv struct {
 	*coreEnv
-	offset atomic.Int64 // nanoseconds added to the gateway's clock
+	offset atomic.Int64 // nanoseconds added to the admin routes' clock
 
 	mu   sync.Mutex
 	gets []string // bodies of GET answers
@@ -35,20 +37,18 @@ type akEnv struct {
 func newAKEnv(t *testing.T) *akEnv {
 	t.Helper()
 	up := newCoreUpstream(t, nil)
-	e := &akEnv{coreEnv: &coreEnv{t: t, store: &MemoryStore{}, up: up, logs: &LogBuffer{}}}
+	e := &akEnv{coreEnv: &coreEnv{t: t, store: memstore.New(), up: up, logs: &gateway.LogBuffer{}}}
 	st := e.store
-	st.AddAPIKey(APIKey{ID: "key-member", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1", Role: RoleMember})
-	st.AddAPIKey(APIKey{ID: "key-admin", Digest: HashAPIKey(coreAdminKey), WorkspaceID: "ws-1", Role: RoleAdmin})
-	st.AddAPIKey(APIKey{ID: "key-admin-2", Digest: HashAPIKey(akAdmin2), WorkspaceID: "ws-2", Role: RoleAdmin})
-	st.AddAPIKey(APIKey{ID: "key-org", Digest: HashAPIKey(akOrg), Type: KeyOrganisation, Role: RoleAdmin})
-	st.AddAPIKey(APIKey{ID: "key-reader", Digest: HashAPIKey(akReader), WorkspaceID: "ws-1", Scopes: []Scope{ScopeAPIKeysRead}})
-	st.AddAPIKey(APIKey{ID: "key-writer", Digest: HashAPIKey(akWriter), WorkspaceID: "ws-1",
-		Scopes: []Scope{ScopeAPIKeysWrite, ScopeCompletionsWrite}})
-	st.AddVirtualKey(VirtualKey{Slug: "vk-up", Provider: "openai", APIKey: "sk-stored-secret", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
-	e.gw = New(Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, LogSink: e.logs})
-	e.gw.now = func() time.Time { return time.Now().Add(time.Duration(e.offset.Load())) }
-	e.srv = httptest.NewServer(e.gw)
-	t.Cleanup(func() { e.srv.Close(); e.gw.Close() })
+	st.AddAPIKey(gateway.APIKey{ID: "key-member", Digest: gateway.HashAPIKey(coreKey), WorkspaceID: "ws-1", Role: gateway.RoleMember})
+	st.AddAPIKey(gateway.APIKey{ID: "key-admin", Digest: gateway.HashAPIKey(coreAdminKey), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
+	st.AddAPIKey(gateway.APIKey{ID: "key-admin-2", Digest: gateway.HashAPIKey(akAdmin2), WorkspaceID: "ws-2", Role: gateway.RoleAdmin})
+	st.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(akOrg), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
+	st.AddAPIKey(gateway.APIKey{ID: "key-reader", Digest: gateway.HashAPIKey(akReader), WorkspaceID: "ws-1", Scopes: []gateway.Scope{gateway.ScopeAPIKeysRead}})
+	st.AddAPIKey(gateway.APIKey{ID: "key-writer", Digest: gateway.HashAPIKey(akWriter), WorkspaceID: "ws-1",
+		Scopes: []gateway.Scope{gateway.ScopeAPIKeysWrite, gateway.ScopeCompletionsWrite}})
+	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-up", Provider: "openai", APIKey: "sk-stored-secret", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
+	e.clock = func() time.Time { return time.Now().Add(time.Duration(e.offset.Load())) }
+	e.start(gateway.Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, LogSink: e.logs})
 	return e
 }
 
@@ -60,7 +60,7 @@ func (e *akEnv) call(key, method, path, body string) (int, []byte) {
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	res := e.do(method, path, rd, HeaderAPIKey+": "+key)
+	res := e.do(method, path, rd, gateway.HeaderAPIKey+": "+key)
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
 		e.t.Fatal(err)
@@ -92,7 +92,7 @@ func (e *akEnv) want(status int, key, method, path, body string, v any) {
 // when not empty).
 func (e *akEnv) wantErr(status int, param, key, method, path, body string) {
 	e.t.Helper()
-	res := e.do(method, path, strings.NewReader(body), HeaderAPIKey+": "+key)
+	res := e.do(method, path, strings.NewReader(body), gateway.HeaderAPIKey+": "+key)
 	if res.StatusCode != status {
 		b, _ := io.ReadAll(res.Body)
 		e.t.Fatalf("%s %s %s = %d %s, want %d", method, path, body, res.StatusCode, b, status)
@@ -106,7 +106,7 @@ func (e *akEnv) wantErr(status int, param, key, method, path, body string) {
 // dataPlane returns the status of a data-plane call made with key.
 func (e *akEnv) dataPlane(key string) int {
 	e.t.Helper()
-	res := e.do("GET", "/v1/models", nil, HeaderAPIKey+": "+key, HeaderVirtualKey+": vk-up")
+	res := e.do("GET", "/v1/models", nil, gateway.HeaderAPIKey+": "+key, gateway.HeaderVirtualKey+": vk-up")
 	io.Copy(io.Discard, res.Body)
 	return res.StatusCode
 }
@@ -124,12 +124,15 @@ type akObject struct {
 	WorkspaceID string          `json:"workspace_id"`
 	UserID      string          `json:"user_id"`
 	Status      string          `json:"status"`
-	Scopes      []Scope         `json:"scopes"`
+	Scopes      []gateway.Scope `json:"scopes"`
 	RateLimits  json.RawMessage `json:"rate_limits"`
 	UsageLimits json.RawMessage `json:"usage_limits"`
-	Defaults    *apiKeyDefaults `json:"defaults"`
-	ExpiresAt   time.Time       `json:"expires_at"`
-	Object      string          `json:"object"`
+	Defaults    *struct {
+		Metadata map[string]string `json:"metadata"`
+		ConfigID string            `json:"config_id"`
+	} `json:"defaults"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Object    string    `json:"object"`
 }
 
 type akList struct {
@@ -139,7 +142,7 @@ type akList struct {
 }
 
 func akMask(plain string) string {
-	d := HashAPIKey(plain)
+	d := gateway.HashAPIKey(plain)
 	return "gw-****" + hex.EncodeToString(d[30:])
 }
 
@@ -212,13 +215,21 @@ func TestAPIKeysLifecycle(t *testing.T) {
 			t.Fatalf("during the transition: %d, want 200", got)
 		}
 	}
-	e.offset.Store(int64(61 * time.Minute))
-	if got := e.dataPlane(c.Key); got != 401 {
+	// The transition ends at the deadline the admin clock wrote: a
+	// rotation written 61 minutes ago with a 60-minute transition is over
+	// (the gateway checks the deadline with the time of the request).
+	e.offset.Store(int64(-61 * time.Minute))
+	var late struct{ Key string }
+	e.want(200, coreAdminKey, "POST", "/v1/api-keys/"+c.ID+"/rotate", `{"key_transition_period_ms":3600000}`, &late)
+	e.offset.Store(0)
+	plains = append(plains, late.Key)
+	if got := e.dataPlane(rot.Key); got != 401 {
 		t.Fatalf("old key after the transition: %d, want 401", got)
 	}
-	if got := e.dataPlane(rot.Key); got != 200 {
+	if got := e.dataPlane(late.Key); got != 200 {
 		t.Fatalf("new key after the transition: %d, want 200", got)
 	}
+	rot.Key = late.Key
 
 	// Rotation without a transition: the old key stops at once.
 	var rot2 struct{ Key string }
@@ -243,7 +254,7 @@ func TestAPIKeysLifecycle(t *testing.T) {
 
 	// No answer to a read, and no request log, ever held a key.
 	e.gw.Close()
-	logged := e.logs.Query(LogFilter{})
+	logged := e.logs.Query(gateway.LogFilter{})
 	if len(logged) == 0 {
 		t.Fatal("no request logs to check")
 	}
@@ -375,14 +386,14 @@ func TestAPIKeysBadInput(t *testing.T) {
 	e.wantErr(405, "", coreAdminKey, "GET", "/v1/api-keys/workspace/service", "")
 }
 
-// TestAPIKeysNotManaged: a key store without APIKeyStore serves no
+// TestAPIKeysNotManaged: a key store that is no admin.KeyStore serves no
 // control plane.
 func TestAPIKeysNotManaged(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *Options) { o.Keys = keysOnly{o.Keys} })
-	res := e.do("GET", "/v1/api-keys", nil, HeaderAPIKey+": "+coreAdminKey)
+	e := newCoreEnv(t, nil, func(o *gateway.Options) { o.Keys = keysOnly{o.Keys} })
+	res := e.do("GET", "/v1/api-keys", nil, gateway.HeaderAPIKey+": "+coreAdminKey)
 	if res.StatusCode != 404 {
 		t.Fatalf("status = %d, want 404", res.StatusCode)
 	}
 }
 
-type keysOnly struct{ KeyStore }
+type keysOnly struct{ gateway.KeyStore }

@@ -1,4 +1,4 @@
-package gateway
+package admin_test
 
 import (
 	"bytes"
@@ -11,6 +11,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // loopNet is a DNS that answers 127.0.0.1 for each of its names: a name a
@@ -41,10 +44,10 @@ func (n loopNet) dial(ctx context.Context, network, addr string) (net.Conn, erro
 func newTrustEnv(t *testing.T, up *coreUpstream, allow ...string) *akEnv {
 	t.Helper()
 	n := loopNet{"tenant.test": true, "other.test": true}
-	return &akEnv{coreEnv: newCoreEnv(t, up, func(o *Options) {
-		st := o.Keys.(*MemoryStore)
-		st.AddAPIKey(APIKey{ID: "key-admin-2", Digest: HashAPIKey(akAdmin2), WorkspaceID: "ws-2", Role: RoleAdmin})
-		st.AddAPIKey(APIKey{ID: "key-org", Digest: HashAPIKey(akOrg), Type: KeyOrganisation, Role: RoleAdmin})
+	return &akEnv{coreEnv: newCoreEnv(t, up, func(o *gateway.Options) {
+		st := o.Keys.(*memstore.Store)
+		st.AddAPIKey(gateway.APIKey{ID: "key-admin-2", Digest: gateway.HashAPIKey(akAdmin2), WorkspaceID: "ws-2", Role: gateway.RoleAdmin})
+		st.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(akOrg), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
 		o.Audit = st
 		o.CustomHostAllow = allow
 		o.Resolver = n
@@ -68,7 +71,7 @@ func port(t *testing.T, rawURL string) string {
 func (e *akEnv) dataCall(up *coreUpstream, key string, headers ...string) (status int, code string, reached int) {
 	e.t.Helper()
 	n := len(up.received())
-	res := e.do("GET", "/v1/models", nil, append([]string{HeaderAPIKey + ": " + key}, headers...)...)
+	res := e.do("GET", "/v1/models", nil, append([]string{gateway.HeaderAPIKey + ": " + key}, headers...)...)
 	b, _ := io.ReadAll(res.Body)
 	if res.StatusCode != 200 {
 		var eb coreErrBody
@@ -90,60 +93,60 @@ func TestTenantVirtualKeyHostGuarded(t *testing.T) {
 
 	e.want(200, coreAdminKey, "POST", "/v1/virtual-keys",
 		`{"name":"loop","provider":"openai","key":"sk-tenant-loop","base_url":"http://tenant.test:`+p+`/v1"}`, nil)
-	if st, code, reached := e.dataCall(up, coreKey, HeaderVirtualKey+": loop"); st != 400 || code != CodeInvalidCustomHost || reached != 0 {
+	if st, code, reached := e.dataCall(up, coreKey, gateway.HeaderVirtualKey+": loop"); st != 400 || code != gateway.CodeInvalidCustomHost || reached != 0 {
 		t.Errorf("tenant base_url resolving to the loopback: %d %s, upstream reached %d times; want 400 %s, never",
-			st, code, reached, CodeInvalidCustomHost)
+			st, code, reached, gateway.CodeInvalidCustomHost)
 	}
 	// The refusal at dial names the virtual key, not the caller's header.
-	res := e.do("GET", "/v1/models", nil, HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": loop")
-	if eb := decodeError(t, res); deref(eb.Error.Param) != HeaderVirtualKey || !strings.Contains(eb.Error.Message, `"loop" base_url`) {
+	res := e.do("GET", "/v1/models", nil, gateway.HeaderAPIKey+": "+coreKey, gateway.HeaderVirtualKey+": loop")
+	if eb := decodeError(t, res); deref(eb.Error.Param) != gateway.HeaderVirtualKey || !strings.Contains(eb.Error.Message, `"loop" base_url`) {
 		t.Errorf("tenant base_url refused at dial: %+v, want it to name the virtual key", eb.Error)
 	}
 	// The issue's own case: localhost, resolved by the system.
-	e2 := &akEnv{coreEnv: newCoreEnv(t, up, func(o *Options) { o.CustomHostAllow = nil })}
+	e2 := &akEnv{coreEnv: newCoreEnv(t, up, func(o *gateway.Options) { o.CustomHostAllow = nil })}
 	e2.want(200, coreAdminKey, "POST", "/v1/virtual-keys",
 		`{"name":"local","provider":"openai","key":"sk-tenant-local","base_url":"http://localhost:`+p+`/v1"}`, nil)
-	if st, code, reached := e2.dataCall(up, coreKey, HeaderVirtualKey+": local"); st == 200 || reached != 0 {
+	if st, code, reached := e2.dataCall(up, coreKey, gateway.HeaderVirtualKey+": local"); st == 200 || reached != 0 {
 		t.Errorf("tenant base_url on localhost: %d %s, upstream reached %d times; want refused", st, code, reached)
 	}
 
 	// A tenant's literal loopback address, stored when it was allowed (or
 	// by an older gateway), is refused before any dial.
-	e.store.AddVirtualKey(VirtualKey{Slug: "literal", Provider: "openai", APIKey: "sk-literal", BaseURL: up.URL + "/v1",
+	e.store.AddVirtualKey(gateway.VirtualKey{Slug: "literal", Provider: "openai", APIKey: "sk-literal", BaseURL: up.URL + "/v1",
 		WorkspaceID: "ws-1", Tenant: true})
-	res = e.do("GET", "/v1/models", nil, HeaderAPIKey+": "+coreKey, HeaderVirtualKey+": literal")
+	res = e.do("GET", "/v1/models", nil, gateway.HeaderAPIKey+": "+coreKey, gateway.HeaderVirtualKey+": literal")
 	eb := decodeError(t, res)
-	if res.StatusCode != 400 || deref(eb.Error.Code) != CodeInvalidCustomHost || deref(eb.Error.Param) != HeaderVirtualKey ||
+	if res.StatusCode != 400 || deref(eb.Error.Code) != gateway.CodeInvalidCustomHost || deref(eb.Error.Param) != gateway.HeaderVirtualKey ||
 		!strings.Contains(eb.Error.Message, "base_url") {
 		t.Errorf("tenant literal loopback base_url: %d %+v", res.StatusCode, eb.Error)
 	}
 
 	// The operator's: stored by Go code, or from a store file.
-	e.store.AddVirtualKey(VirtualKey{Slug: "op", Provider: "openai", APIKey: "sk-operator", BaseURL: "http://tenant.test:" + p + "/v1", WorkspaceID: "ws-1"})
-	if st, auth := e.upstreamCall(coreKey, HeaderVirtualKey+": op"); st != 200 || auth != "Bearer sk-operator" {
+	e.store.AddVirtualKey(gateway.VirtualKey{Slug: "op", Provider: "openai", APIKey: "sk-operator", BaseURL: "http://tenant.test:" + p + "/v1", WorkspaceID: "ws-1"})
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": op"); st != 200 || auth != "Bearer sk-operator" {
 		t.Errorf("operator's virtual key: %d %q", st, auth)
 	}
 	// As a store file adds it (admin.Apply).
-	e.store.AddVirtualKey(VirtualKey{Slug: "op-file", Provider: "openai", APIKey: "sk-file", BaseURL: "http://tenant.test:" + p + "/v1"})
-	if st, auth := e.upstreamCall(coreKey, HeaderVirtualKey+": op-file"); st != 200 || auth != "Bearer sk-file" {
+	e.store.AddVirtualKey(gateway.VirtualKey{Slug: "op-file", Provider: "openai", APIKey: "sk-file", BaseURL: "http://tenant.test:" + p + "/v1"})
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": op-file"); st != 200 || auth != "Bearer sk-file" {
 		t.Errorf("store file's virtual key: %d %q", st, auth)
 	}
 	// A tenant's change that moves no host leaves the operator's key
 	// trusted; one that moves it makes the key a tenant's.
 	e.want(200, coreAdminKey, "PUT", "/v1/virtual-keys/op", `{"note":"renamed by the workspace admin"}`, nil)
-	if st, auth := e.upstreamCall(coreKey, HeaderVirtualKey+": op"); st != 200 || auth != "Bearer sk-operator" {
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": op"); st != 200 || auth != "Bearer sk-operator" {
 		t.Errorf("operator's virtual key after a tenant's note: %d %q", st, auth)
 	}
 	e.want(200, coreAdminKey, "PUT", "/v1/virtual-keys/op", `{"key":"sk-operator-2","base_url":"http://other.test:`+p+`/v1"}`, nil)
-	if st, code, reached := e.dataCall(up, coreKey, HeaderVirtualKey+": op"); st != 400 || code != CodeInvalidCustomHost || reached != 0 {
-		t.Errorf("operator's key after a tenant moved its host: %d %s, reached %d; want 400 %s", st, code, reached, CodeInvalidCustomHost)
+	if st, code, reached := e.dataCall(up, coreKey, gateway.HeaderVirtualKey+": op"); st != 400 || code != gateway.CodeInvalidCustomHost || reached != 0 {
+		t.Errorf("operator's key after a tenant moved its host: %d %s, reached %d; want 400 %s", st, code, reached, gateway.CodeInvalidCustomHost)
 	}
 
 	// Allowlisted by the operator, the tenant's host works.
 	ea := newTrustEnv(t, up, "tenant.test:"+p)
 	ea.want(200, coreAdminKey, "POST", "/v1/virtual-keys",
 		`{"name":"loop","provider":"openai","key":"sk-tenant-loop","base_url":"http://tenant.test:`+p+`/v1"}`, nil)
-	if st, auth := ea.upstreamCall(coreKey, HeaderVirtualKey+": loop"); st != 200 || auth != "Bearer sk-tenant-loop" {
+	if st, auth := ea.upstreamCall(coreKey, gateway.HeaderVirtualKey+": loop"); st != 200 || auth != "Bearer sk-tenant-loop" {
 		t.Errorf("allowlisted tenant host: %d %q", st, auth)
 	}
 }
@@ -157,31 +160,31 @@ func TestTenantConfigCustomHostGuarded(t *testing.T) {
 	cfg := `{"provider":"openai","api_key":"sk-cfg-secret","custom_host":"http://tenant.test:` + p + `/v1"}`
 	e := newTrustEnv(t, up)
 	e.want(200, coreAdminKey, "POST", "/v1/configs", `{"name":"loop","config":`+cfg+`}`, nil)
-	if st, code, reached := e.dataCall(up, coreKey, HeaderConfig+": loop"); st != 400 || code != CodeInvalidCustomHost || reached != 0 {
+	if st, code, reached := e.dataCall(up, coreKey, gateway.HeaderConfig+": loop"); st != 400 || code != gateway.CodeInvalidCustomHost || reached != 0 {
 		t.Errorf("tenant custom_host resolving to the loopback: %d %s, upstream reached %d times; want 400 %s, never",
-			st, code, reached, CodeInvalidCustomHost)
+			st, code, reached, gateway.CodeInvalidCustomHost)
 	}
 	// In a target, under a fallback: still guarded.
 	e.want(200, coreAdminKey, "POST", "/v1/configs",
 		`{"name":"nested","config":{"strategy":{"mode":"fallback"},"targets":[`+cfg+`]}}`, nil)
-	if st, code, reached := e.dataCall(up, coreKey, HeaderConfig+": nested"); st != 400 || code != CodeInvalidCustomHost || reached != 0 {
+	if st, code, reached := e.dataCall(up, coreKey, gateway.HeaderConfig+": nested"); st != 400 || code != gateway.CodeInvalidCustomHost || reached != 0 {
 		t.Errorf("tenant custom_host in a target: %d %s, reached %d", st, code, reached)
 	}
 
-	e.store.AddConfig(SavedConfig{ID: "op", WorkspaceID: "ws-1", Config: json.RawMessage(cfg)})
-	if st, auth := e.upstreamCall(coreKey, HeaderConfig+": op"); st != 200 || auth != "Bearer sk-cfg-secret" {
+	e.store.AddConfig(gateway.SavedConfig{ID: "op", WorkspaceID: "ws-1", Config: json.RawMessage(cfg)})
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderConfig+": op"); st != 200 || auth != "Bearer sk-cfg-secret" {
 		t.Errorf("operator's config: %d %q", st, auth)
 	}
 	// Renaming it keeps the operator's host trusted.
 	e.want(200, coreAdminKey, "PUT", "/v1/configs/op", `{"name":"renamed"}`, nil)
-	if st, auth := e.upstreamCall(coreKey, HeaderConfig+": op"); st != 200 || auth != "Bearer sk-cfg-secret" {
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderConfig+": op"); st != 200 || auth != "Bearer sk-cfg-secret" {
 		t.Errorf("operator's config after a rename: %d %q", st, auth)
 	}
 
 	// Moving its host makes it a tenant's.
 	cfg2 := strings.Replace(cfg, "tenant.test", "other.test", 1)
 	e.want(200, coreAdminKey, "PUT", "/v1/configs/op", `{"config":`+cfg2+`}`, nil)
-	if st, code, reached := e.dataCall(up, coreKey, HeaderConfig+": op"); st != 400 || code != CodeInvalidCustomHost || reached != 0 {
+	if st, code, reached := e.dataCall(up, coreKey, gateway.HeaderConfig+": op"); st != 400 || code != gateway.CodeInvalidCustomHost || reached != 0 {
 		t.Errorf("operator's config after a tenant moved its host: %d %s, reached %d", st, code, reached)
 	}
 	if rec := e.auditOf("PUT", "/v1/configs/op"); rec.Detail != "custom_host: http://tenant.test:"+p+"/v1 → http://other.test:"+p+"/v1" {
@@ -190,15 +193,15 @@ func TestTenantConfigCustomHostGuarded(t *testing.T) {
 
 	ea := newTrustEnv(t, up, "tenant.test:"+p)
 	ea.want(200, coreAdminKey, "POST", "/v1/configs", `{"name":"loop","config":`+cfg+`}`, nil)
-	if st, auth := ea.upstreamCall(coreKey, HeaderConfig+": loop"); st != 200 || auth != "Bearer sk-cfg-secret" {
+	if st, auth := ea.upstreamCall(coreKey, gateway.HeaderConfig+": loop"); st != 200 || auth != "Bearer sk-cfg-secret" {
 		t.Errorf("allowlisted tenant custom_host: %d %q", st, auth)
 	}
 }
 
 // auditOf returns the newest audit record of method on path.
-func (e *akEnv) auditOf(method, path string) AuditRecord {
+func (e *akEnv) auditOf(method, path string) gateway.AuditRecord {
 	e.t.Helper()
-	recs, _, err := e.store.AuditRecords(context.Background(), AuditQuery{Method: method, URI: path})
+	recs, _, err := e.store.AuditRecords(context.Background(), gateway.AuditQuery{Method: method, URI: path})
 	if err != nil || len(recs) == 0 {
 		e.t.Fatalf("audit records of %s %s: %v, %v", method, path, recs, err)
 	}
@@ -223,14 +226,14 @@ func TestVirtualKeyHostChangeNeedsSecret(t *testing.T) {
 		`{"resource_name":"other-resource"}`,
 		`{"project_id":"other-project"}`,
 	} {
-		res := e.do("PUT", "/v1/virtual-keys/moving", strings.NewReader(body), HeaderAPIKey+": "+coreAdminKey)
+		res := e.do("PUT", "/v1/virtual-keys/moving", strings.NewReader(body), gateway.HeaderAPIKey+": "+coreAdminKey)
 		eb := decodeError(t, res)
-		if res.StatusCode != 400 || deref(eb.Error.Code) != CodeSecretRequired || deref(eb.Error.Param) != "key" {
-			t.Errorf("PUT %s without key: %d %+v; want 400 %s on key", body, res.StatusCode, eb.Error, CodeSecretRequired)
+		if res.StatusCode != 400 || deref(eb.Error.Code) != gateway.CodeSecretRequired || deref(eb.Error.Param) != "key" {
+			t.Errorf("PUT %s without key: %d %+v; want 400 %s on key", body, res.StatusCode, eb.Error, gateway.CodeSecretRequired)
 		}
 	}
 	// The key still goes to its own host, and the new one got nothing.
-	if st, auth := e.upstreamCall(coreKey, HeaderVirtualKey+": moving"); st != 200 || auth != "Bearer sk-stored-0001" {
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": moving"); st != 200 || auth != "Bearer sk-stored-0001" {
 		t.Errorf("after refused moves: %d %q", st, auth)
 	}
 	if n := len(evil.received()); n != 0 {
@@ -248,7 +251,7 @@ func TestVirtualKeyHostChangeNeedsSecret(t *testing.T) {
 		t.Errorf("audit record: %d %q, want 200 %q", rec.Status, rec.Detail, want)
 	}
 	n := len(evil.received())
-	if st, _, _ := e.dataCall(evil, coreKey, HeaderVirtualKey+": moving"); st != 200 {
+	if st, _, _ := e.dataCall(evil, coreKey, gateway.HeaderVirtualKey+": moving"); st != 200 {
 		t.Fatalf("after the move: %d", st)
 	}
 	if got := evil.received(); len(got) != n+1 || got[n].Header.Get("Authorization") != "Bearer sk-new-0002" {
@@ -277,7 +280,8 @@ func TestVirtualKeyHostChangeNeedsSecret(t *testing.T) {
 		e.wantErr(400, tc.field, coreAdminKey, "POST", "/v1/virtual-keys",
 			`{"name":"bad","provider":"openai","`+tc.field+`":"`+tc.value+`"}`)
 	}
-	recs, _ := json.Marshal(e.store.audit)
+	all, _, _ := e.store.AuditRecords(t.Context(), gateway.AuditQuery{})
+	recs, _ := json.Marshal(all)
 	for _, s := range []string{"sk-stored-0001", "sk-new-0002", "aws-secret-000", "aws-token-0003"} {
 		if bytes.Contains(recs, []byte(s)) {
 			t.Errorf("an audit record holds secret %q", s)
@@ -290,20 +294,20 @@ func TestVirtualKeyHostChangeNeedsSecret(t *testing.T) {
 func TestVirtualKeyAllowedRoutes(t *testing.T) {
 	up := newCoreUpstream(t, nil)
 	e := newTrustEnv(t, up, "127.0.0.1")
-	e.store.AddVirtualKey(VirtualKey{Slug: "narrow", Provider: "openai", APIKey: "sk-narrow", BaseURL: up.URL + "/v1",
+	e.store.AddVirtualKey(gateway.VirtualKey{Slug: "narrow", Provider: "openai", APIKey: "sk-narrow", BaseURL: up.URL + "/v1",
 		WorkspaceID: "ws-1", AllowedRoutes: []string{"POST /chat/completions", "GET /models", "* /files"}})
-	e.store.AddConfig(SavedConfig{ID: "via-config", WorkspaceID: "ws-1", Config: json.RawMessage(`{"virtual_key":"narrow"}`)})
+	e.store.AddConfig(gateway.SavedConfig{ID: "via-config", WorkspaceID: "ws-1", Config: json.RawMessage(`{"virtual_key":"narrow"}`)})
 
 	call := func(method, path, header string) (int, string, int) {
 		n := len(up.received())
 		res := e.do(method, path, strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`),
-			HeaderAPIKey+": "+coreKey, header, "Content-Type: application/json")
+			gateway.HeaderAPIKey+": "+coreKey, header, "Content-Type: application/json")
 		b, _ := io.ReadAll(res.Body)
 		var eb coreErrBody
 		json.Unmarshal(b, &eb)
 		return res.StatusCode, deref(eb.Error.Code), len(up.received()) - n
 	}
-	for _, h := range []string{HeaderVirtualKey + ": narrow", HeaderConfig + ": via-config", HeaderConfig + `: {"virtual_key":"narrow"}`} {
+	for _, h := range []string{gateway.HeaderVirtualKey + ": narrow", gateway.HeaderConfig + ": via-config", gateway.HeaderConfig + `: {"virtual_key":"narrow"}`} {
 		for _, tc := range []struct {
 			method, path string
 			allowed      bool
@@ -321,8 +325,8 @@ func TestVirtualKeyAllowedRoutes(t *testing.T) {
 			if tc.allowed && (st != 200 || reached != 1) {
 				t.Errorf("%s: %s %s = %d %s (reached %d), want 200", h, tc.method, tc.path, st, code, reached)
 			}
-			if !tc.allowed && (st != 403 || code != CodeRouteNotAllowed || reached != 0) {
-				t.Errorf("%s: %s %s = %d %s (reached %d), want 403 %s", h, tc.method, tc.path, st, code, reached, CodeRouteNotAllowed)
+			if !tc.allowed && (st != 403 || code != gateway.CodeRouteNotAllowed || reached != 0) {
+				t.Errorf("%s: %s %s = %d %s (reached %d), want 403 %s", h, tc.method, tc.path, st, code, reached, gateway.CodeRouteNotAllowed)
 			}
 		}
 	}
@@ -349,15 +353,15 @@ func TestVirtualKeyAllowedRoutes(t *testing.T) {
 	if len(got.AllowedRoutes) != 1 || got.AllowedRoutes[0] != "GET /models" {
 		t.Errorf("read back: %q", got.AllowedRoutes)
 	}
-	if st, _, _ := call("GET", "/v1/models", HeaderVirtualKey+": tenant-narrow"); st != 200 {
+	if st, _, _ := call("GET", "/v1/models", gateway.HeaderVirtualKey+": tenant-narrow"); st != 200 {
 		t.Errorf("tenant's allowed route: %d", st)
 	}
-	if st, code, reached := call("POST", "/v1/chat/completions", HeaderVirtualKey+": tenant-narrow"); st != 403 || code != CodeRouteNotAllowed || reached != 0 {
+	if st, code, reached := call("POST", "/v1/chat/completions", gateway.HeaderVirtualKey+": tenant-narrow"); st != 403 || code != gateway.CodeRouteNotAllowed || reached != 0 {
 		t.Errorf("tenant's other route: %d %s %d", st, code, reached)
 	}
 	// Emptied, every route is open again.
 	e.want(200, coreAdminKey, "PUT", "/v1/virtual-keys/tenant-narrow", `{"allowed_routes":[]}`, nil)
-	if st, _, _ := call("POST", "/v1/chat/completions", HeaderVirtualKey+": tenant-narrow"); st != 200 {
+	if st, _, _ := call("POST", "/v1/chat/completions", gateway.HeaderVirtualKey+": tenant-narrow"); st != 200 {
 		t.Errorf("after emptying allowed_routes: %d", st)
 	}
 
@@ -370,15 +374,15 @@ func TestNoExistenceOracle(t *testing.T) {
 	up := newCoreUpstream(t, nil)
 	e := newTrustEnv(t, up, "127.0.0.1")
 	answer := func(header string) (int, string) {
-		res := e.do("GET", "/v1/models", nil, HeaderAPIKey+": "+coreKey, header)
+		res := e.do("GET", "/v1/models", nil, gateway.HeaderAPIKey+": "+coreKey, header)
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(b)
 	}
 	headers := []string{
-		HeaderVirtualKey + ": two",
-		HeaderConfig + ": two",
-		HeaderConfig + `: {"virtual_key":"two"}`,
-		HeaderConfig + `: {"strategy":{"mode":"fallback"},"targets":[{"virtual_key":"two"}]}`,
+		gateway.HeaderVirtualKey + ": two",
+		gateway.HeaderConfig + ": two",
+		gateway.HeaderConfig + `: {"virtual_key":"two"}`,
+		gateway.HeaderConfig + `: {"strategy":{"mode":"fallback"},"targets":[{"virtual_key":"two"}]}`,
 	}
 	type ans struct {
 		status int
@@ -398,7 +402,7 @@ func TestNoExistenceOracle(t *testing.T) {
 			t.Errorf("%s of another workspace: %d %s\nunknown: %d %s", h, st, b, unknown[i].status, unknown[i].body)
 		}
 	}
-	if st, auth := e.upstreamCall(cpCompleterKey(e), HeaderVirtualKey+": two"); st != 200 || auth != "Bearer sk-two" {
+	if st, auth := e.upstreamCall(cpCompleterKey(e), gateway.HeaderVirtualKey+": two"); st != 200 || auth != "Bearer sk-two" {
 		t.Errorf("ws-2 using its own virtual key: %d %q", st, auth)
 	}
 }
@@ -406,8 +410,8 @@ func TestNoExistenceOracle(t *testing.T) {
 // cpCompleterKey adds a ws-2 key that may call the data plane, and
 // returns it.
 func cpCompleterKey(e *akEnv) string {
-	e.store.AddAPIKey(APIKey{ID: "key-completer", Digest: HashAPIKey(cpCompleter), WorkspaceID: "ws-2",
-		Scopes: []Scope{ScopeCompletionsWrite}})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-completer", Digest: gateway.HashAPIKey(cpCompleter), WorkspaceID: "ws-2",
+		Scopes: []gateway.Scope{gateway.ScopeCompletionsWrite}})
 	return cpCompleter
 }
 

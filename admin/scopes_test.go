@@ -1,10 +1,12 @@
-package gateway
+package admin_test
 
 import (
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelgateway/gateway"
 )
 
 // TestScopes: a key's scopes decide what it may do on the data plane and
@@ -14,10 +16,10 @@ import (
 func TestScopes(t *testing.T) {
 	up := newCoreUpstream(t, nil)
 	e := newCoreEnv(t, up, nil)
-	e.store.AddAPIKey(APIKey{ID: "k-read", Digest: HashAPIKey("gw-read"), WorkspaceID: "ws-1", Scopes: []Scope{ScopePoliciesRead}})
-	e.store.AddAPIKey(APIKey{ID: "k-chat", Digest: HashAPIKey("gw-chat"), WorkspaceID: "ws-1", Role: RoleAdmin, Scopes: []Scope{ScopeCompletionsWrite}})
-	e.store.AddAPIKey(APIKey{ID: "k-old", Digest: HashAPIKey("gw-old"), WorkspaceID: "ws-1", ExpiresAt: time.Now().Add(-time.Second)})
-	e.store.AddAPIKey(APIKey{ID: "k-later", Digest: HashAPIKey("gw-later"), WorkspaceID: "ws-1", ExpiresAt: time.Now().Add(time.Hour)})
+	e.store.AddAPIKey(gateway.APIKey{ID: "k-read", Digest: gateway.HashAPIKey("gw-read"), WorkspaceID: "ws-1", Scopes: []gateway.Scope{gateway.ScopePoliciesRead}})
+	e.store.AddAPIKey(gateway.APIKey{ID: "k-chat", Digest: gateway.HashAPIKey("gw-chat"), WorkspaceID: "ws-1", Role: gateway.RoleAdmin, Scopes: []gateway.Scope{gateway.ScopeCompletionsWrite}})
+	e.store.AddAPIKey(gateway.APIKey{ID: "k-old", Digest: gateway.HashAPIKey("gw-old"), WorkspaceID: "ws-1", ExpiresAt: time.Now().Add(-time.Second)})
+	e.store.AddAPIKey(gateway.APIKey{ID: "k-later", Digest: gateway.HashAPIKey("gw-later"), WorkspaceID: "ws-1", ExpiresAt: time.Now().Add(time.Hour)})
 	chat := func(key string) *http.Response {
 		return e.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`), "x-gateway-api-key: "+key, "x-gateway-virtual-key: vk-up")
 	}
@@ -45,12 +47,28 @@ func TestScopes(t *testing.T) {
 			continue
 		}
 		if tc.status == 403 {
-			if got := decodeError(t, tc.res); got.Error.Type != TypePermission || !strings.Contains(got.Error.Message, tc.scope) {
+			if got := decodeError(t, tc.res); got.Error.Type != gateway.TypePermission || !strings.Contains(got.Error.Message, tc.scope) {
 				t.Errorf("%s: error %+v, want a permission_error naming %s", tc.name, got.Error, tc.scope)
 			}
 		}
 	}
 	if n := len(up.received()); n != 2 {
 		t.Errorf("the provider saw %d requests, want 2 (the member's and the unexpired key's)", n)
+	}
+}
+
+// TestControlPlaneNamespaceNotPassedThrough: a path under the namespace of
+// an admin route that no route matches is a 404, never a provider's.
+func TestControlPlaneNamespaceNotPassedThrough(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, nil)
+	for _, path := range []string{"/v1/policies/rate-limits/", "/v1/policies/rate-limits/a/b"} {
+		res := e.do("GET", path, nil, "x-gateway-api-key: "+coreAdminKey, "x-gateway-virtual-key: vk-up")
+		if res.StatusCode != 404 {
+			t.Errorf("%s: status %d, want 404", path, res.StatusCode)
+		}
+	}
+	if n := len(up.received()); n != 0 {
+		t.Errorf("provider received %d control-plane requests", n)
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 import (
 	"context"
@@ -6,11 +6,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/bounds"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // workspaceObject is the "object" of a workspace in responses.
@@ -18,8 +24,7 @@ const workspaceObject = "workspace"
 
 // Bounds of the workspaces control plane.
 const (
-	maxWorkspaceID    = 64
-	maxWorkspaceSwaps = 16
+	maxWorkspaceID = 64
 )
 
 // serveWorkspaces serves the workspaces control plane under
@@ -37,42 +42,42 @@ const (
 // list them, virtual keys) is a 409 conflict. The gateway has no user
 // accounts: users in a body is a 400, and …/users routes are 404.
 // Without Options.Workspaces every call is a 404.
-func (g *Gateway) serveWorkspaces(w http.ResponseWriter, r *http.Request) {
-	id, _ := IdentityFrom(r.Context())
-	if id.Type != KeyOrganisation {
-		WriteError(w, r, &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
+func (a *plane) serveWorkspaces(w http.ResponseWriter, r *http.Request) {
+	id, _ := gateway.IdentityFrom(r.Context())
+	if id.Type != gateway.KeyOrganisation {
+		gateway.WriteError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: gateway.TypePermission, Code: gateway.CodePermissionDenied,
 			Message: "only an organisation key may manage workspaces"})
 		return
 	}
-	if _, ok := scopedIdentity(w, r, ScopeWorkspacesRead, ScopeWorkspacesWrite); !ok {
+	if _, ok := control.Scoped(w, r, gateway.ScopeWorkspacesRead, gateway.ScopeWorkspacesWrite); !ok {
 		return
 	}
-	store := g.opts.Workspaces
+	store := a.o.Workspaces
 	if store == nil {
-		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+		gateway.WriteError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 			Message: "workspaces are not managed on this gateway"})
 		return
 	}
 	m := httpapi.Methods{
-		http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return g.listWorkspaces(w, r, store) },
-		http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.createWorkspace(w, r, store) },
+		http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return a.listWorkspaces(w, r, store) },
+		http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return a.createWorkspace(w, r, store) },
 	}
 	if wid := r.PathValue("workspaceId"); wid != "" {
 		m = httpapi.Methods{
-			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return g.getWorkspace(w, r, store, wid) },
-			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return g.updateWorkspace(w, r, store, wid) },
-			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return g.deleteWorkspace(w, r, store, wid) },
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return a.getWorkspace(w, r, store, wid) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return a.updateWorkspace(w, r, store, wid) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return a.deleteWorkspace(w, r, store, wid) },
 		}
 	}
 	err := m.Serve(w, r)
 	if err != nil {
-		g.controlPlaneError(w, r, "workspace store", err)
+		control.Fail(w, r, a.o.ErrorLog, "workspace store", err)
 	}
 }
 
-func workspaceNotFound(wid string) *Error {
-	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
-		Message: "no workspace " + quoteShort(wid)}
+func workspaceNotFound(wid string) *gateway.Error {
+	return &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
+		Message: "no workspace " + control.Quote(wid)}
 }
 
 // workspaceDefaults is the defaults object of a workspace body.
@@ -97,27 +102,27 @@ type workspaceBody struct {
 // apply checks b and writes its fields into ws: name a label
 // (checkLabel), description at most 4096 bytes without NUL, and
 // defaults.metadata within the bounds of x-gateway-metadata (docs/architecture.md, Trust).
-func (b *workspaceBody) apply(ws *Workspace) error {
+func (b *workspaceBody) apply(ws *gateway.Workspace) error {
 	if b.Users != nil {
-		return policyInvalid("users", "the gateway has no user accounts: users are not accepted")
+		return control.Invalid("users", "the gateway has no user accounts: users are not accepted")
 	}
 	if b.Name != nil {
 		if strings.TrimSpace(*b.Name) == "" {
-			return policyInvalid("name", "name must not be empty")
+			return control.Invalid("name", "name must not be empty")
 		}
-		if err := checkLabel("name", *b.Name); err != nil {
+		if err := control.Label("name", *b.Name); err != nil {
 			return err
 		}
 		ws.Name = *b.Name
 	}
 	if b.Description != nil {
-		if err := checkDescription("description", *b.Description); err != nil {
+		if err := control.Description("description", *b.Description); err != nil {
 			return err
 		}
 		ws.Description = *b.Description
 	}
 	if b.Defaults != nil {
-		if err := checkMetadata("defaults.metadata", b.Defaults.Metadata); err != nil {
+		if err := control.Metadata("defaults.metadata", b.Defaults.Metadata); err != nil {
 			return err
 		}
 		ws.Metadata = b.Defaults.Metadata
@@ -130,7 +135,7 @@ func (b *workspaceBody) apply(ws *Workspace) error {
 		ws.RateLimits = rl
 	}
 	if b.UsageLimits != nil {
-		ul, err := UsageLimitsJSON(b.UsageLimits, true)
+		ul, err := gateway.UsageLimitsJSON(b.UsageLimits, true)
 		if err != nil {
 			return err
 		}
@@ -182,36 +187,36 @@ func newWorkspaceID(name string) string {
 	return sb.String()
 }
 
-func (g *Gateway) createWorkspace(w http.ResponseWriter, r *http.Request, store WorkspaceStore) error {
+func (a *plane) createWorkspace(w http.ResponseWriter, r *http.Request, store WorkspaceStore) error {
 	var b workspaceBody
-	if err := g.decodeStrict(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	if b.Name == nil {
-		return policyInvalid("name", "name is required")
+		return control.Invalid("name", "name is required")
 	}
-	now := g.clock().UTC()
-	ws := Workspace{CreatedAt: now, UpdatedAt: now}
+	now := a.now().UTC()
+	ws := gateway.Workspace{CreatedAt: now, UpdatedAt: now}
 	if err := b.apply(&ws); err != nil {
 		return err
 	}
 	if b.Slug != nil {
 		if !validWorkspaceID(*b.Slug) {
-			return policyInvalid("slug", "slug must be 1 to 64 letters, digits, - and _, starting with a letter or digit")
+			return control.Invalid("slug", "slug must be 1 to 64 letters, digits, - and _, starting with a letter or digit")
 		}
 		ws.ID = *b.Slug
 	} else {
 		ws.ID = newWorkspaceID(ws.Name)
 	}
-	auditActedIn(r, ws.ID)
+	observe.ActedIn(r, ws.ID)
 	if err := store.CreateWorkspace(r.Context(), &ws); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict, Param: "slug",
-				Message: "workspace " + quoteShort(ws.ID) + " already exists", Err: err}
+		if errors.Is(err, gateway.ErrConflict) {
+			return &gateway.Error{Status: http.StatusConflict, Type: gateway.TypeInvalidRequest, Code: gateway.CodeConflict, Param: "slug",
+				Message: "workspace " + control.Quote(ws.ID) + " already exists", Err: err}
 		}
 		return err
 	}
-	writeJSON(w, http.StatusOK, ws.wire())
+	httpapi.WriteJSON(w, http.StatusOK, workspaceWireOf(&ws))
 	return nil
 }
 
@@ -237,7 +242,7 @@ type workspaceWire struct {
 	Object        string                 `json:"object"`
 }
 
-func (ws *Workspace) wire() workspaceWire {
+func workspaceWireOf(ws *gateway.Workspace) workspaceWire {
 	o := workspaceWire{ID: ws.ID, Slug: ws.ID, Name: ws.Name, CreatedAt: ws.CreatedAt, LastUpdatedAt: ws.UpdatedAt,
 		RateLimits: ws.RateLimits, UsageLimits: ws.UsageLimits, Object: workspaceObject}
 	if ws.Description != "" {
@@ -249,9 +254,9 @@ func (ws *Workspace) wire() workspaceWire {
 	return o
 }
 
-func (g *Gateway) listWorkspaces(w http.ResponseWriter, r *http.Request, store WorkspaceStore) error {
+func (a *plane) listWorkspaces(w http.ResponseWriter, r *http.Request, store WorkspaceStore) error {
 	q := r.URL.Query()
-	size, page, err := pageParams(q)
+	page, err := control.Page(q)
 	if err != nil {
 		return err
 	}
@@ -265,7 +270,7 @@ func (g *Gateway) listWorkspaces(w http.ResponseWriter, r *http.Request, store W
 				active = true
 			case "archived": // never: a deleted workspace is gone
 			default:
-				return policyInvalid("status", "status must be active, archived or both, comma separated")
+				return control.Invalid("status", "status must be active, archived or both, comma separated")
 			}
 		}
 	}
@@ -273,10 +278,10 @@ func (g *Gateway) listWorkspaces(w http.ResponseWriter, r *http.Request, store W
 	if err != nil {
 		return err
 	}
-	data, total := listPage(all, func(ws *Workspace) bool {
+	data, total := httpapi.Filter(all, func(ws *gateway.Workspace) bool {
 		return active && (name == "" || strings.Contains(ws.Name, name)) && (exact == "" || ws.Name == exact)
-	}, (*Workspace).wire, size, page)
-	writeJSON(w, http.StatusOK, struct {
+	}, workspaceWireOf, page)
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Object string          `json:"object"`
 		Data   []workspaceWire `json:"data"`
 		Total  int             `json:"total"`
@@ -284,77 +289,70 @@ func (g *Gateway) listWorkspaces(w http.ResponseWriter, r *http.Request, store W
 	return nil
 }
 
-func lookupWorkspace(ctx context.Context, store WorkspaceStore, wid string) (*Workspace, error) {
+func lookupWorkspace(ctx context.Context, store WorkspaceStore, wid string) (*gateway.Workspace, error) {
 	ws, err := store.Workspace(ctx, wid)
-	if errors.Is(err, ErrNotFound) || err == nil && ws == nil {
+	if errors.Is(err, gateway.ErrNotFound) || err == nil && ws == nil {
 		return nil, workspaceNotFound(wid)
 	}
 	return ws, err
 }
 
-func (g *Gateway) getWorkspace(w http.ResponseWriter, r *http.Request, store WorkspaceStore, wid string) error {
+func (a *plane) getWorkspace(w http.ResponseWriter, r *http.Request, store WorkspaceStore, wid string) error {
 	ws, err := lookupWorkspace(r.Context(), store, wid)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		workspaceWire
 		Users []struct{} `json:"users"`
-	}{ws.wire(), []struct{}{}})
+	}{workspaceWireOf(ws), []struct{}{}})
 	return nil
 }
 
-func (g *Gateway) updateWorkspace(w http.ResponseWriter, r *http.Request, store WorkspaceStore, wid string) error {
+func (a *plane) updateWorkspace(w http.ResponseWriter, r *http.Request, store WorkspaceStore, wid string) error {
 	var b workspaceBody
-	if err := g.decodeStrict(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	if b.Slug != nil {
-		return policyInvalid("slug", "a workspace's slug cannot change")
+		return control.Invalid("slug", "a workspace's slug cannot change")
 	}
-	if err := b.apply(&Workspace{}); err != nil { // check before reading
+	if err := b.apply(&gateway.Workspace{}); err != nil { // check before reading
 		return err
 	}
 	ctx := r.Context()
-	err := swapStored(ctx, maxWorkspaceSwaps, "workspace "+quoteShort(wid), workspaceNotFound(wid), func() (error, error) {
+	err := control.SwapStored(r, "workspace "+control.Quote(wid), workspaceNotFound(wid), func() (error, error) {
 		old, err := lookupWorkspace(ctx, store, wid)
 		if err != nil {
 			return nil, err
 		}
 		ws := cloneWorkspace(old)
 		b.apply(ws)
-		ws.UpdatedAt = g.clock().UTC()
+		ws.UpdatedAt = a.now().UTC()
 		return store.UpdateWorkspace(ctx, old, ws), nil
 	})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, struct{}{})
 	return nil
-}
-
-// virtualKeyLister is the listing capability the workspaces control plane
-// looks for on Options.VirtualKeys, to refuse deleting a workspace that
-// still holds virtual keys.
-type virtualKeyLister interface {
-	VirtualKeys(ctx context.Context, workspaceID string) ([]VirtualKey, error)
 }
 
 // deleteWorkspace refuses with 409 while the workspace holds API keys or
 // virtual keys. The check and the delete are not one transaction: a key
 // created for the workspace in between survives it, as a key naming an
 // unregistered workspace may.
-func (g *Gateway) deleteWorkspace(w http.ResponseWriter, r *http.Request, store WorkspaceStore, wid string) error {
+func (a *plane) deleteWorkspace(w http.ResponseWriter, r *http.Request, store WorkspaceStore, wid string) error {
 	ctx := r.Context()
 	if _, err := lookupWorkspace(ctx, store, wid); err != nil {
 		return err
 	}
 	held := func(what string) error {
-		return &Error{Status: http.StatusConflict, Type: TypeInvalidRequest, Code: CodeConflict,
-			Message: "workspace " + quoteShort(wid) + " still holds " + what + "; delete them first"}
+		return &gateway.Error{Status: http.StatusConflict, Type: gateway.TypeInvalidRequest, Code: gateway.CodeConflict,
+			Message: "workspace " + control.Quote(wid) + " still holds " + what + "; delete them first"}
 	}
-	if ks, ok := g.opts.Keys.(APIKeyStore); ok {
-		keys, err := ks.APIKeys(ctx, wid)
+	if a.o.Keys != nil {
+		keys, err := a.o.Keys.APIKeys(ctx, wid)
 		if err != nil {
 			return err
 		}
@@ -362,8 +360,8 @@ func (g *Gateway) deleteWorkspace(w http.ResponseWriter, r *http.Request, store 
 			return held("API keys")
 		}
 	}
-	if vs, ok := g.opts.VirtualKeys.(virtualKeyLister); ok {
-		vks, err := vs.VirtualKeys(ctx, wid)
+	if a.o.VirtualKeys != nil {
+		vks, err := a.o.VirtualKeys.VirtualKeys(ctx, wid)
 		if err != nil {
 			return err
 		}
@@ -372,11 +370,27 @@ func (g *Gateway) deleteWorkspace(w http.ResponseWriter, r *http.Request, store 
 		}
 	}
 	if err := store.DeleteWorkspace(ctx, wid); err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, gateway.ErrNotFound) {
 			return workspaceNotFound(wid)
 		}
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, struct{}{})
 	return nil
+}
+
+// cloneWorkspace returns a copy of w sharing no memory with it.
+func cloneWorkspace(w *gateway.Workspace) *gateway.Workspace {
+	c := *w
+	c.Metadata = maps.Clone(w.Metadata)
+	c.RateLimits = slices.Clone(w.RateLimits)
+	c.UsageLimits = slices.Clone(w.UsageLimits)
+	return &c
+}
+
+// limitsJSON checks the rate_limits (an array) or usage_limits (an
+// object) of a body, named name: nil for absent or null.
+func limitsJSON(name string, raw json.RawMessage, open byte) (json.RawMessage, error) {
+	l, err := bounds.Limits(name, raw, open)
+	return l, control.Translate(err)
 }

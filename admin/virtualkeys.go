@@ -1,7 +1,6 @@
-package gateway
+package admin
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -9,64 +8,21 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-)
 
-// VirtualKeyAdmin is an optional capability of Options.VirtualKeys, found
-// by type assertion: keeping virtual keys per workspace, as the virtual
-// keys control plane needs. Without it every call to /virtual-keys is a
-// 404 saying that virtual keys are not managed on this gateway.
-// MemoryStore implements it.
-//
-// A virtual key is stored under its WorkspaceID and Slug: a slug is unique
-// within a workspace, and the same slug may live in several workspaces
-// (and once with no workspace). The data plane finds the slug a caller
-// names in the caller's workspace with VirtualKeyIn first, then with
-// VirtualKey (of VirtualKeyStore), which should prefer the key of no
-// workspace; a key of another workspace found that way answers as an
-// unknown one (400 unknown_virtual_key), so that no caller learns it
-// exists.
-//
-// Implementations must be safe for concurrent use, and each method atomic
-// with respect to the others. VirtualKeyIn, UpdateVirtualKey and
-// DeleteVirtualKey return ErrNotFound for an unknown workspace and slug.
-// A key returned by VirtualKeyIn may be shared and must not be modified;
-// VirtualKeys returns copies. VirtualKeys returns the keys whose
-// WorkspaceID is workspaceID, or every key when workspaceID is empty,
-// ordered by CreatedAt, then WorkspaceID and Slug. CreateVirtualKey
-// returns ErrConflict when the workspace already holds the slug.
-// UpdateVirtualKey replaces the stored key of old's workspace and slug
-// with vk (of the same workspace and slug) only if the stored key still
-// has old's UpdatedAt, and returns ErrConflict otherwise.
-type VirtualKeyAdmin interface {
-	VirtualKeyStore
-	VirtualKeyIn(ctx context.Context, workspaceID, slug string) (*VirtualKey, error)
-	VirtualKeys(ctx context.Context, workspaceID string) ([]VirtualKey, error)
-	CreateVirtualKey(ctx context.Context, vk *VirtualKey) error
-	UpdateVirtualKey(ctx context.Context, old, vk *VirtualKey) error
-	DeleteVirtualKey(ctx context.Context, workspaceID, slug string) error
-}
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/bounds"
+	"github.com/modelgateway/gateway/internal/control"
+	"github.com/modelgateway/gateway/internal/httpapi"
+)
 
 // virtualKeyObject is the "object" of a virtual key in responses.
 const virtualKeyObject = "virtual-key"
 
 // Bounds of the virtual keys and configs control planes.
 const (
-	maxSlugLen   = 64
 	maxNoteLen   = 4096
 	maxSecretLen = 16 << 10
 )
-
-// findVirtualKey is the data plane's lookup of slug for a caller of
-// workspace ws (see VirtualKeyAdmin).
-func findVirtualKey(ctx context.Context, st VirtualKeyStore, ws, slug string) (*VirtualKey, error) {
-	if a, ok := st.(VirtualKeyAdmin); ok && ws != "" {
-		vk, err := a.VirtualKeyIn(ctx, ws, slug)
-		if !errors.Is(err, ErrNotFound) {
-			return vk, err
-		}
-	}
-	return st.VirtualKey(ctx, slug)
-}
 
 // serveVirtualKeys serves the virtual keys control plane under
 // {prefix}/virtual-keys (the control plane, the reference's shapes):
@@ -102,32 +58,32 @@ func findVirtualKey(ctx context.Context, st VirtualKeyStore, ws, slug string) (*
 // whichever the key holds), else 400 secret_required; its audit record
 // names the old and new host. allowed_routes (see VirtualKey) is
 // validated when written.
-func (g *Gateway) serveVirtualKeys(w http.ResponseWriter, r *http.Request) {
-	id, ok := scopedIdentity(w, r, ScopeVirtualKeysRead, ScopeVirtualKeysWrite)
+func (a *plane) serveVirtualKeys(w http.ResponseWriter, r *http.Request) {
+	id, ok := control.Scoped(w, r, gateway.ScopeVirtualKeysRead, gateway.ScopeVirtualKeysWrite)
 	if !ok {
 		return
 	}
-	store, ok := g.opts.VirtualKeys.(VirtualKeyAdmin)
-	if !ok {
-		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+	store := a.o.VirtualKeys
+	if store == nil {
+		gateway.WriteError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 			Message: "virtual keys are not managed on this gateway"})
 		return
 	}
-	err := virtualKeyKind(store).serve(w, r, id, r.PathValue("slug"), g.createVirtualKey, g.getVirtualKey, g.updateVirtualKey)
+	err := virtualKeyKind(store).Serve(w, r, id, r.PathValue("slug"), a.createVirtualKey, a.getVirtualKey, a.updateVirtualKey)
 	if err != nil {
-		g.controlPlaneError(w, r, "virtual key store", err)
+		control.Fail(w, r, a.o.ErrorLog, "virtual key store", err)
 	}
 }
 
 // virtualKeyKind is the virtual keys of store for the shared skeleton of
 // the routes of records kept by workspace and slug.
-func virtualKeyKind(store VirtualKeyAdmin) *slugKind[VirtualKey, virtualKeyWire] {
-	return &slugKind[VirtualKey, virtualKeyWire]{what: "virtual key",
-		in: store.VirtualKeyIn, all: store.VirtualKeys, create: store.CreateVirtualKey,
-		update: store.UpdateVirtualKey, delete: store.DeleteVirtualKey,
-		ws:    func(vk *VirtualKey) string { return vk.WorkspaceID },
-		clone: func(vk *VirtualKey) *VirtualKey { c := *vk; return &c },
-		wire:  (*VirtualKey).wire,
+func virtualKeyKind(store VirtualKeyStore) *control.SlugKind[gateway.VirtualKey, virtualKeyWire] {
+	return &control.SlugKind[gateway.VirtualKey, virtualKeyWire]{What: "virtual key",
+		In: store.VirtualKeyIn, All: store.VirtualKeys, Create: store.CreateVirtualKey,
+		Update: store.UpdateVirtualKey, Delete: store.DeleteVirtualKey,
+		WS:    func(vk *gateway.VirtualKey) string { return vk.WorkspaceID },
+		Clone: func(vk *gateway.VirtualKey) *gateway.VirtualKey { c := *vk; return &c },
+		Wire:  virtualKeyWireOf,
 	}
 }
 
@@ -165,7 +121,7 @@ type hostField struct {
 	out  *string
 }
 
-func (b *virtualKeyBody) hostFields(h *HostSettings) []hostField {
+func (b *virtualKeyBody) hostFields(h *gateway.HostSettings) []hostField {
 	return []hostField{
 		{"resource_name", b.ResourceName, &h.ResourceName},
 		{"deployment_id", b.DeploymentID, &h.DeploymentID},
@@ -180,32 +136,32 @@ func (b *virtualKeyBody) hostFields(h *HostSettings) []hostField {
 }
 
 // apply checks b's changeable fields and sets them on vk.
-func (g *Gateway) applyVirtualKeyBody(b *virtualKeyBody, vk *VirtualKey) error {
+func (a *plane) applyVirtualKeyBody(b *virtualKeyBody, vk *gateway.VirtualKey) error {
 	if b.Name != nil {
 		vk.Name = *b.Name
 	}
 	if b.Key != nil {
 		if len(*b.Key) > maxSecretLen {
-			return policyInvalid("key", "key must be at most 16 KiB")
+			return control.Invalid("key", "key must be at most 16 KiB")
 		}
 		vk.APIKey = *b.Key
 	}
 	if b.Note != nil {
 		if len(*b.Note) > maxNoteLen || !utf8.ValidString(*b.Note) {
-			return policyInvalid("note", "note must be valid UTF-8 of at most 4096 bytes")
+			return control.Invalid("note", "note must be valid UTF-8 of at most 4096 bytes")
 		}
 		vk.Note = *b.Note
 	}
 	if b.BaseURL != nil {
 		if *b.BaseURL != "" {
-			if _, err := g.guard.checkURL(*b.BaseURL, "base_url"); err != nil {
+			if err := a.checkHost(*b.BaseURL, "base_url"); err != nil {
 				return err
 			}
 		}
 		vk.BaseURL = *b.BaseURL
 	}
 	if b.AllowedRoutes != nil {
-		if err := CheckAllowedRoutes(*b.AllowedRoutes); err != nil {
+		if err := gateway.CheckAllowedRoutes(*b.AllowedRoutes); err != nil {
 			return err
 		}
 		vk.AllowedRoutes = slices.Clone(*b.AllowedRoutes)
@@ -215,7 +171,7 @@ func (g *Gateway) applyVirtualKeyBody(b *virtualKeyBody, vk *VirtualKey) error {
 			continue
 		}
 		if len(*f.in) > maxSecretLen {
-			return policyInvalid(f.name, f.name+" must be at most 16 KiB")
+			return control.Invalid(f.name, f.name+" must be at most 16 KiB")
 		}
 		*f.out = *f.in
 	}
@@ -223,12 +179,12 @@ func (g *Gateway) applyVirtualKeyBody(b *virtualKeyBody, vk *VirtualKey) error {
 	// move a request off the provider's own domain.
 	h := &vk.HostSettings
 	switch {
-	case b.ResourceName != nil && h.ResourceName != "" && !dnsLabel(h.ResourceName):
-		return policyInvalid("resource_name", "resource_name must be a DNS label: 1 to 63 letters, digits or hyphens, not starting or ending with a hyphen")
-	case b.ProjectID != nil && h.ProjectID != "" && !gcpProjectID(h.ProjectID):
-		return policyInvalid("project_id", "project_id must be a project id or number: 1 to 63 lower-case letters, digits or hyphens")
-	case b.Region != nil && h.Region != "" && !cloudRegion(h.Region):
-		return policyInvalid("region", "region must be a region name such as us-east-1, us-central1 or global")
+	case b.ResourceName != nil && h.ResourceName != "" && !bounds.DNSLabel(h.ResourceName):
+		return control.Invalid("resource_name", "resource_name must be a DNS label: 1 to 63 letters, digits or hyphens, not starting or ending with a hyphen")
+	case b.ProjectID != nil && h.ProjectID != "" && !bounds.ProjectID(h.ProjectID):
+		return control.Invalid("project_id", "project_id must be a project id or number: 1 to 63 lower-case letters, digits or hyphens")
+	case b.Region != nil && h.Region != "" && !bounds.Region(h.Region):
+		return control.Invalid("region", "region must be a region name such as us-east-1, us-central1 or global")
 	}
 	return nil
 }
@@ -236,7 +192,7 @@ func (g *Gateway) applyVirtualKeyBody(b *virtualKeyBody, vk *VirtualKey) error {
 // hostChanges lists, for the audit record, the settings of vk that name
 // where its secrets go and differ from old's: "base_url: <old> → <new>"
 // (URLs without user info, query or fragment), "region: a → b".
-func hostChanges(old, vk *VirtualKey) []string {
+func hostChanges(old, vk *gateway.VirtualKey) []string {
 	var out []string
 	if old.BaseURL != vk.BaseURL {
 		out = append(out, "base_url: "+auditURL(old.BaseURL)+" → "+auditURL(vk.BaseURL))
@@ -272,13 +228,13 @@ func auditValue(s string) string {
 	if s == "" {
 		return "(none)"
 	}
-	return quoteShort(s)
+	return control.Quote(s)
 }
 
 // secretResent refuses, with 400 secret_required, an update of old that
 // changes where its secrets go (changes is not empty) without sending
 // each secret old holds again.
-func (b *virtualKeyBody) secretResent(old *VirtualKey, changes []string) error {
+func (b *virtualKeyBody) secretResent(old *gateway.VirtualKey, changes []string) error {
 	if len(changes) == 0 {
 		return nil
 	}
@@ -293,45 +249,45 @@ func (b *virtualKeyBody) secretResent(old *VirtualKey, changes []string) error {
 	} {
 		if f.stored != "" && f.sent == nil {
 			what, _, _ := strings.Cut(changes[0], ":")
-			return badRequest(CodeSecretRequired, f.name, "changing "+what+" sends the stored "+f.name+
+			return secretRequired(f.name, "changing "+what+" sends the stored "+f.name+
 				" to another host: send "+f.name+" again in the same request")
 		}
 	}
 	return nil
 }
 
-func (g *Gateway) createVirtualKey(w http.ResponseWriter, r *http.Request, k *slugKind[VirtualKey, virtualKeyWire], id Identity) error {
+func (a *plane) createVirtualKey(w http.ResponseWriter, r *http.Request, k *control.SlugKind[gateway.VirtualKey, virtualKeyWire], id gateway.Identity) error {
 	var b virtualKeyBody
-	if err := g.decodeStrict(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
-	if err := checkName(b.Name, true); err != nil {
+	if err := control.CheckName(b.Name, true); err != nil {
 		return err
 	}
-	ws, slug, err := k.createIn(r, id, b.WorkspaceID, b.Slug, *b.Name)
+	ws, slug, err := k.CreateIn(id, b.WorkspaceID, b.Slug, *b.Name)
 	if err != nil {
 		return err
 	}
 	if b.Provider == nil || *b.Provider == "" {
-		return policyInvalid("provider", "provider is required")
+		return control.Invalid("provider", "provider is required")
 	}
-	if _, ok := g.providers[*b.Provider]; !ok {
-		return policyInvalid("provider", "unknown provider "+quoteShort(*b.Provider))
+	if _, ok := a.g.Provider(*b.Provider); !ok || *b.Provider != strings.ToLower(*b.Provider) {
+		return control.Invalid("provider", "unknown provider "+control.Quote(*b.Provider))
 	}
-	orgActedIn(r, id, ws)
-	now := g.clock().UTC()
+	control.OrgActedIn(r, id, ws)
+	now := a.now().UTC()
 	// Written through the control plane: a tenant's key, its host guarded.
-	vk := VirtualKey{Slug: slug, Provider: *b.Provider, WorkspaceID: ws, CreatedAt: now, UpdatedAt: now, Tenant: true}
-	if err := g.applyVirtualKeyBody(&b, &vk); err != nil {
+	vk := gateway.VirtualKey{Slug: slug, Provider: *b.Provider, WorkspaceID: ws, CreatedAt: now, UpdatedAt: now, Tenant: true}
+	if err := a.applyVirtualKeyBody(&b, &vk); err != nil {
 		return err
 	}
-	if err := k.store(r, slug, &vk); err != nil {
+	if err := k.Store(r, slug, &vk); err != nil {
 		return err
 	}
 	type data struct {
 		Slug string `json:"slug"`
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Success bool `json:"success"`
 		Data    data `json:"data"`
 	}{true, data{slug}})
@@ -353,45 +309,45 @@ type virtualKeyWire struct {
 	Status        string    `json:"status"`
 	CreatedAt     time.Time `json:"created_at,omitzero"`
 	LastUpdatedAt time.Time `json:"last_updated_at,omitzero"`
-	HostSettings
+	gateway.HostSettings
 	Object string `json:"object"`
 }
 
-func (vk *VirtualKey) wire() virtualKeyWire {
-	o := virtualKeyWire{Slug: vk.Slug, Name: vk.Name, Note: vk.Note, Provider: vk.Provider, Key: maskSecret(vk.APIKey),
+func virtualKeyWireOf(vk *gateway.VirtualKey) virtualKeyWire {
+	o := virtualKeyWire{Slug: vk.Slug, Name: vk.Name, Note: vk.Note, Provider: vk.Provider, Key: control.MaskSecret(vk.APIKey),
 		BaseURL: vk.BaseURL, AllowedRoutes: vk.AllowedRoutes, WorkspaceID: vk.WorkspaceID, Status: "active", CreatedAt: vk.CreatedAt,
 		LastUpdatedAt: vk.UpdatedAt, HostSettings: vk.HostSettings, Object: virtualKeyObject}
-	o.SecretAccessKey = maskSecret(o.SecretAccessKey)
-	o.SessionToken = maskSecret(o.SessionToken)
+	o.SecretAccessKey = control.MaskSecret(o.SecretAccessKey)
+	o.SessionToken = control.MaskSecret(o.SessionToken)
 	return o
 }
 
-func (g *Gateway) getVirtualKey(w http.ResponseWriter, r *http.Request, k *slugKind[VirtualKey, virtualKeyWire], id Identity, slug string) error {
-	vk, err := k.lookup(r, id, slug)
+func (a *plane) getVirtualKey(w http.ResponseWriter, r *http.Request, k *control.SlugKind[gateway.VirtualKey, virtualKeyWire], id gateway.Identity, slug string) error {
+	vk, err := k.Lookup(r, id, slug)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, vk.wire())
+	httpapi.WriteJSON(w, http.StatusOK, virtualKeyWireOf(vk))
 	return nil
 }
 
-func (g *Gateway) updateVirtualKey(w http.ResponseWriter, r *http.Request, k *slugKind[VirtualKey, virtualKeyWire], id Identity, slug string) error {
+func (a *plane) updateVirtualKey(w http.ResponseWriter, r *http.Request, k *control.SlugKind[gateway.VirtualKey, virtualKeyWire], id gateway.Identity, slug string) error {
 	var b virtualKeyBody
-	if err := g.decodeStrict(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	if b.Slug == nil && b.Provider != nil {
-		return policyInvalid("provider", "provider cannot be changed; create another virtual key")
+		return control.Invalid("provider", "provider cannot be changed; create another virtual key")
 	}
-	if err := fixed(b.Slug, b.WorkspaceID); err != nil {
+	if err := control.Fixed(b.Slug, b.WorkspaceID); err != nil {
 		return err
 	}
-	if err := checkName(b.Name, false); err != nil {
+	if err := control.CheckName(b.Name, false); err != nil {
 		return err
 	}
-	return k.change(w, r, id, slug, func(old *VirtualKey) (*VirtualKey, []string, error) {
+	return k.Change(r, id, slug, func(old *gateway.VirtualKey) (*gateway.VirtualKey, []string, error) {
 		vk := *old
-		if err := g.applyVirtualKeyBody(&b, &vk); err != nil {
+		if err := a.applyVirtualKeyBody(&b, &vk); err != nil {
 			return nil, nil, err
 		}
 		changes := hostChanges(old, &vk)
@@ -401,7 +357,27 @@ func (g *Gateway) updateVirtualKey(w http.ResponseWriter, r *http.Request, k *sl
 		// A host the tenant set makes the key a tenant's; other changes
 		// leave the operator's host as trusted as it was.
 		vk.Tenant = old.Tenant || len(changes) > 0
-		vk.UpdatedAt = g.clock().UTC()
+		vk.UpdatedAt = a.now().UTC()
 		return &vk, changes, nil
-	}, func(*VirtualKey) { writeJSON(w, http.StatusOK, struct{}{}) })
+	}, func(*gateway.VirtualKey) { httpapi.WriteJSON(w, http.StatusOK, struct{}{}) })
+}
+
+// secretRequired is the 400 secret_required naming the secret param.
+func secretRequired(param, msg string) *gateway.Error {
+	e := control.Invalid(param, msg)
+	e.Code = gateway.CodeSecretRequired
+	return e
+}
+
+// checkHost checks a base URL or custom host a tenant writes as the data
+// plane checks it (gateway.CheckHost), naming param in the 400.
+func (a *plane) checkHost(rawURL, param string) error {
+	err := a.g.CheckHost(rawURL)
+	var ge *gateway.Error
+	if errors.As(err, &ge) {
+		e := *ge
+		e.Param = param
+		return &e
+	}
+	return err
 }

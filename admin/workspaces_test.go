@@ -1,10 +1,13 @@
-package gateway
+package admin_test
 
 import (
 	"encoding/json"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // Keys of the workspaces and audit tests, besides the core harness's
@@ -20,18 +23,18 @@ const (
 // set (unless bare) and the keys above.
 func newWSEnv(t *testing.T, bare bool) *coreEnv {
 	t.Helper()
-	e := newCoreEnv(t, nil, func(o *Options) {
+	e := newCoreEnv(t, nil, func(o *gateway.Options) {
 		if !bare {
-			o.Workspaces = o.Keys.(*MemoryStore)
-			o.Audit = o.Keys.(*MemoryStore)
+			o.Workspaces = o.Keys.(*memstore.Store)
+			o.Audit = o.Keys.(*memstore.Store)
 		}
 	})
-	e.store.AddAPIKey(APIKey{ID: "key-org", Digest: HashAPIKey(wsOrg), Type: KeyOrganisation, Scopes: allScopes})
-	e.store.AddAPIKey(APIKey{ID: "key-org-read", Digest: HashAPIKey(wsOrgRead), Type: KeyOrganisation,
-		Scopes: []Scope{ScopeWorkspacesRead}})
-	e.store.AddAPIKey(APIKey{ID: "key-org-none", Digest: HashAPIKey(wsOrgNone), Type: KeyOrganisation,
-		Scopes: []Scope{ScopeAPIKeysRead}})
-	e.store.AddAPIKey(APIKey{ID: "key-admin-2", Digest: HashAPIKey(wsAdmin2), WorkspaceID: "ws-2", Role: RoleAdmin})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(wsOrg), Type: gateway.KeyOrganisation, Scopes: gateway.RoleScopes(gateway.RoleAdmin)})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-org-read", Digest: gateway.HashAPIKey(wsOrgRead), Type: gateway.KeyOrganisation,
+		Scopes: []gateway.Scope{gateway.ScopeWorkspacesRead}})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-org-none", Digest: gateway.HashAPIKey(wsOrgNone), Type: gateway.KeyOrganisation,
+		Scopes: []gateway.Scope{gateway.ScopeAPIKeysRead}})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-admin-2", Digest: gateway.HashAPIKey(wsAdmin2), WorkspaceID: "ws-2", Role: gateway.RoleAdmin})
 	return e
 }
 
@@ -43,7 +46,7 @@ func cp(e *coreEnv, key, method, path, body string, headers ...string) (int, []b
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	res := e.do(method, path, rd, append([]string{HeaderAPIKey + ": " + key}, headers...)...)
+	res := e.do(method, path, rd, append([]string{gateway.HeaderAPIKey + ": " + key}, headers...)...)
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
 		e.t.Fatal(err)
@@ -192,7 +195,7 @@ func TestWorkspaceDeleteWithKeys(t *testing.T) {
 	cpWant(e, 200, wsOrg, "DELETE", "/v1/api-keys/"+key.ID, "", nil)
 
 	// A virtual key holds it too.
-	e.store.AddVirtualKey(VirtualKey{Slug: "vk-new", Provider: "openai", APIKey: "sk-x", WorkspaceID: "ws-new"})
+	e.store.AddVirtualKey(gateway.VirtualKey{Slug: "vk-new", Provider: "openai", APIKey: "sk-x", WorkspaceID: "ws-new"})
 	cpErr(e, 409, wsOrg, "DELETE", coll+"/ws-new", "", "<null>", "conflict")
 	if err := e.store.DeleteVirtualKey(t.Context(), "ws-new", "vk-new"); err != nil {
 		t.Fatal(err)
@@ -285,17 +288,5 @@ func TestWorkspaceBadInput(t *testing.T) {
 	cpWant(e, 200, wsOrg, "GET", coll+"/ws-1", "", &got)
 	if got.Name != "One" {
 		t.Errorf("a refused PUT changed the workspace: %+v", got)
-	}
-}
-
-func TestNewWorkspaceID(t *testing.T) {
-	for _, name := range []string{"Team Blue", "!!!", "", strings.Repeat("long name ", 20), "Ünïcode ok"} {
-		id := newWorkspaceID(name)
-		if !validWorkspaceID(id) || !strings.HasPrefix(id, "ws-") {
-			t.Errorf("newWorkspaceID(%q) = %q, not a valid id", name, id)
-		}
-	}
-	if a, b := newWorkspaceID("x"), newWorkspaceID("x"); a == b {
-		t.Errorf("two ids for one name are both %q", a)
 	}
 }

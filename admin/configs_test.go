@@ -1,10 +1,12 @@
-package gateway
+package admin_test
 
 import (
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/modelgateway/gateway"
 )
 
 type cfgObject struct {
@@ -53,7 +55,7 @@ func TestConfigsLifecycle(t *testing.T) {
 	if !c.Success || c.Data.ID != "prod-routing" || c.Data.Slug != "prod-routing" || c.Data.VersionID == "" {
 		t.Fatalf("create = %+v", c)
 	}
-	if st, auth := e.upstreamCall(coreKey, HeaderConfig+": prod-routing"); st != 200 || auth != "Bearer "+s1 {
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderConfig+": prod-routing"); st != 200 || auth != "Bearer "+s1 {
 		t.Fatalf("call through the new config: %d, Authorization %q", st, auth)
 	}
 
@@ -74,7 +76,7 @@ func TestConfigsLifecycle(t *testing.T) {
 		}
 	}
 	e.want(200, coreAdminKey, "PUT", "/v1/configs/prod-routing", `{"config":`+cfgJSON(e, s2)+`}`, &u)
-	if st, auth := e.upstreamCall(coreKey, HeaderConfig+": prod-routing"); st != 200 || auth != "Bearer "+s2 {
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderConfig+": prod-routing"); st != 200 || auth != "Bearer "+s2 {
 		t.Fatalf("call after update: %d, Authorization %q", st, auth)
 	}
 	e.want(200, coreAdminKey, "PUT", "/v1/configs/prod-routing", `{"name":"Renamed"}`, nil)
@@ -110,8 +112,8 @@ func TestConfigsLifecycle(t *testing.T) {
 
 	e.wantErr(409, "slug", coreAdminKey, "POST", "/v1/configs", `{"name":"x","slug":"prod-routing","config":{"provider":"openai"}}`)
 	e.want(200, coreAdminKey, "DELETE", "/v1/configs/prod-routing", "", nil)
-	if st, code := e.upstreamCall(coreKey, HeaderConfig+": prod-routing"); st != 400 || code != CodeUnknownConfig {
-		t.Fatalf("call through a deleted config: %d %s, want 400 %s", st, code, CodeUnknownConfig)
+	if st, code := e.upstreamCall(coreKey, gateway.HeaderConfig+": prod-routing"); st != 400 || code != gateway.CodeUnknownConfig {
+		t.Fatalf("call through a deleted config: %d %s, want 400 %s", st, code, gateway.CodeUnknownConfig)
 	}
 	e.wantErr(404, "", coreAdminKey, "GET", "/v1/configs/prod-routing", "")
 	e.wantErr(404, "", coreAdminKey, "GET", "/v1/configs/prod-routing/versions", "")
@@ -136,7 +138,7 @@ func TestConfigsAWSSecretsMasked(t *testing.T) {
 	if !strings.Contains(string(got.Data.Config), `"access_key_id":"AKIAEXAMPLE"`) {
 		t.Errorf("config = %s, want the access key id as it is", got.Data.Config)
 	}
-	if _, err := ParseConfig(got.Data.Config); err != nil {
+	if _, err := gateway.ParseConfig(got.Data.Config); err != nil {
 		t.Errorf("masked config does not parse: %v", err)
 	}
 	e.want(200, coreAdminKey, "GET", "/v1/configs/aws/versions", "", nil)
@@ -158,7 +160,7 @@ func TestConfigsInvalidConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e.t = t
-			res := e.do(tc.method, tc.path, strings.NewReader(`{"name":"x","config":`+tc.config+`}`), HeaderAPIKey+": "+coreAdminKey)
+			res := e.do(tc.method, tc.path, strings.NewReader(`{"name":"x","config":`+tc.config+`}`), gateway.HeaderAPIKey+": "+coreAdminKey)
 			if res.StatusCode != 400 {
 				t.Fatalf("status = %d, want 400", res.StatusCode)
 			}
@@ -166,8 +168,8 @@ func TestConfigsInvalidConfig(t *testing.T) {
 			if deref(eb.Error.Param) != "config" || !strings.Contains(eb.Error.Message, tc.inMessage) {
 				t.Errorf("error = %+v, want param config and a message naming %s", eb.Error, tc.inMessage)
 			}
-			if code := deref(eb.Error.Code); code != CodeInvalidConfig && code != CodeInvalidCustomHost {
-				t.Errorf("code = %s, want %s", code, CodeInvalidConfig)
+			if code := deref(eb.Error.Code); code != gateway.CodeInvalidConfig && code != gateway.CodeInvalidCustomHost {
+				t.Errorf("code = %s, want %s", code, gateway.CodeInvalidConfig)
 			}
 		})
 	}
@@ -188,10 +190,10 @@ func TestConfigsWorkspacesScopesBadInput(t *testing.T) {
 	} {
 		e.wantErr(404, "", coreAdminKey, m.method, m.path, m.body)
 	}
-	if st, code := e.upstreamCall(coreKey, HeaderConfig+": two"); st != 400 || code != CodeUnknownConfig {
-		t.Errorf("ws-1 using ws-2's config: %d %s, want 400 %s", st, code, CodeUnknownConfig)
+	if st, code := e.upstreamCall(coreKey, gateway.HeaderConfig+": two"); st != 400 || code != gateway.CodeUnknownConfig {
+		t.Errorf("ws-1 using ws-2's config: %d %s, want 400 %s", st, code, gateway.CodeUnknownConfig)
 	}
-	if st, auth := e.upstreamCall(cpCompleter, HeaderConfig+": two"); st != 200 || auth != "Bearer sk-two-cfg-secret" {
+	if st, auth := e.upstreamCall(cpCompleter, gateway.HeaderConfig+": two"); st != 200 || auth != "Bearer sk-two-cfg-secret" {
 		t.Errorf("ws-2 using its config: %d %q", st, auth)
 	}
 	var list cfgList
@@ -251,12 +253,12 @@ func TestConfigsPaging(t *testing.T) {
 // versioned by the control plane like one made through it.
 func TestStoreFileConfigControlPlane(t *testing.T) {
 	e := newCPEnv(t)
-	e.store.AddConfig(SavedConfig{ID: "from-file", WorkspaceID: "ws-1", Config: json.RawMessage(cfgJSON(e, "sk-file-secret-01"))})
-	if st, auth := e.upstreamCall(coreKey, HeaderConfig+": from-file"); st != 200 || auth != "Bearer sk-file-secret-01" {
+	e.store.AddConfig(gateway.SavedConfig{ID: "from-file", WorkspaceID: "ws-1", Config: json.RawMessage(cfgJSON(e, "sk-file-secret-01"))})
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderConfig+": from-file"); st != 200 || auth != "Bearer sk-file-secret-01" {
 		t.Fatalf("store-file config: %d %q", st, auth)
 	}
 	e.want(200, coreAdminKey, "PUT", "/v1/configs/from-file", `{"config":`+cfgJSON(e, "sk-file-secret-02")+`}`, nil)
-	if st, auth := e.upstreamCall(coreKey, HeaderConfig+": from-file"); st != 200 || auth != "Bearer sk-file-secret-02" {
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderConfig+": from-file"); st != 200 || auth != "Bearer sk-file-secret-02" {
 		t.Fatalf("store-file config after PUT: %d %q", st, auth)
 	}
 	var vs cfgList

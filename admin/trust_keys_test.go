@@ -1,4 +1,4 @@
-package gateway
+package admin_test
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // Tests of the trust model on the API keys, workspaces and policies control
@@ -19,14 +22,14 @@ import (
 // naming param (when not empty), and returns its message.
 func (e *akEnv) wantPermission(param, key, method, path, body string) string {
 	e.t.Helper()
-	res := e.do(method, path, strings.NewReader(body), HeaderAPIKey+": "+key)
+	res := e.do(method, path, strings.NewReader(body), gateway.HeaderAPIKey+": "+key)
 	eb := decodeError(e.t, res)
 	if param == "" {
 		param = "<null>"
 	}
-	if res.StatusCode != http.StatusForbidden || eb.Error.Type != TypePermission || deref(eb.Error.Param) != param {
+	if res.StatusCode != http.StatusForbidden || eb.Error.Type != gateway.TypePermission || deref(eb.Error.Param) != param {
 		e.t.Fatalf("%s %s %s = %d %s param %s (%s), want 403 %s param %s", method, path, body, res.StatusCode,
-			eb.Error.Type, deref(eb.Error.Param), eb.Error.Message, TypePermission, param)
+			eb.Error.Type, deref(eb.Error.Param), eb.Error.Message, gateway.TypePermission, param)
 	}
 	return eb.Error.Message
 }
@@ -58,7 +61,7 @@ func TestAPIKeysNoTakeover(t *testing.T) {
 	}
 	var adm akObject
 	e.want(200, coreAdminKey, "GET", "/v1/api-keys/key-admin", "", &adm)
-	if adm.Name != "" || len(adm.Scopes) != len(allScopes) || adm.RateLimits != nil || !adm.ExpiresAt.IsZero() {
+	if adm.Name != "" || len(adm.Scopes) != len(gateway.RoleScopes(gateway.RoleAdmin)) || adm.RateLimits != nil || !adm.ExpiresAt.IsZero() {
 		t.Errorf("admin key after the attempts: %+v", adm)
 	}
 	if got := e.dataPlane(akReader); got != 403 { // works, lacks completions.write
@@ -124,7 +127,7 @@ func TestAPIKeysNoSelfLift(t *testing.T) {
 // not on one holding more.
 func TestAPIKeysEqualAndOrganisation(t *testing.T) {
 	e := newAKEnv(t)
-	all, _ := json.Marshal(allScopes)
+	all, _ := json.Marshal(gateway.RoleScopes(gateway.RoleAdmin))
 	var a2 akCreated
 	e.want(200, coreAdminKey, "POST", "/v1/api-keys/workspace/service", `{"name":"admin 2","scopes":`+string(all)+`}`, &a2)
 	e.want(200, a2.Key, "PUT", "/v1/api-keys/key-admin", `{"name":"admin 1"}`, nil)
@@ -155,25 +158,26 @@ func TestAPIKeysEqualAndOrganisation(t *testing.T) {
 // racing writer gives that key every scope: the write finds the key
 // changed (ErrConflict), as a control-plane write that lost a race does.
 type growingKeys struct {
-	*MemoryStore
+	*memstore.Store
 	grow string
 	done atomic.Bool
 }
 
-func (s *growingKeys) UpdateAPIKey(ctx context.Context, old, k *APIKey) error {
+func (s *growingKeys) UpdateAPIKey(ctx context.Context, old, k *gateway.APIKey) error {
 	if old.ID == s.grow && s.done.CompareAndSwap(false, true) {
 		cur, err := s.APIKeyByID(ctx, old.ID)
 		if err != nil {
 			return err
 		}
-		up := cloneAPIKey(cur)
-		up.Scopes, up.UpdatedAt = allScopes, cur.UpdatedAt.Add(time.Second)
-		if err := s.MemoryStore.UpdateAPIKey(ctx, cur, up); err != nil {
+		up := *cur // the scopes are replaced, not shared
+		up.Scopes = nil
+		up.Scopes, up.UpdatedAt = gateway.RoleScopes(gateway.RoleAdmin), cur.UpdatedAt.Add(time.Second)
+		if err := s.Store.UpdateAPIKey(ctx, cur, &up); err != nil {
 			return err
 		}
-		return ErrConflict
+		return gateway.ErrConflict
 	}
-	return s.MemoryStore.UpdateAPIKey(ctx, old, k)
+	return s.Store.UpdateAPIKey(ctx, old, k)
 }
 
 // TestAPIKeysOrderCheckedAsWritten: the subset check is made on the key
@@ -181,28 +185,28 @@ func (s *growingKeys) UpdateAPIKey(ctx context.Context, old, k *APIKey) error {
 // gained scopes meanwhile is refused, and keeps them.
 func TestAPIKeysOrderCheckedAsWritten(t *testing.T) {
 	var gk *growingKeys
-	e := newCoreEnv(t, nil, func(o *Options) {
-		gk = &growingKeys{MemoryStore: o.Keys.(*MemoryStore), grow: "key-narrow"}
+	e := newCoreEnv(t, nil, func(o *gateway.Options) {
+		gk = &growingKeys{Store: o.Keys.(*memstore.Store), grow: "key-narrow"}
 		o.Keys = gk
 	})
-	e.store.AddAPIKey(APIKey{ID: "key-writer", Digest: HashAPIKey(akWriter), WorkspaceID: "ws-1",
-		Scopes: []Scope{ScopeAPIKeysWrite, ScopeCompletionsWrite}})
-	e.store.AddAPIKey(APIKey{ID: "key-narrow", Digest: HashAPIKey("gw-narrow"), WorkspaceID: "ws-1",
-		Scopes: []Scope{ScopeCompletionsWrite}})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-writer", Digest: gateway.HashAPIKey(akWriter), WorkspaceID: "ws-1",
+		Scopes: []gateway.Scope{gateway.ScopeAPIKeysWrite, gateway.ScopeCompletionsWrite}})
+	e.store.AddAPIKey(gateway.APIKey{ID: "key-narrow", Digest: gateway.HashAPIKey("gw-narrow"), WorkspaceID: "ws-1",
+		Scopes: []gateway.Scope{gateway.ScopeCompletionsWrite}})
 	for _, m := range []struct{ method, path, body string }{
 		{"PUT", "/v1/api-keys/key-narrow", `{"name":"x"}`},
 		{"POST", "/v1/api-keys/key-narrow/rotate", ""},
 	} {
 		gk.done.Store(false)
 		status, b := cp(e, akWriter, m.method, m.path, m.body)
-		if status != http.StatusForbidden || !strings.Contains(string(b), TypePermission) {
+		if status != http.StatusForbidden || !strings.Contains(string(b), gateway.TypePermission) {
 			t.Fatalf("%s %s on a key grown meanwhile = %d %s, want 403", m.method, m.path, status, b)
 		}
 		k, err := gk.APIKeyByID(context.Background(), "key-narrow")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(k.Scopes, allScopes) || k.Name != "" || k.Digest != HashAPIKey("gw-narrow") {
+		if !slices.Equal(k.Scopes, gateway.RoleScopes(gateway.RoleAdmin)) || k.Name != "" || k.Digest != gateway.HashAPIKey("gw-narrow") {
 			t.Fatalf("key after the refused write: scopes %v, name %q", k.Scopes, k.Name)
 		}
 	}
@@ -260,7 +264,7 @@ func TestAPIKeysBounds(t *testing.T) {
 func TestAPIKeysNoStore(t *testing.T) {
 	e := newAKEnv(t)
 	res := e.do("POST", "/v1/api-keys/workspace/service", strings.NewReader(`{"name":"x","scopes":["completions.write"]}`),
-		HeaderAPIKey+": "+coreAdminKey)
+		gateway.HeaderAPIKey+": "+coreAdminKey)
 	var c akCreated
 	if err := json.NewDecoder(res.Body).Decode(&c); err != nil || res.StatusCode != 200 {
 		t.Fatalf("create = %d, %v", res.StatusCode, err)
@@ -268,10 +272,42 @@ func TestAPIKeysNoStore(t *testing.T) {
 	if got := res.Header.Get("Cache-Control"); got != "no-store" {
 		t.Errorf("create: Cache-Control %q, want no-store", got)
 	}
-	res = e.do("POST", "/v1/api-keys/"+c.ID+"/rotate", nil, HeaderAPIKey+": "+coreAdminKey)
+	res = e.do("POST", "/v1/api-keys/"+c.ID+"/rotate", nil, gateway.HeaderAPIKey+": "+coreAdminKey)
 	res.Body.Close()
 	if got := res.Header.Get("Cache-Control"); res.StatusCode != 200 || got != "no-store" {
 		t.Errorf("rotate = %d, Cache-Control %q, want 200 no-store", res.StatusCode, got)
+	}
+}
+
+// TestAuditNamesKeyWorkspace: an organisation key's writes on a
+// workspace's keys are recorded in that workspace, where its own keys
+// read them.
+func TestAuditNamesKeyWorkspace(t *testing.T) {
+	e := newWSEnv(t, false)
+	var c struct{ ID string }
+	cpWant(e, 200, wsOrg, "POST", "/v1/api-keys/workspace/service", `{"name":"for ws-2","workspace_id":"ws-2","scopes":["completions.write"]}`, &c)
+	cpWant(e, 200, wsOrg, "POST", "/v1/api-keys/"+c.ID+"/rotate", "", nil)
+	cpWant(e, 200, wsOrg, "PUT", "/v1/api-keys/"+c.ID, `{"name":"renamed"}`, nil)
+	cpWant(e, 200, wsOrg, "DELETE", "/v1/api-keys/"+c.ID, "", nil)
+	want := []string{"api_keys.delete " + c.ID + " ws-2 key-org", "api_keys.update " + c.ID + " ws-2 key-org",
+		"api_keys.rotate " + c.ID + " ws-2 key-org", "api_keys.create " + c.ID + " ws-2 key-org"}
+	for _, key := range []string{wsOrg, wsAdmin2} {
+		q := "?resource_type=api_keys"
+		if key == wsOrg {
+			q += "&workspace_id=ws-2"
+		}
+		l, _ := auditLogs(e, key, q)
+		var got []string
+		for _, r := range l.Records {
+			got = append(got, r.Action+" "+r.ResourceID+" "+r.WorkspaceID+" "+r.UserID)
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("records read by %s: %q, want %q", key, got, want)
+		}
+	}
+	// ws-1's admin does not see them.
+	if l, _ := auditLogs(e, coreAdminKey, "?resource_type=api_keys"); l.Total != 0 {
+		t.Errorf("ws-1 reads %d records of ws-2's keys", l.Total)
 	}
 }
 
@@ -294,14 +330,25 @@ func TestWorkspacesAndPoliciesBounds(t *testing.T) {
 		{"PUT", "/v1/admin/workspaces/" + ws.ID, `{"name":"\u007f"}`, "name"},
 		{"PUT", "/v1/admin/workspaces/" + ws.ID, `{"defaults":{"metadata":` + bigMD + `}}`, "defaults.metadata"},
 	} {
-		cpErr(e, 400, wsOrg, tc.method, tc.path, tc.body, tc.param, policyCodeInvalid)
+		cpErr(e, 400, wsOrg, tc.method, tc.path, tc.body, tc.param, "invalid_parameter")
 	}
 
 	// Rate-limits policies.
-	cpErr(e, 400, coreAdminKey, "POST", "/v1/policies/rate-limits", strings.Replace(auditPolicy, "100 RPM", "a\\u0000b", 1), "name", policyCodeInvalid)
+	cpErr(e, 400, coreAdminKey, "POST", "/v1/policies/rate-limits", strings.Replace(auditPolicy, "100 RPM", "a\\u0000b", 1), "name", "invalid_parameter")
 	var p struct{ ID string }
 	cpWant(e, 200, coreAdminKey, "POST", "/v1/policies/rate-limits", auditPolicy, &p)
-	cpErr(e, 400, coreAdminKey, "PUT", "/v1/policies/rate-limits/"+p.ID, `{"name":"a\nb"}`, "name", policyCodeInvalid)
+	cpErr(e, 400, coreAdminKey, "PUT", "/v1/policies/rate-limits/"+p.ID, `{"name":"a\nb"}`, "name", "invalid_parameter")
+}
+
+// TestUsageLimitsPolicyNameBounds: a usage-limits policy's name is a
+// label, on create and update.
+func TestUsageLimitsPolicyNameBounds(t *testing.T) {
+	e := newCoreEnv(t, nil, func(o *gateway.Options) { withBudgets(o) })
+	const body = `{"name":"NAME","conditions":[{"key":"workspace_id","value":"ws-1"}],"group_by":[{"key":"api_key"}],"type":"cost","credit_limit":10}`
+	cpErr(e, 400, coreAdminKey, "POST", "/v1/policies/usage-limits", strings.Replace(body, "NAME", "a\\u0000b", 1), "name", "invalid_parameter")
+	var p struct{ ID string }
+	cpWant(e, 200, coreAdminKey, "POST", "/v1/policies/usage-limits", body, &p)
+	cpErr(e, 400, coreAdminKey, "PUT", "/v1/policies/usage-limits/"+p.ID, `{"name":"a\u001bb"}`, "name", "invalid_parameter")
 }
 
 // TestAPIKeysPassOnLimits: a key with limits and an expiry cannot mint an

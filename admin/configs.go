@@ -1,7 +1,7 @@
-package gateway
+package admin
 
 import (
-	"context"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,62 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
-// ConfigAdmin is an optional capability of Options.Configs, found by type
-// assertion: keeping saved configs per workspace, with their versions, as
-// the configs control plane needs. Without it every call to /configs is a
-// 404 saying that configs are not managed on this gateway. MemoryStore
-// implements it.
-//
-// A config is stored under its WorkspaceID and ID (configs made through
-// the control plane have their slug as ID): an id is unique within a
-// workspace, and the same id may live in several workspaces (and once
-// with no workspace). The data plane finds the id an x-gateway-config
-// header names in the caller's workspace with ConfigIn first, then with
-// Config (of ConfigStore), which should prefer the config of no
-// workspace; a config of another workspace found that way answers as
-// an unknown one (400 unknown_config), so that no caller learns it exists.
-//
-// Implementations must be safe for concurrent use, and each method atomic
-// with respect to the others. ConfigIn, ConfigVersions, UpdateConfig and
-// DeleteConfig return ErrNotFound for an unknown workspace and id. A
-// config returned by ConfigIn is the current version; it may be shared
-// and must not be modified. Configs and ConfigVersions return copies.
-// Configs returns the current version of the configs whose WorkspaceID is
-// workspaceID, or of every config when workspaceID is empty, ordered by
-// CreatedAt, then WorkspaceID and ID. ConfigVersions returns every
-// version of a config, newest first. CreateConfig stores c as the first
-// version and returns ErrConflict when the workspace already holds c.ID.
-// UpdateConfig adds c (of the same workspace and id, whose Version is one
-// more) as the newest version only if the current one still has old's
-// Version and UpdatedAt, and returns ErrConflict otherwise. DeleteConfig
-// removes a config with every version.
-type ConfigAdmin interface {
-	ConfigStore
-	ConfigIn(ctx context.Context, workspaceID, id string) (*SavedConfig, error)
-	Configs(ctx context.Context, workspaceID string) ([]SavedConfig, error)
-	ConfigVersions(ctx context.Context, workspaceID, id string) ([]SavedConfig, error)
-	CreateConfig(ctx context.Context, c *SavedConfig) error
-	UpdateConfig(ctx context.Context, old, c *SavedConfig) error
-	DeleteConfig(ctx context.Context, workspaceID, id string) error
-}
-
 // configObject is the "object" of a config in responses.
 const configObject = "config"
-
-// findConfig is the data plane's lookup of id for a caller of workspace
-// ws (see ConfigAdmin).
-func findConfig(ctx context.Context, st ConfigStore, ws, id string) (*SavedConfig, error) {
-	if a, ok := st.(ConfigAdmin); ok && ws != "" {
-		c, err := a.ConfigIn(ctx, ws, id)
-		if !errors.Is(err, ErrNotFound) {
-			return c, err
-		}
-	}
-	return st.Config(ctx, id)
-}
 
 // serveConfigs serves the configs control plane under {prefix}/configs
 // (the control plane, the reference's shapes):
@@ -94,14 +45,14 @@ func findConfig(ctx context.Context, st ConfigStore, ws, id string) (*SavedConfi
 // created as version 1 and every PUT adds the next version; the data
 // plane uses the newest at once. Reads show api_key, secret_access_key
 // and session_token masked, wherever they are in the config.
-func (g *Gateway) serveConfigs(w http.ResponseWriter, r *http.Request) {
-	id, ok := scopedIdentity(w, r, ScopeConfigsRead, ScopeConfigsWrite)
+func (a *plane) serveConfigs(w http.ResponseWriter, r *http.Request) {
+	id, ok := control.Scoped(w, r, gateway.ScopeConfigsRead, gateway.ScopeConfigsWrite)
 	if !ok {
 		return
 	}
-	store, ok := g.opts.Configs.(ConfigAdmin)
-	if !ok {
-		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+	store := a.o.Configs
+	if store == nil {
+		gateway.WriteError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 			Message: "configs are not managed on this gateway"})
 		return
 	}
@@ -109,26 +60,26 @@ func (g *Gateway) serveConfigs(w http.ResponseWriter, r *http.Request) {
 	var err error
 	if slug := r.PathValue("slug"); slug != "" && strings.HasSuffix(r.Pattern, "/versions") {
 		err = httpapi.Methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
-			return g.listConfigVersions(w, r, store, k, id, slug)
+			return a.listConfigVersions(w, r, store, k, id, slug)
 		}}.Serve(w, r)
 	} else {
-		err = k.serve(w, r, id, slug, g.createConfig, g.getConfig, g.updateConfig)
+		err = k.Serve(w, r, id, slug, a.createConfig, a.getConfig, a.updateConfig)
 	}
 	if err != nil {
-		g.controlPlaneError(w, r, "config store", err)
+		control.Fail(w, r, a.o.ErrorLog, "config store", err)
 	}
 }
 
 // configKind is the configs of store for the shared skeleton of the
 // routes of records kept by workspace and slug.
-func configKind(store ConfigAdmin) *slugKind[SavedConfig, configWire] {
-	return &slugKind[SavedConfig, configWire]{what: "config",
-		in: store.ConfigIn, all: store.Configs, create: store.CreateConfig,
-		update: store.UpdateConfig, delete: store.DeleteConfig,
-		ws:      func(c *SavedConfig) string { return c.WorkspaceID },
-		clone:   cloneSavedConfig,
-		wire:    (*SavedConfig).wire,
-		success: true,
+func configKind(store ConfigStore) *control.SlugKind[gateway.SavedConfig, configWire] {
+	return &control.SlugKind[gateway.SavedConfig, configWire]{What: "config",
+		In: store.ConfigIn, All: store.Configs, Create: store.CreateConfig,
+		Update: store.UpdateConfig, Delete: store.DeleteConfig,
+		WS:      func(c *gateway.SavedConfig) string { return c.WorkspaceID },
+		Clone:   cloneConfig,
+		Wire:    configWireOf,
+		Success: true,
 	}
 }
 
@@ -144,13 +95,13 @@ type configBody struct {
 
 // checkConfig validates a config member like an inline config and checks
 // its custom hosts; it returns the config as given.
-func (g *Gateway) checkConfig(raw json.RawMessage) (json.RawMessage, error) {
+func (a *plane) checkConfig(raw json.RawMessage) (json.RawMessage, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, policyInvalid("config", "config must be a JSON object")
+		return nil, control.Invalid("config", "config must be a JSON object")
 	}
-	c, err := ParseConfig(raw)
+	c, err := gateway.ParseConfig(raw)
 	if err != nil {
-		var ge *Error
+		var ge *gateway.Error
 		if errors.As(err, &ge) {
 			e := *ge
 			e.Param = "config"
@@ -158,7 +109,7 @@ func (g *Gateway) checkConfig(raw json.RawMessage) (json.RawMessage, error) {
 		}
 		return nil, err
 	}
-	if err := g.checkConfigHosts(c, ""); err != nil {
+	if err := a.checkConfigHosts(c, ""); err != nil {
 		return nil, err
 	}
 	return append(json.RawMessage(nil), raw...), nil
@@ -166,11 +117,11 @@ func (g *Gateway) checkConfig(raw json.RawMessage) (json.RawMessage, error) {
 
 // checkConfigHosts checks every custom_host of c, at path, with the
 // custom-host guard.
-func (g *Gateway) checkConfigHosts(c *Config, path string) error {
+func (a *plane) checkConfigHosts(c *gateway.Config, path string) error {
 	if c.CustomHost != "" {
 		p := join(path, "custom_host")
-		if _, err := g.guard.checkURL(c.CustomHost, "config"); err != nil {
-			var ge *Error
+		if err := a.checkHost(c.CustomHost, "config"); err != nil {
+			var ge *gateway.Error
 			if errors.As(err, &ge) {
 				e := *ge
 				e.Message = "invalid config: " + p + ": " + ge.Message
@@ -180,7 +131,7 @@ func (g *Gateway) checkConfigHosts(c *Config, path string) error {
 		}
 	}
 	for i, t := range c.Targets {
-		if err := g.checkConfigHosts(t, fmt.Sprintf("%s[%d]", join(path, "targets"), i)); err != nil {
+		if err := a.checkConfigHosts(t, fmt.Sprintf("%s[%d]", join(path, "targets"), i)); err != nil {
 			return err
 		}
 	}
@@ -194,10 +145,10 @@ func (g *Gateway) checkConfigHosts(c *Config, path string) error {
 // parses counts as one without hosts.
 func configHostChanges(old, c json.RawMessage) []string {
 	was, now := map[string]string{}, map[string]string{}
-	if oc, err := ParseConfig(old); err == nil {
+	if oc, err := gateway.ParseConfig(old); err == nil {
 		configHosts(oc, "", was)
 	}
-	if nc, err := ParseConfig(c); err == nil {
+	if nc, err := gateway.ParseConfig(c); err == nil {
 		configHosts(nc, "", now)
 	}
 	var out []string
@@ -215,7 +166,7 @@ func configHostChanges(old, c json.RawMessage) []string {
 }
 
 // configHosts adds the custom_host of c and of its targets to m, by path.
-func configHosts(c *Config, path string, m map[string]string) {
+func configHosts(c *gateway.Config, path string, m map[string]string) {
 	if c.CustomHost != "" {
 		m[join(path, "custom_host")] = c.CustomHost
 	}
@@ -226,7 +177,7 @@ func configHosts(c *Config, path string, m map[string]string) {
 
 // maskedConfig returns raw, a stored config, with its secrets masked.
 func maskedConfig(raw json.RawMessage) json.RawMessage {
-	c, err := ParseConfig(raw)
+	c, err := gateway.ParseConfig(raw)
 	if err != nil {
 		return json.RawMessage("{}")
 	}
@@ -238,37 +189,37 @@ func maskedConfig(raw json.RawMessage) json.RawMessage {
 	return out
 }
 
-func maskConfigSecrets(c *Config) {
-	c.APIKey = maskSecret(c.APIKey)
-	c.SecretAccessKey = maskSecret(c.SecretAccessKey)
-	c.SessionToken = maskSecret(c.SessionToken)
+func maskConfigSecrets(c *gateway.Config) {
+	c.APIKey = control.MaskSecret(c.APIKey)
+	c.SecretAccessKey = control.MaskSecret(c.SecretAccessKey)
+	c.SessionToken = control.MaskSecret(c.SessionToken)
 	for _, t := range c.Targets {
 		maskConfigSecrets(t)
 	}
 }
 
-func (g *Gateway) createConfig(w http.ResponseWriter, r *http.Request, k *slugKind[SavedConfig, configWire], id Identity) error {
+func (a *plane) createConfig(w http.ResponseWriter, r *http.Request, k *control.SlugKind[gateway.SavedConfig, configWire], id gateway.Identity) error {
 	var b configBody
-	if err := g.decodeStrict(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
-	if err := checkName(b.Name, true); err != nil {
+	if err := control.CheckName(b.Name, true); err != nil {
 		return err
 	}
-	ws, slug, err := k.createIn(r, id, b.WorkspaceID, b.Slug, *b.Name)
+	ws, slug, err := k.CreateIn(id, b.WorkspaceID, b.Slug, *b.Name)
 	if err != nil {
 		return err
 	}
-	raw, err := g.checkConfig(b.Config)
+	raw, err := a.checkConfig(b.Config)
 	if err != nil {
 		return err
 	}
-	orgActedIn(r, id, ws)
-	now := g.clock().UTC()
+	control.OrgActedIn(r, id, ws)
+	now := a.now().UTC()
 	// Written through the control plane: a tenant's config, its hosts guarded.
-	c := SavedConfig{ID: slug, WorkspaceID: ws, Config: raw, Name: *b.Name, Version: 1, VersionID: newUUID(),
+	c := gateway.SavedConfig{ID: slug, WorkspaceID: ws, Config: raw, Name: *b.Name, Version: 1, VersionID: control.NewUUID(),
 		CreatedAt: now, UpdatedAt: now, Tenant: true}
-	if err := k.store(r, slug, &c); err != nil {
+	if err := k.Store(r, slug, &c); err != nil {
 		return err
 	}
 	type data struct {
@@ -276,7 +227,7 @@ func (g *Gateway) createConfig(w http.ResponseWriter, r *http.Request, k *slugKi
 		Slug      string `json:"slug"`
 		VersionID string `json:"version_id"`
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Success bool `json:"success"`
 		Data    data `json:"data"`
 	}{true, data{slug, slug, c.VersionID}})
@@ -302,51 +253,51 @@ type configWire struct {
 	Object        string    `json:"object"`
 }
 
-func (c *SavedConfig) wire() configWire {
+func configWireOf(c *gateway.SavedConfig) configWire {
 	return configWire{ID: c.ID, Slug: c.ID, Name: c.Name, WorkspaceID: c.WorkspaceID, Status: "active",
 		Version: c.Version, VersionID: c.VersionID, CreatedAt: c.CreatedAt, LastUpdatedAt: c.UpdatedAt, Object: configObject}
 }
 
-func (g *Gateway) getConfig(w http.ResponseWriter, r *http.Request, k *slugKind[SavedConfig, configWire], id Identity, slug string) error {
-	c, err := k.lookup(r, id, slug)
+func (a *plane) getConfig(w http.ResponseWriter, r *http.Request, k *control.SlugKind[gateway.SavedConfig, configWire], id gateway.Identity, slug string) error {
+	c, err := k.Lookup(r, id, slug)
 	if err != nil {
 		return err
 	}
-	o := c.wire()
+	o := configWireOf(c)
 	o.Config = maskedConfig(c.Config)
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Success bool       `json:"success"`
 		Data    configWire `json:"data"`
 	}{true, o})
 	return nil
 }
 
-func (g *Gateway) listConfigVersions(w http.ResponseWriter, r *http.Request, store ConfigAdmin, k *slugKind[SavedConfig, configWire], id Identity, slug string) error {
-	size, page, err := pageParams(r.URL.Query())
+func (a *plane) listConfigVersions(w http.ResponseWriter, r *http.Request, store ConfigStore, k *control.SlugKind[gateway.SavedConfig, configWire], id gateway.Identity, slug string) error {
+	page, err := control.Page(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	cur, err := k.lookup(r, id, slug)
+	cur, err := k.Lookup(r, id, slug)
 	if err != nil {
 		return err
 	}
 	all, err := store.ConfigVersions(r.Context(), cur.WorkspaceID, slug)
-	if errors.Is(err, ErrNotFound) {
-		return k.notFound(slug)
+	if errors.Is(err, gateway.ErrNotFound) {
+		return k.NotFound(slug)
 	} else if err != nil {
 		return err
 	}
-	sel := pageOf(all, size, page)
+	sel := httpapi.Of(all, page)
 	data := make([]configWire, len(sel))
 	for i := range sel {
 		v := &sel[i]
-		o := v.wire()
+		o := configWireOf(v)
 		// A version was created when it was written.
 		o.CreatedAt = v.UpdatedAt
 		o.Config, o.Format = string(maskedConfig(v.Config)), "json"
 		data[i] = o
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Object string       `json:"object"`
 		Total  int          `json:"total"`
 		Data   []configWire `json:"data"`
@@ -354,26 +305,26 @@ func (g *Gateway) listConfigVersions(w http.ResponseWriter, r *http.Request, sto
 	return nil
 }
 
-func (g *Gateway) updateConfig(w http.ResponseWriter, r *http.Request, k *slugKind[SavedConfig, configWire], id Identity, slug string) error {
+func (a *plane) updateConfig(w http.ResponseWriter, r *http.Request, k *control.SlugKind[gateway.SavedConfig, configWire], id gateway.Identity, slug string) error {
 	var b configBody
-	if err := g.decodeStrict(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
-	if err := fixed(b.Slug, b.WorkspaceID); err != nil {
+	if err := control.Fixed(b.Slug, b.WorkspaceID); err != nil {
 		return err
 	}
-	if err := checkName(b.Name, false); err != nil {
+	if err := control.CheckName(b.Name, false); err != nil {
 		return err
 	}
 	var raw json.RawMessage
 	if b.Config != nil {
 		var err error
-		if raw, err = g.checkConfig(b.Config); err != nil {
+		if raw, err = a.checkConfig(b.Config); err != nil {
 			return err
 		}
 	}
-	return k.change(w, r, id, slug, func(old *SavedConfig) (*SavedConfig, []string, error) {
-		c := cloneSavedConfig(old)
+	return k.Change(r, id, slug, func(old *gateway.SavedConfig) (*gateway.SavedConfig, []string, error) {
+		c := cloneConfig(old)
 		if b.Name != nil {
 			c.Name = *b.Name
 		}
@@ -385,16 +336,31 @@ func (g *Gateway) updateConfig(w http.ResponseWriter, r *http.Request, k *slugKi
 		// Custom hosts the tenant set make the config a tenant's; other
 		// changes leave the operator's hosts as trusted as they were.
 		c.Tenant = old.Tenant || len(changes) > 0
-		c.Version, c.VersionID, c.UpdatedAt = old.Version+1, newUUID(), g.clock().UTC()
+		c.Version, c.VersionID, c.UpdatedAt = old.Version+1, control.NewUUID(), a.now().UTC()
 		return c, changes, nil
-	}, func(c *SavedConfig) {
+	}, func(c *gateway.SavedConfig) {
 		type data struct {
 			VersionID string `json:"version_id"`
 			Version   int    `json:"version"`
 		}
-		writeJSON(w, http.StatusOK, struct {
+		httpapi.WriteJSON(w, http.StatusOK, struct {
 			Success bool `json:"success"`
 			Data    data `json:"data"`
 		}{true, data{c.VersionID, c.Version}})
 	})
+}
+
+// cloneConfig returns a copy of c sharing no memory with it.
+func cloneConfig(c *gateway.SavedConfig) *gateway.SavedConfig {
+	v := *c
+	v.Config = bytes.Clone(c.Config)
+	return &v
+}
+
+// join appends field to the JSON path of a config, for messages.
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
 }

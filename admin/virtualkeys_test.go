@@ -1,4 +1,4 @@
-package gateway
+package admin_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // Keys of the virtual keys and configs tests, besides those of akEnv.
@@ -20,15 +23,15 @@ const (
 func newCPEnv(t *testing.T) *akEnv {
 	t.Helper()
 	up := newCoreUpstream(t, nil)
-	e := &akEnv{coreEnv: newCoreEnv(t, up, func(o *Options) {
-		st := o.Keys.(*MemoryStore)
-		st.AddAPIKey(APIKey{ID: "key-admin-2", Digest: HashAPIKey(akAdmin2), WorkspaceID: "ws-2", Role: RoleAdmin})
-		st.AddAPIKey(APIKey{ID: "key-org", Digest: HashAPIKey(akOrg), Type: KeyOrganisation, Role: RoleAdmin})
-		st.AddAPIKey(APIKey{ID: "key-vk-reader", Digest: HashAPIKey(cpVKReader), WorkspaceID: "ws-1",
-			Scopes: []Scope{ScopeVirtualKeysRead, ScopeConfigsRead}})
-		st.AddAPIKey(APIKey{ID: "key-completer", Digest: HashAPIKey(cpCompleter), WorkspaceID: "ws-2",
-			Scopes: []Scope{ScopeCompletionsWrite}})
-		st.AddAPIKey(APIKey{ID: "key-no-ws", Digest: HashAPIKey(cpNoWS), Role: RoleAdmin})
+	e := &akEnv{coreEnv: newCoreEnv(t, up, func(o *gateway.Options) {
+		st := o.Keys.(*memstore.Store)
+		st.AddAPIKey(gateway.APIKey{ID: "key-admin-2", Digest: gateway.HashAPIKey(akAdmin2), WorkspaceID: "ws-2", Role: gateway.RoleAdmin})
+		st.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(akOrg), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
+		st.AddAPIKey(gateway.APIKey{ID: "key-vk-reader", Digest: gateway.HashAPIKey(cpVKReader), WorkspaceID: "ws-1",
+			Scopes: []gateway.Scope{gateway.ScopeVirtualKeysRead, gateway.ScopeConfigsRead}})
+		st.AddAPIKey(gateway.APIKey{ID: "key-completer", Digest: gateway.HashAPIKey(cpCompleter), WorkspaceID: "ws-2",
+			Scopes: []gateway.Scope{gateway.ScopeCompletionsWrite}})
+		st.AddAPIKey(gateway.APIKey{ID: "key-no-ws", Digest: gateway.HashAPIKey(cpNoWS), Role: gateway.RoleAdmin})
 	})}
 	return e
 }
@@ -38,7 +41,7 @@ func newCPEnv(t *testing.T) *akEnv {
 func (e *akEnv) upstreamCall(key, header string) (int, string) {
 	e.t.Helper()
 	n := len(e.up.received())
-	res := e.do("GET", "/v1/models", nil, HeaderAPIKey+": "+key, header)
+	res := e.do("GET", "/v1/models", nil, gateway.HeaderAPIKey+": "+key, header)
 	b, _ := io.ReadAll(res.Body)
 	if res.StatusCode != 200 {
 		var eb coreErrBody
@@ -57,7 +60,7 @@ func (e *akEnv) upstreamCall(key, header string) (int, string) {
 func (e *akEnv) noSecrets(secrets ...string) {
 	e.t.Helper()
 	e.gw.Close()
-	recs, _ := json.Marshal(e.logs.Query(LogFilter{}))
+	recs, _ := json.Marshal(e.logs.Query(gateway.LogFilter{}))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, s := range secrets {
@@ -99,33 +102,6 @@ type vkCreated struct {
 	Data    struct{ Slug string }
 }
 
-func TestMaskSecret(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"", ""},
-		{"abc", "***"},
-		{"1234567", "*******"},
-		{"sk-secret-9876", "sk**********76"},
-		{"ключ-секрет", "кл*******ет"},
-	} {
-		if got := maskSecret(tc.in); got != tc.want {
-			t.Errorf("maskSecret(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-func TestSlugOf(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"My First Key", "my-first-key"},
-		{"  --OpenAI__prod!! ", "openai-prod"},
-		{"!!!", ""},
-		{strings.Repeat("a", 80), strings.Repeat("a", 64)},
-	} {
-		if got := slugOf(tc.in); got != tc.want {
-			t.Errorf("slugOf(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestVirtualKeysLifecycle(t *testing.T) {
 	e := newCPEnv(t)
 	const secret, secret2 = "sk-vk-secret-0001", "sk-vk-secret-0002"
@@ -138,7 +114,7 @@ func TestVirtualKeysLifecycle(t *testing.T) {
 	}
 
 	// The data plane uses it at once, with the stored credential.
-	if st, auth := e.upstreamCall(coreKey, HeaderVirtualKey+": prod-openai"); st != 200 || auth != "Bearer "+secret {
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": prod-openai"); st != 200 || auth != "Bearer "+secret {
 		t.Fatalf("call through the new virtual key: %d, Authorization %q", st, auth)
 	}
 
@@ -153,7 +129,7 @@ func TestVirtualKeysLifecycle(t *testing.T) {
 
 	// Update: a new credential is in force at once; other fields stay.
 	e.want(200, coreAdminKey, "PUT", "/v1/virtual-keys/prod-openai", `{"key":"`+secret2+`","note":"rotated"}`, nil)
-	if st, auth := e.upstreamCall(coreKey, HeaderVirtualKey+": prod-openai"); st != 200 || auth != "Bearer "+secret2 {
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": prod-openai"); st != 200 || auth != "Bearer "+secret2 {
 		t.Fatalf("call after update: %d, Authorization %q", st, auth)
 	}
 	e.want(200, coreAdminKey, "GET", "/v1/virtual-keys/prod-openai", "", &got)
@@ -164,7 +140,7 @@ func TestVirtualKeysLifecycle(t *testing.T) {
 	// A taken slug is a conflict, in its workspace only.
 	e.wantErr(409, "slug", coreAdminKey, "POST", "/v1/virtual-keys", `{"name":"prod openai","provider":"openai","key":"x"}`)
 	e.want(200, akAdmin2, "POST", "/v1/virtual-keys", `{"name":"Prod OpenAI","provider":"anthropic","key":"sk-ws2-secret-0003","base_url":"`+e.up.URL+`/v2"}`, &c)
-	if st, auth := e.upstreamCall(coreKey, HeaderVirtualKey+": prod-openai"); st != 200 || auth != "Bearer "+secret2 {
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": prod-openai"); st != 200 || auth != "Bearer "+secret2 {
 		t.Fatalf("ws-1's call after ws-2 took the slug: %d, Authorization %q", st, auth)
 	}
 
@@ -177,15 +153,15 @@ func TestVirtualKeysLifecycle(t *testing.T) {
 	e.want(200, coreAdminKey, "DELETE", "/v1/virtual-keys/prod-openai", "", nil)
 	// The slug now lives in ws-2 alone: unknown to ws-1, as another
 	// workspace's (no existence oracle), as for store-file keys.
-	if st, code := e.upstreamCall(coreKey, HeaderVirtualKey+": prod-openai"); st != 400 || code != CodeUnknownVirtualKey {
-		t.Fatalf("call through ws-1's deleted virtual key: %d %s, want 400 %s", st, code, CodeUnknownVirtualKey)
+	if st, code := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": prod-openai"); st != 400 || code != gateway.CodeUnknownVirtualKey {
+		t.Fatalf("call through ws-1's deleted virtual key: %d %s, want 400 %s", st, code, gateway.CodeUnknownVirtualKey)
 	}
 	e.wantErr(404, "", coreAdminKey, "GET", "/v1/virtual-keys/prod-openai", "")
 	e.wantErr(404, "", coreAdminKey, "DELETE", "/v1/virtual-keys/prod-openai", "")
 	e.want(200, akAdmin2, "GET", "/v1/virtual-keys/prod-openai", "", &got)
 	e.want(200, akAdmin2, "DELETE", "/v1/virtual-keys/prod-openai", "", nil)
-	if st, code := e.upstreamCall(coreKey, HeaderVirtualKey+": prod-openai"); st != 400 || code != CodeUnknownVirtualKey {
-		t.Fatalf("call through a deleted virtual key: %d %s, want 400 %s", st, code, CodeUnknownVirtualKey)
+	if st, code := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": prod-openai"); st != 400 || code != gateway.CodeUnknownVirtualKey {
+		t.Fatalf("call through a deleted virtual key: %d %s, want 400 %s", st, code, gateway.CodeUnknownVirtualKey)
 	}
 
 	// An error answer does not echo a secret either.
@@ -208,10 +184,10 @@ func TestVirtualKeysWorkspaces(t *testing.T) {
 	e.wantErr(403, "workspace_id", coreAdminKey, "POST", "/v1/virtual-keys", `{"name":"x","provider":"openai","workspace_id":"ws-2"}`)
 	e.wantErr(403, "", cpNoWS, "GET", "/v1/virtual-keys", "")
 	// Nor may the data plane of another workspace use it.
-	if st, code := e.upstreamCall(coreKey, HeaderVirtualKey+": two"); st != 400 || code != CodeUnknownVirtualKey {
-		t.Errorf("ws-1 using ws-2's virtual key: %d %s, want 400 %s", st, code, CodeUnknownVirtualKey)
+	if st, code := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": two"); st != 400 || code != gateway.CodeUnknownVirtualKey {
+		t.Errorf("ws-1 using ws-2's virtual key: %d %s, want 400 %s", st, code, gateway.CodeUnknownVirtualKey)
 	}
-	if st, auth := e.upstreamCall(cpCompleter, HeaderVirtualKey+": two"); st != 200 || auth != "Bearer sk-two-secret" {
+	if st, auth := e.upstreamCall(cpCompleter, gateway.HeaderVirtualKey+": two"); st != 200 || auth != "Bearer sk-two-secret" {
 		t.Errorf("ws-2 using its virtual key: %d %q", st, auth)
 	}
 
@@ -237,10 +213,10 @@ func TestVirtualKeysWorkspaces(t *testing.T) {
 	e.want(200, akOrg, "POST", "/v1/virtual-keys", `{"name":"x","slug":"for-ws1","provider":"openai","workspace_id":"ws-1"}`, nil)
 	e.want(200, coreAdminKey, "GET", "/v1/virtual-keys/for-ws1", "", nil)
 	// A caller's own workspace comes first, then the keys of no workspace.
-	if st, auth := e.upstreamCall(cpCompleter, HeaderVirtualKey+": two"); st != 200 || auth != "Bearer sk-two-secret" {
+	if st, auth := e.upstreamCall(cpCompleter, gateway.HeaderVirtualKey+": two"); st != 200 || auth != "Bearer sk-two-secret" {
 		t.Errorf("ws-2 using its own \"two\": %d %q", st, auth)
 	}
-	if st, auth := e.upstreamCall(coreKey, HeaderVirtualKey+": two"); st != 200 || auth != "Bearer sk-shared-secret" {
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": two"); st != 200 || auth != "Bearer sk-shared-secret" {
 		t.Errorf("ws-1 using the shared \"two\": %d %q", st, auth)
 	}
 }
@@ -280,7 +256,7 @@ func TestVirtualKeysScopesAndBadInput(t *testing.T) {
 		})
 	}
 	e.t = t
-	if st, auth := e.upstreamCall(coreKey, HeaderVirtualKey+": vk-up"); st != 200 || auth != "Bearer sk-stored-secret" {
+	if st, auth := e.upstreamCall(coreKey, gateway.HeaderVirtualKey+": vk-up"); st != 200 || auth != "Bearer sk-stored-secret" {
 		t.Errorf("vk-up after refused changes: %d %q", st, auth)
 	}
 	e.wantErr(405, "", coreAdminKey, "PATCH", "/v1/virtual-keys", "")
@@ -314,16 +290,16 @@ func TestVirtualKeysPaging(t *testing.T) {
 // TestVirtualKeysNotManaged: a virtual key store without VirtualKeyAdmin
 // serves no control plane, and configs likewise.
 func TestVirtualKeysNotManaged(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *Options) {
+	e := newCoreEnv(t, nil, func(o *gateway.Options) {
 		o.VirtualKeys = vkOnly{o.VirtualKeys}
 		o.Configs = configsOnly{o.Configs}
 	})
 	for _, p := range []string{"/v1/virtual-keys", "/v1/configs"} {
-		if res := e.do("GET", p, nil, HeaderAPIKey+": "+coreAdminKey); res.StatusCode != 404 {
+		if res := e.do("GET", p, nil, gateway.HeaderAPIKey+": "+coreAdminKey); res.StatusCode != 404 {
 			t.Errorf("GET %s = %d, want 404", p, res.StatusCode)
 		}
 	}
 }
 
-type vkOnly struct{ VirtualKeyStore }
-type configsOnly struct{ ConfigStore }
+type vkOnly struct{ gateway.VirtualKeyStore }
+type configsOnly struct{ gateway.ConfigStore }

@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 import (
 	"bytes"
@@ -10,14 +10,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // Bounds of the API keys control plane.
 const (
 	minKeyTransition = 30 * time.Minute
 	maxKeyTransition = 365 * 24 * time.Hour
-	maxAPIKeySwaps   = 16
 )
 
 // serveAPIKeys serves the API keys control plane under {prefix}/api-keys
@@ -61,14 +63,14 @@ const (
 // and enforced as a budget of the key (see budget_keys.go). A bad type
 // or sub-type in the create path is a 400 naming type or sub-type.
 // Control-plane requests are never rate-limited.
-func (g *Gateway) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
-	id, ok := scopedIdentity(w, r, ScopeAPIKeysRead, ScopeAPIKeysWrite)
+func (a *plane) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
+	id, ok := control.Scoped(w, r, gateway.ScopeAPIKeysRead, gateway.ScopeAPIKeysWrite)
 	if !ok {
 		return
 	}
-	store, ok := g.opts.Keys.(APIKeyStore)
-	if !ok {
-		WriteError(w, r, &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound,
+	store := a.o.Keys
+	if store == nil {
+		gateway.WriteError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
 			Message: "API keys are not managed on this gateway"})
 		return
 	}
@@ -76,46 +78,46 @@ func (g *Gateway) serveAPIKeys(w http.ResponseWriter, r *http.Request) {
 	var m httpapi.Methods
 	switch {
 	case r.PathValue("type") != "":
-		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.createAPIKey(w, r, store, id) }}
+		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return a.createAPIKey(w, r, store, id) }}
 	case kid == "":
-		m = httpapi.Methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error { return g.listAPIKeys(w, r, store, id) }}
+		m = httpapi.Methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error { return a.listAPIKeys(w, r, store, id) }}
 	case strings.HasSuffix(r.Pattern, "/rotate"):
-		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return g.rotateAPIKey(w, r, store, id, kid) }}
+		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return a.rotateAPIKey(w, r, store, id, kid) }}
 	default:
 		m = httpapi.Methods{
-			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return g.getAPIKey(w, r, store, id, kid) },
-			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return g.updateAPIKey(w, r, store, id, kid) },
-			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return g.deleteAPIKey(w, r, store, id, kid) },
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return a.getAPIKey(w, r, store, id, kid) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return a.updateAPIKey(w, r, store, id, kid) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return a.deleteAPIKey(w, r, store, id, kid) },
 		}
 	}
 	err := m.Serve(w, r)
 	if err != nil {
-		g.controlPlaneError(w, r, "API key store", err)
+		control.Fail(w, r, a.o.ErrorLog, "API key store", err)
 	}
 }
 
-func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity) error {
-	typ, sub := KeyType(r.PathValue("type")), KeySubType(r.PathValue("subtype"))
-	if typ != KeyOrganisation && typ != KeyWorkspace {
-		return policyInvalid("type", "type must be organisation or workspace")
+func (a *plane) createAPIKey(w http.ResponseWriter, r *http.Request, store KeyStore, id gateway.Identity) error {
+	typ, sub := gateway.KeyType(r.PathValue("type")), gateway.KeySubType(r.PathValue("subtype"))
+	if typ != gateway.KeyOrganisation && typ != gateway.KeyWorkspace {
+		return control.Invalid("type", "type must be organisation or workspace")
 	}
-	if sub != KeyService && sub != KeyUser {
-		return policyInvalid("sub-type", "sub-type must be service or user")
+	if sub != gateway.KeyService && sub != gateway.KeyUser {
+		return control.Invalid("sub-type", "sub-type must be service or user")
 	}
 	var c apiKeyCreate
-	if err := g.decodeStrict(w, r, &c, false); err != nil {
+	if err := control.Decode(r, &c, false); err != nil {
 		return err
 	}
-	now := g.clock().UTC()
-	k := APIKey{ID: newUUID(), Name: c.Name, Description: c.Description, Type: typ, SubType: sub, UserID: c.UserID,
-		Role: RoleMember, CreatedAt: now, UpdatedAt: now}
+	now := a.now().UTC()
+	k := gateway.APIKey{ID: control.NewUUID(), Name: c.Name, Description: c.Description, Type: typ, SubType: sub, UserID: c.UserID,
+		Role: gateway.RoleMember, CreatedAt: now, UpdatedAt: now}
 	switch {
 	case c.Name == "":
-		return policyInvalid("name", "name is required")
-	case sub == KeyUser && c.UserID == "":
-		return policyInvalid("user_id", "user_id is required for a user key")
-	case sub == KeyService && c.UserID != "":
-		return policyInvalid("user_id", "a service key has no user_id")
+		return control.Invalid("name", "name is required")
+	case sub == gateway.KeyUser && c.UserID == "":
+		return control.Invalid("user_id", "user_id is required for a user key")
+	case sub == gateway.KeyService && c.UserID != "":
+		return control.Invalid("user_id", "a service key has no user_id")
 	}
 	if err := checkKeyText(&c.Name, &c.Description); err != nil {
 		return err
@@ -124,34 +126,34 @@ func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store API
 		return err
 	}
 	switch {
-	case typ == KeyOrganisation && id.Type != KeyOrganisation:
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "type",
+	case typ == gateway.KeyOrganisation && id.Type != gateway.KeyOrganisation:
+		return &gateway.Error{Status: http.StatusForbidden, Type: gateway.TypePermission, Code: gateway.CodePermissionDenied, Param: "type",
 			Message: "only an organisation key may create organisation keys"}
-	case typ == KeyOrganisation && c.WorkspaceID != "":
-		return policyInvalid("workspace_id", "an organisation key has no workspace_id")
-	case typ == KeyOrganisation:
-	case id.Type == KeyOrganisation && c.WorkspaceID == "":
-		return policyInvalid("workspace_id", "workspace_id is required for a workspace key made by an organisation key")
-	case id.Type == KeyOrganisation:
+	case typ == gateway.KeyOrganisation && c.WorkspaceID != "":
+		return control.Invalid("workspace_id", "an organisation key has no workspace_id")
+	case typ == gateway.KeyOrganisation:
+	case id.Type == gateway.KeyOrganisation && c.WorkspaceID == "":
+		return control.Invalid("workspace_id", "workspace_id is required for a workspace key made by an organisation key")
+	case id.Type == gateway.KeyOrganisation:
 		k.WorkspaceID = c.WorkspaceID
 	case id.WorkspaceID == "":
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
+		return &gateway.Error{Status: http.StatusForbidden, Type: gateway.TypePermission, Code: gateway.CodePermissionDenied,
 			Message: "a key without a workspace cannot create keys"}
 	case c.WorkspaceID != "" && c.WorkspaceID != id.WorkspaceID:
-		return otherWorkspace()
+		return control.OtherWorkspace()
 	default:
 		k.WorkspaceID = id.WorkspaceID
 	}
-	auditActedIn(r, k.WorkspaceID)
+	observe.ActedIn(r, k.WorkspaceID)
 	if err := checkScopes(id, c.Scopes); err != nil {
 		return err
 	}
 	k.Scopes = c.Scopes
 	var err error
-	if k.RateLimits, err = rateLimitsJSON(c.RateLimits); err != nil {
+	if k.RateLimits, err = gateway.RateLimitsJSON(c.RateLimits); err != nil {
 		return err
 	}
-	if k.UsageLimits, err = UsageLimitsJSON(c.UsageLimits, false); err != nil {
+	if k.UsageLimits, err = gateway.UsageLimitsJSON(c.UsageLimits, false); err != nil {
 		return err
 	}
 	if c.Defaults != nil {
@@ -164,12 +166,12 @@ func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store API
 		return err
 	}
 	plain := newGatewayKey()
-	k.Digest = HashAPIKey(plain)
+	k.Digest = gateway.HashAPIKey(plain)
 	if err := store.CreateAPIKey(r.Context(), &k); err != nil {
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store") // the plaintext, shown once
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		ID     string `json:"id"`
 		Key    string `json:"key"`
 		Object string `json:"object"`
@@ -179,22 +181,22 @@ func (g *Gateway) createAPIKey(w http.ResponseWriter, r *http.Request, store API
 
 // the digest's last 2 bytes: 4 hex digits
 
-func (g *Gateway) listAPIKeys(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity) error {
+func (a *plane) listAPIKeys(w http.ResponseWriter, r *http.Request, store KeyStore, id gateway.Identity) error {
 	q := r.URL.Query()
-	size, page, err := pageParams(q)
+	page, err := control.Page(q)
 	if err != nil {
 		return err
 	}
 	ws := ""
 	if vs, ok := q["workspace_id"]; ok {
 		if len(vs) != 1 || vs[0] == "" {
-			return policyInvalid("workspace_id", "workspace_id must be given once, not empty")
+			return control.Invalid("workspace_id", "workspace_id must be given once, not empty")
 		}
 		ws = vs[0]
 	}
-	if id.Type != KeyOrganisation {
+	if id.Type != gateway.KeyOrganisation {
 		if ws != "" && ws != id.WorkspaceID {
-			return otherWorkspace()
+			return control.OtherWorkspace()
 		}
 		ws = id.WorkspaceID
 		if ws == "" {
@@ -205,9 +207,9 @@ func (g *Gateway) listAPIKeys(w http.ResponseWriter, r *http.Request, store APIK
 	if err != nil {
 		return err
 	}
-	data, total := listPage(all, func(k *APIKey) bool { return id.sees(k) && (ws == "" || k.WorkspaceID == ws) },
-		(*APIKey).wire, size, page)
-	writeJSON(w, http.StatusOK, struct {
+	data, total := httpapi.Filter(all, func(k *gateway.APIKey) bool { return control.Sees(id, k) && (ws == "" || k.WorkspaceID == ws) },
+		keyWire, page)
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Object string       `json:"object"`
 		Data   []apiKeyWire `json:"data"`
 		Total  int          `json:"total"`
@@ -215,12 +217,12 @@ func (g *Gateway) listAPIKeys(w http.ResponseWriter, r *http.Request, store APIK
 	return nil
 }
 
-func (g *Gateway) getAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity, kid string) error {
+func (a *plane) getAPIKey(w http.ResponseWriter, r *http.Request, store KeyStore, id gateway.Identity, kid string) error {
 	k, err := lookupAPIKey(r.Context(), store, id, kid)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, k.wire())
+	httpapi.WriteJSON(w, http.StatusOK, keyWire(k))
 	return nil
 }
 
@@ -231,12 +233,12 @@ func (g *Gateway) getAPIKey(w http.ResponseWriter, r *http.Request, store APIKey
 // field); the new key expires no later than its creator. A creator the
 // store does not hold (a key the host authenticates some other way) passes
 // nothing on.
-func passOnLimits(ctx context.Context, store APIKeyStore, id Identity, k *APIKey) error {
+func passOnLimits(ctx context.Context, store KeyStore, id gateway.Identity, k *gateway.APIKey) error {
 	if id.KeyID == "" {
 		return nil
 	}
 	creator, err := store.APIKeyByID(ctx, id.KeyID)
-	if errors.Is(err, ErrNotFound) || err == nil && creator == nil {
+	if errors.Is(err, gateway.ErrNotFound) || err == nil && creator == nil {
 		return nil
 	}
 	if err != nil {
@@ -251,7 +253,7 @@ func passOnLimits(ctx context.Context, store APIKeyStore, id Identity, k *APIKey
 		case len(*f.made) == 0:
 			*f.made = bytes.Clone(*f.own)
 		case !sameJSON(*f.own, *f.made):
-			return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: f.name,
+			return &gateway.Error{Status: http.StatusForbidden, Type: gateway.TypePermission, Code: gateway.CodePermissionDenied, Param: f.name,
 				Message: "a key with " + f.name + " creates keys only with the same " + f.name}
 		}
 	}
@@ -269,20 +271,20 @@ func sameJSON(a, b json.RawMessage) bool {
 }
 
 // changeAPIKey reads key kid, lets change alter it and writes it back,
-// reading again when the key changed meanwhile (see APIKeyStore). The
+// reading again when the key changed meanwhile (see KeyStore). The
 // caller's right to act on the key (Identity.mayActOn) is checked on
 // each key as read, so that the write replaces only a key the caller
 // may change: a key whose scopes grew after a first read is refused.
 // The key's workspace is noted for the audit record.
-func changeAPIKey(r *http.Request, store APIKeyStore, id Identity, kid string, change func(k *APIKey) error) error {
+func changeAPIKey(r *http.Request, store KeyStore, id gateway.Identity, kid string, change func(k *gateway.APIKey) error) error {
 	ctx := r.Context()
-	return swapStored(ctx, maxAPIKeySwaps, "API key "+quoteShort(kid), apiKeyNotFound(kid), func() (error, error) {
+	return control.SwapStored(r, "API key "+control.Quote(kid), apiKeyNotFound(kid), func() (error, error) {
 		old, err := lookupAPIKey(ctx, store, id, kid)
 		if err != nil {
 			return nil, err
 		}
-		auditActedIn(r, old.WorkspaceID)
-		if err := id.mayActOn(old); err != nil {
+		observe.ActedIn(r, old.WorkspaceID)
+		if err := control.MayActOn(id, old); err != nil {
 			return nil, err
 		}
 		k := cloneAPIKey(old)
@@ -293,9 +295,9 @@ func changeAPIKey(r *http.Request, store APIKeyStore, id Identity, kid string, c
 	})
 }
 
-func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity, kid string) error {
+func (a *plane) updateAPIKey(w http.ResponseWriter, r *http.Request, store KeyStore, id gateway.Identity, kid string) error {
 	var u apiKeyUpdate
-	if err := g.decodeStrict(w, r, &u, false); err != nil {
+	if err := control.Decode(r, &u, false); err != nil {
 		return err
 	}
 	if kid == id.KeyID {
@@ -303,7 +305,7 @@ func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store API
 			return err
 		}
 	}
-	now := g.clock().UTC()
+	now := a.now().UTC()
 	var (
 		rl, ul json.RawMessage
 		exp    time.Time
@@ -320,16 +322,16 @@ func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store API
 			return err
 		}
 	}
-	if rl, err = rateLimitsJSON(u.RateLimits); err != nil {
+	if rl, err = gateway.RateLimitsJSON(u.RateLimits); err != nil {
 		return err
 	}
-	if ul, err = UsageLimitsJSON(u.UsageLimits, false); err != nil {
+	if ul, err = gateway.UsageLimitsJSON(u.UsageLimits, false); err != nil {
 		return err
 	}
 	if exp, err = expiresAt(u.ExpiresAt, now); err != nil {
 		return err
 	}
-	err = changeAPIKey(r, store, id, kid, func(k *APIKey) error {
+	err = changeAPIKey(r, store, id, kid, func(k *gateway.APIKey) error {
 		if u.Name != nil {
 			k.Name = *u.Name
 		}
@@ -357,53 +359,53 @@ func (g *Gateway) updateAPIKey(w http.ResponseWriter, r *http.Request, store API
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, struct{}{})
 	return nil
 }
 
 // deleteAPIKey deletes key kid if the caller may act on it. The check
-// and the delete are not one transaction (APIKeyStore has no conditional
+// and the delete are not one transaction (KeyStore has no conditional
 // delete): a key whose scopes grow in between is deleted as read.
-func (g *Gateway) deleteAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity, kid string) error {
+func (a *plane) deleteAPIKey(w http.ResponseWriter, r *http.Request, store KeyStore, id gateway.Identity, kid string) error {
 	k, err := lookupAPIKey(r.Context(), store, id, kid)
 	if err != nil {
 		return err
 	}
-	auditActedIn(r, k.WorkspaceID)
-	if err := id.mayActOn(k); err != nil {
+	observe.ActedIn(r, k.WorkspaceID)
+	if err := control.MayActOn(id, k); err != nil {
 		return err
 	}
 	if err := store.DeleteAPIKey(r.Context(), kid); err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, gateway.ErrNotFound) {
 			return apiKeyNotFound(kid)
 		}
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, struct{}{})
 	return nil
 }
 
-func (g *Gateway) rotateAPIKey(w http.ResponseWriter, r *http.Request, store APIKeyStore, id Identity, kid string) error {
+func (a *plane) rotateAPIKey(w http.ResponseWriter, r *http.Request, store KeyStore, id gateway.Identity, kid string) error {
 	var b rotateBody
-	if err := g.decodeStrict(w, r, &b, true); err != nil {
+	if err := control.Decode(r, &b, true); err != nil {
 		return err
 	}
 	var period time.Duration
 	if ms := b.KeyTransitionPeriodMS; ms != nil {
 		if *ms < minKeyTransition.Milliseconds() || *ms > maxKeyTransition.Milliseconds() {
-			return policyInvalid("key_transition_period_ms",
+			return control.Invalid("key_transition_period_ms",
 				"key_transition_period_ms must be from 1800000 (30 minutes) to "+strconv.FormatInt(maxKeyTransition.Milliseconds(), 10))
 		}
 		period = time.Duration(*ms) * time.Millisecond
 	}
-	now := g.clock().UTC()
+	now := a.now().UTC()
 	plain := newGatewayKey()
-	err := changeAPIKey(r, store, id, kid, func(k *APIKey) error {
+	err := changeAPIKey(r, store, id, kid, func(k *gateway.APIKey) error {
 		k.PreviousDigest, k.PreviousValidUntil = k.Digest, time.Time{}
 		if period > 0 {
 			k.PreviousValidUntil = now.Add(period)
 		}
-		k.Digest = HashAPIKey(plain)
+		k.Digest = gateway.HashAPIKey(plain)
 		k.UpdatedAt = now
 		return nil
 	})
@@ -411,7 +413,7 @@ func (g *Gateway) rotateAPIKey(w http.ResponseWriter, r *http.Request, store API
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store") // the plaintext, shown once
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		ID        string    `json:"id"`
 		Key       string    `json:"key"`
 		ExpiresAt time.Time `json:"key_transition_expires_at"`
