@@ -28,20 +28,19 @@
 //
 // POST /completions is validated against the bounds of the API before it is
 // forwarded; GET /fine_tuning/jobs, GET /fine_tuning/jobs/{id} and
-// GET /files are typed routes. The control plane serves
-// /policies/rate-limits, /api-keys (when Options.Keys is an APIKeyStore),
-// /virtual-keys (a VirtualKeyAdmin), /configs with their versions (a
-// ConfigAdmin), /admin/workspaces (Options.Workspaces), /audit-logs
-// (Options.Audit, which records every control-plane write) and /logs
-// (Options.Logs, which keeps every data-plane request's record, to be
-// filtered by trace id, metadata, status, model, keys and time, exported
-// as JSON Lines through /logs/exports with Options.LogExports). The
+// GET /files are typed routes. The administration routes (/api-keys,
+// /virtual-keys, /configs with their versions, /admin/workspaces and
+// /policies/rate-limits) are package admin's: a host mounts them with
+// admin.Mount beside New, and a gateway without them passes those paths
+// through to a provider like any other. The observe package mounts the
+// observability routes (observe.Mount): /audit-logs, /logs with the
+// stored request logs (filtered by trace id, metadata, status, model,
+// keys and time, exported as JSON Lines through /logs/exports), the
 // analytics routes (/analytics/graphs/*, /analytics/summary/cache,
-// /analytics/groups/*) count the same records, aggregated in place by a
-// LogStore that is a LogAggregator; /feedback scores a trace
-// (Options.Feedback). /policies/usage-limits holds budgets
-// (Options.UsageLimits, counted by Options.UsageCounter): once an entity
-// has used its credit_limit of tokens or USD its requests get 412
+// /analytics/groups/*) and /feedback; its Sink keeps the records of
+// Options.LogSinks in its store. /policies/usage-limits holds budgets
+// when the host wires the budget package (an Admission it mounts): once
+// an entity has used its credit_limit of tokens or USD its requests get 412
 // budget_exhausted until the period or an operator resets it. Each area
 // needs its <area>.read or <area>.write scope, a workspace key sees only
 // its own workspace (another's records are 404), and secrets are masked
@@ -99,14 +98,26 @@
 // # Stores and providers
 //
 // KeyStore, VirtualKeyStore, ConfigStore and PolicyStore are small
-// interfaces, with optional ones for the control plane's writes;
-// MemoryStore implements them all and loads the JSON document of
+// interfaces of what the data plane reads; the writes of the
+// administration routes are package admin's interfaces. MemoryStore implements them all and loads the JSON document of
 // examples/server (admin.Decode). The sqlstore sub-module keeps them,
 // the workspaces, the audit log and the request logs in SQLite or
 // Postgres, secrets sealed, hot-path lookups served from an in-process
 // snapshot that replicas bring up to date within a second or two. Provider kinds are registered by
 // slug in Options.Providers, beside the built-in ones; a Provider rewrites
 // one upstream request (URL, auth, signing). There is no global registry.
+//
+// # Resilience
+//
+// A config's strategy.cb_config gives each target under it a circuit
+// breaker (BreakerConfig): after failure_threshold consecutive failures
+// the target is skipped by fallback and load balancing for
+// cooldown_interval milliseconds, then one request probes it. A
+// loadbalance strategy's sticky (StickyConfig) keeps the requests with
+// one value of a metadata key or header on one target while it is
+// healthy. Breakers live in the process unless Options.Breakers shares
+// them (redis.Breakers); Gateway.BreakerStates reports them, and every
+// skip and trip is in the request log.
 //
 // # Errors
 //
@@ -119,7 +130,9 @@
 // an expired request timeout 408; rate-limited requests 429 with
 // Retry-After; a request or answer a guardrail refuses 446 hooks_failed
 // with hook_results (a failed check that only logs makes a 2xx answer
-// 246); an unreachable provider 502. A provider's own error
+// 246); an unreachable provider 502; a config whose every target's
+// circuit breaker is open 503 all_targets_unavailable with Retry-After,
+// no provider called. A provider's own error
 // responses are returned as the provider sent them.
 //
 // # Security

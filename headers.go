@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/modelgateway/gateway/internal/bounds"
 	"maps"
 	"net/http"
 	"net/textproto"
@@ -90,8 +91,8 @@ const (
 // Bounds on gateway headers.
 const (
 	maxTraceIDLen        = 128
-	maxMetadataKeys      = 64
-	maxMetadataBytes     = 8 << 10
+	maxMetadataKeys      = bounds.MaxMetadataKeys
+	maxMetadataBytes     = bounds.MaxMetadataBytes
 	maxCacheNamespaceLen = 256
 	maxForwardHeaders    = 64
 )
@@ -161,7 +162,7 @@ type RequestOptions struct {
 	VirtualKey string // x-gateway-virtual-key
 	Config     string // x-gateway-config: an id or inline JSON
 	CustomHost string // x-gateway-custom-host
-	Token      string // the bearer token of Authorization; a secret
+	Token      string // the bearer token of Authorization, else x-api-key; a secret
 
 	Host HostSettings
 }
@@ -398,6 +399,9 @@ func (o *RequestOptions) parse(h http.Header, defaults map[string]string) (badAu
 		} else {
 			o.Token = strings.TrimSpace(tok)
 		}
+	} else if k := h["X-Api-Key"]; len(k) == 1 && strings.TrimSpace(k[0]) != "" {
+		// Anthropic's SDKs and agents send the provider token so.
+		o.Token = strings.TrimSpace(k[0])
 	}
 	o.Host = HostSettings{
 		ResourceName:    get(hHostAResourceName),

@@ -15,6 +15,7 @@ type planNode struct {
 	onStatusCodes []int
 	conditions    []Condition
 	def           string
+	sticky        string // the sticky key of a loadbalance node; "": none
 	name          string
 	weight        float64
 	children      []*planNode
@@ -86,4 +87,7 @@ type routedTarget struct {
 	cache          *CacheConfig
 
 	hookIn, hookOut []HookRef // the guardrails of the nodes down to it, the top level's left out
+	breaker    *BreakerConfig // nil: the target has no circuit breaker
+	breakerKey string         // the target's identity (see Breakers), when breaker is set
+	workspace  string         // the workspace of its virtual key
 }

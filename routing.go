@@ -90,7 +90,7 @@ func (g *Gateway) virtualKeyTarget(ctx context.Context, id Identity, slug, param
 	if _, err := g.provider(vk.Provider, param); err != nil {
 		return nil, err
 	}
-	t := &routedTarget{Target: Target{Provider: vk.Provider, APIKey: vk.APIKey, VirtualKey: vk.Slug, Host: vk.HostSettings}}
+	t := &routedTarget{Target: Target{Provider: vk.Provider, APIKey: vk.APIKey, VirtualKey: vk.Slug, Host: vk.HostSettings}, workspace: vk.WorkspaceID}
 	if vk.BaseURL != "" {
 		if vk.Tenant {
 			// A tenant's host is guarded like a caller's: checked here,
@@ -259,6 +259,7 @@ type inherited struct {
 	timeout           time.Duration
 	idleTimeout       time.Duration
 	hookIn, hookOut   []HookRef // the guardrails of the nodes between the top and the target
+	breaker           *BreakerConfig
 }
 
 func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path string, inh inherited, trusted bool) (*planNode, error) {
@@ -317,8 +318,14 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 		inh.hookIn = hookRefs(slices.Clip(inh.hookIn), c.InputGuardrails, at+"input_guardrails")
 		inh.hookOut = hookRefs(slices.Clip(inh.hookOut), c.OutputGuardrails, at+"output_guardrails")
 	}
-	if c.Strategy != nil {
-		n.onStatusCodes, n.conditions, n.def = c.Strategy.OnStatusCodes, c.Strategy.Conditions, c.Strategy.Default
+	if s := c.Strategy; s != nil {
+		n.onStatusCodes, n.conditions, n.def = s.OnStatusCodes, s.Conditions, s.Default
+		if s.CBConfig != nil {
+			inh.breaker = s.CBConfig
+		}
+		if s.Sticky != nil {
+			n.sticky = s.Sticky.Key
+		}
 	}
 	if len(c.Targets) > 0 {
 		n.children = make([]*planNode, len(c.Targets))
@@ -407,6 +414,9 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 	t.cache = inh.cache
 	t.requestTimeout = inh.timeout
 	t.idleTimeout = inh.idleTimeout
+	if inh.breaker != nil {
+		t.breaker, t.breakerKey = inh.breaker, breakerKey(&t.Target, t.workspace)
+	}
 	return t, nil
 }
 

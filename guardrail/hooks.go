@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/jsonscan"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // Hooks is the guardrails product's part of the data plane: a
@@ -39,7 +40,7 @@ type Hooks struct {
 
 	// Feedback, when not nil, records the feedback of guardrails whose
 	// actions ask for it (on_success, on_fail) on the request's trace.
-	Feedback gateway.FeedbackStore
+	Feedback observe.FeedbackStore
 
 	// Auditor records the writes of the /guardrails routes, as resource
 	// "guardrails". Nil records nothing.
@@ -222,7 +223,7 @@ func (h *Hooks) feedback(ctx context.Context, ws, trace string, gs []*attached, 
 	if h.Feedback == nil || trace == "" {
 		return
 	}
-	var fs []*gateway.Feedback
+	var fs []*observe.Feedback
 	now := time.Now().UTC()
 	for i, c := range gs {
 		if i >= len(out.Results) {
@@ -236,7 +237,7 @@ func (h *Hooks) feedback(ctx context.Context, ws, trace string, gs []*attached, 
 			continue
 		}
 		meta, _ := json.Marshal(map[string]string{"guardrail": c.g.ID(), "metadata": f.Metadata})
-		fs = append(fs, &gateway.Feedback{ID: newID(), WorkspaceID: ws, TraceID: trace, Value: f.Value, Weight: f.Weight,
+		fs = append(fs, &observe.Feedback{ID: newID(), WorkspaceID: ws, TraceID: trace, Value: f.Value, Weight: f.Weight,
 			Metadata: meta, CreatedAt: now, UpdatedAt: now})
 	}
 	if len(fs) == 0 {

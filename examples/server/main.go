@@ -23,6 +23,7 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
+	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/observe"
 )
@@ -90,7 +91,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	logBodyMax := fs.Int("log-body-max", 16<<10, "the most `bytes` of each body -log-bodies keeps")
 	logRetention := fs.Duration("log-retention", 720*time.Hour, "how long a database keeps request logs; older ones are deleted in batches (0: kept until deleted by hand)")
 	otelEndpoint := fs.String("otel-endpoint", "", "`URL` of an OpenTelemetry collector's OTLP/HTTP endpoint, such as http://localhost:4318, to which a span per request is exported (empty: no tracing)")
-	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets, the budget counters and the response cache, shared by every replica using it (empty: in memory, per process)")
+	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets, the budget counters, the response cache and the circuit breakers, shared by every replica using it (empty: in memory, per process)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -137,13 +138,14 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer tr.shutdown(stderr) // after the gateway, whose requests end spans, has stopped
 	var opts gateway.Options
+	var prods products
 	if *redisURL != "" {
 		rc, err := openRedis(ctx, *redisURL)
 		if err != nil {
 			return err
 		}
 		defer rc.Close() // after the gateway, whose requests use it, has stopped
-		setRedis(&opts, rc)
+		setRedis(&opts, &prods.budget, rc)
 	}
 	st, err := openBackend(ctx, spec, *logRetention, errLog, stderr)
 	if err != nil {
@@ -169,10 +171,10 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "gateway: demo: a fake OpenAI-compatible provider listens on %s (virtual key demo)\n", fake.URL)
 	}
 
-	setStores(&opts, st.store())
-	opts.PublicURL, opts.URLSigningKey = *publicURL, st.urlSigningKey
+	setStores(&opts, &prods, st.store())
+	prods.observe.PublicURL, prods.observe.URLSigningKey = *publicURL, st.urlSigningKey
 	if !*storeLogs {
-		opts.Logs = nil
+		prods.observe.Logs = nil
 	}
 	if *logBodyMax <= 0 {
 		return errors.New("gateway: -log-body-max must be above 0")
@@ -190,8 +192,9 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		sink = metrics.collector
 	}
 	tr.instrument(&opts)
-	g := newGateway(opts, allow, sink, errLog, st.store())
+	g, routes := newGateway(opts, prods, allow, sink, errLog)
 	defer g.Close()
+	defer routes.Close() // before the gateway: stops the log exports running here
 	if metrics != nil {
 		metrics.watch(g)
 	}
@@ -224,7 +227,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		// stream at once instead of letting it finish.
 	}
 	if *adminAddr != "" {
-		admin, err := serveAdmin(*adminAddr, metrics.handler(), stderr)
+		admin, err := serveAdmin(*adminAddr, metrics.handler(), adminReadyz(&ready, st.ping, g), stderr)
 		if err != nil {
 			return err
 		}
@@ -286,8 +289,9 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintf(stderr, "gateway: %s; closed the remaining connections\n", why)
 	}
-	<-serveErr // http.ErrServerClosed
-	g.Close()  // hands every queued request log to stdout
+	<-serveErr     // http.ErrServerClosed
+	routes.Close() // stops the log exports running here
+	g.Close()      // hands every queued request log to stdout and the store
 	fmt.Fprintln(stderr, "gateway: stopped")
 	return nil
 }
@@ -314,26 +318,52 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // newGateway returns the gateway the server runs: opts, which holds its
 // stores and shared state, with the server's extra providers, the custom
-// hosts in allow, and its logs; and the guardrails product, when store
-// keeps guardrails, its writes audited where opts.Audit keeps them.
-func newGateway(opts gateway.Options, allow []string, sink gateway.LogSink, errLog *slog.Logger, store any) *gateway.Gateway {
+// hosts in allow, and its logs; and the products of p: the budgets
+// (priced as opts prices the logs), the first of its admissions, and the
+// observability routes, writes audited in opts.Audit, the request logs
+// stored in p.observe.Logs; and the guardrails, when the store keeps them.
+func newGateway(opts gateway.Options, p products, allow []string, sink gateway.LogSink, errLog *slog.Logger) (*gateway.Gateway, *observe.Routes) {
 	opts.Providers = providers()
 	opts.CustomHostAllow = allow
 	opts.LogSink = sink
 	opts.ErrorLog = errLog
+	b := p.budget
+	b.Prices, b.ErrorLog, b.MaxBodyBytes = opts.Prices, errLog, opts.MaxBodyBytes
+	budgets := budget.New(b)
+	opts.Admissions = append([]gateway.Admission{budgets}, opts.Admissions...)
+	obs := p.observe
+	if obs.Logs != nil {
+		opts.LogSinks = append(opts.LogSinks, observe.Sink(obs.Logs))
+	}
 	var hooks *guardrail.Hooks
-	if gs, ok := store.(guardrail.AdminStore); ok {
-		hooks = &guardrail.Hooks{Store: gs, Feedback: opts.Feedback, ErrorLog: errLog}
-		if opts.Audit != nil {
-			hooks.Auditor = &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}
-		}
+	if p.guardrails != nil {
+		hooks = &guardrail.Hooks{Store: p.guardrails, Feedback: obs.Feedback, ErrorLog: errLog}
 		opts.Hooks = hooks
 	}
 	g := gateway.New(opts)
+	audit := &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}
+	mountAdmin(g, opts, audit)
+	budgets.Mount(g, audit)
 	if hooks != nil {
+		hooks.Auditor = audit
 		hooks.Mount(g)
 	}
-	return g
+	obs.Audit = audit
+	obs.ErrorLog = errLog
+	return g, observe.Mount(g, obs)
+}
+
+// mountAdmin mounts the administration routes (API keys, virtual keys,
+// configs, workspaces and rate-limits policies) on g over the stores of
+// opts that keep what those routes change, each write audited by audit.
+func mountAdmin(g *gateway.Gateway, opts gateway.Options, audit *observe.Auditor) {
+	o := admin.Options{ErrorLog: opts.ErrorLog, Audit: audit}
+	o.Keys, _ = opts.Keys.(admin.KeyStore)
+	o.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
+	o.Configs, _ = opts.Configs.(admin.ConfigStore)
+	o.Workspaces, _ = opts.Workspaces.(admin.WorkspaceStore)
+	o.Policies, _ = opts.Policies.(admin.PolicyStore)
+	admin.Mount(g, o)
 }
 
 // closeBackend closes the store once the server has stopped, and reports
@@ -498,10 +528,11 @@ func readConfig(path string, stderr io.Writer) (*admin.File, error) {
 
 // serveAdmin serves the operators' endpoints on their own listener, kept
 // apart from the gateway's so that it can stay on a private address:
-// /metrics for Prometheus (see gatewayMetrics) and /debug/pprof/, which
+// /metrics for Prometheus (see gatewayMetrics), /readyz (with ?verbose,
+// the health of each target: see adminReadyz) and /debug/pprof/, which
 // profiles the running server. It asks for no key; whoever reaches the
-// address may read the metrics and profile the process.
-func serveAdmin(addr string, metrics http.Handler, stderr io.Writer) (*http.Server, error) {
+// address may read the metrics and target health and profile the process.
+func serveAdmin(addr string, metrics, readyz http.Handler, stderr io.Writer) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: -admin-addr: %w", err)
@@ -513,6 +544,7 @@ func serveAdmin(addr string, metrics http.Handler, stderr io.Writer) (*http.Serv
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("GET /metrics", metrics)
+	mux.Handle("/readyz", readyz)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ErrorLog: log.New(stderr, "gateway: admin: ", 0)}
 	fmt.Fprintf(stderr, "gateway: admin listening on http://%s\n", ln.Addr())
 	go srv.Serve(ln)

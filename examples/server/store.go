@@ -16,8 +16,11 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/console"
+	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -112,18 +115,14 @@ func postgresName(dsn string) string {
 	return "postgres://" + u.Host + u.Path
 }
 
-// backend is the store the server keeps its state in: a MemoryStore for
+// backend is the store the server keeps its state in: a memstore.Store for
 // -db :memory:, else a sqlstore.Store. Exactly one of mem and db is set.
 type backend struct {
-	mem  *gateway.MemoryStore
+	mem  *memstore.Store
 	db   *sqlstore.Store
 	name string // how messages name the database (see dbSpec.name)
 
-	// products is mem with the stores of the products the root does not
-	// declare (guardrails), for :memory:.
-	products *memstore.Store
-
-	// urlSigningKey is gateway.Options.URLSigningKey: derived from the
+	// urlSigningKey is observe.Options.URLSigningKey: derived from the
 	// database's master key, so that replicas sharing it accept each
 	// other's signed URLs; nil for :memory: (a random key per process).
 	urlSigningKey []byte
@@ -138,8 +137,7 @@ type backend struct {
 // deleted by hand).
 func openBackend(ctx context.Context, spec dbSpec, logRetention time.Duration, errLog *slog.Logger, stderr io.Writer) (*backend, error) {
 	if spec.kind == dbMemory {
-		mem := &gateway.MemoryStore{}
-		return &backend{mem: mem, products: &memstore.Store{MemoryStore: mem}, name: spec.name}, nil
+		return &backend{mem: memstore.New(), name: spec.name}, nil
 	}
 	key, err := masterKey(spec)
 	if err != nil {
@@ -188,7 +186,7 @@ func (b *backend) store() any {
 	if b.db != nil {
 		return b.db
 	}
-	return b.products
+	return b.mem
 }
 
 // durable reports whether the store outlives the process.
@@ -257,12 +255,22 @@ func (b *backend) Close() error {
 	return nil
 }
 
-// setStores sets every store of o that st implements. The optional
-// stores (Workspaces, Audit, Logs, LogExports, Feedback, UsageLimits,
-// UsageCounter) are found by type assertion, so that a store gains those
-// routes as soon as it implements them. A UsageCounter already set (by
-// -redis) is kept.
-func setStores(o *gateway.Options, st any) {
+// products are the options of the products the server mounts beside the
+// data plane: the budgets, an admission of the gateway's, and the
+// observability routes.
+type products struct {
+	budget     budget.Options
+	observe    observe.Options
+	guardrails guardrail.AdminStore
+}
+
+// setStores sets every store of o and of the products p that st
+// implements. The optional stores (Workspaces, Audit, the observability
+// stores, the budgets' Store and Counter) are found by type assertion, so
+// that a store gains those routes as soon as it implements them. A budget
+// Counter already set (by -redis) is kept.
+func setStores(o *gateway.Options, p *products, st any) {
+	b, ob := &p.budget, &p.observe
 	if s, ok := st.(gateway.KeyStore); ok {
 		o.Keys = s
 	}
@@ -275,25 +283,37 @@ func setStores(o *gateway.Options, st any) {
 	if s, ok := st.(gateway.PolicyStore); ok {
 		o.Policies = s
 	}
-	if s, ok := st.(gateway.WorkspaceStore); ok {
+	if s, ok := st.(gateway.WorkspaceLookup); ok {
 		o.Workspaces = s
 	}
 	if s, ok := st.(gateway.AuditStore); ok {
 		o.Audit = s
 	}
-	if s, ok := st.(gateway.LogStore); ok {
-		o.Logs = s
+	if s, ok := st.(observe.Store); ok {
+		ob.Logs = s
 	}
-	if s, ok := st.(gateway.LogExportStore); ok {
-		o.LogExports = s
+	if s, ok := st.(observe.ExportStore); ok {
+		ob.Exports = s
 	}
-	if s, ok := st.(gateway.FeedbackStore); ok {
-		o.Feedback = s
+	if s, ok := st.(observe.FeedbackStore); ok {
+		ob.Feedback = s
 	}
-	if s, ok := st.(gateway.UsageLimitsStore); ok {
-		o.UsageLimits = s
+	if s, ok := st.(budget.Workspaces); ok {
+		b.Workspaces = s
 	}
-	if s, ok := st.(gateway.UsageCounter); ok && o.UsageCounter == nil {
-		o.UsageCounter = s // budget counters in the database, unless -redis keeps them
+	if s, ok := st.(gateway.ResponseStore); ok {
+		o.Responses = s // the responses kept for previous_response_id and GET /responses/{id}
+	}
+	if s, ok := st.(gateway.AuditStore); ok {
+		b.Audit = s
+	}
+	if s, ok := st.(budget.Store); ok {
+		b.Store = s
+	}
+	if s, ok := st.(guardrail.AdminStore); ok {
+		p.guardrails = s
+	}
+	if s, ok := st.(budget.Counter); ok && b.Counter == nil {
+		b.Counter = s // budget counters in the database, unless -redis keeps them
 	}
 }
