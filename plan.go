@@ -86,8 +86,8 @@ type routedTarget struct {
 	retry          *RetryConfig
 	cache          *CacheConfig
 
-	hookIn, hookOut []HookRef // the guardrails of the nodes down to it, the top level's left out
-	breaker    *BreakerConfig // nil: the target has no circuit breaker
-	breakerKey string         // the target's identity (see Breakers), when breaker is set
-	workspace  string         // the workspace of its virtual key
+	hookIn, hookOut []HookRef      // the guardrails of the nodes down to it, the top level's left out
+	breaker         *BreakerConfig // nil: the target has no circuit breaker
+	breakerKey      string         // the target's identity (see Breakers), when breaker is set
+	workspace       string         // the workspace of its virtual key
 }

@@ -71,6 +71,7 @@ func (g *Gateway) GuardedClient() *http.Client {
 		return http.ErrUseLastResponse
 	}}
 }
+
 // HandleSigned registers serve to be asked about each request that no
 // stage in front of the gateway authenticated, before the gateway looks
 // for its API key: serve answers a request that carries, in place of a
