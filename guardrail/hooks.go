@@ -3,9 +3,7 @@ package guardrail
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -17,6 +15,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/jsonscan"
 	"github.com/modelgateway/gateway/observe"
 )
@@ -237,7 +236,7 @@ func (h *Hooks) feedback(ctx context.Context, ws, trace string, gs []*attached, 
 			continue
 		}
 		meta, _ := json.Marshal(map[string]string{"guardrail": c.g.ID(), "metadata": f.Metadata})
-		fs = append(fs, &observe.Feedback{ID: newID(), WorkspaceID: ws, TraceID: trace, Value: f.Value, Weight: f.Weight,
+		fs = append(fs, &observe.Feedback{ID: control.NewUUID(), WorkspaceID: ws, TraceID: trace, Value: f.Value, Weight: f.Weight,
 			Metadata: meta, CreatedAt: now, UpdatedAt: now})
 	}
 	if len(fs) == 0 {
@@ -434,16 +433,6 @@ func streamAnswer(events []byte) []byte {
 	}
 	b, _ := json.Marshal(a)
 	return b
-}
-
-// newID returns a random UUID (version 4).
-func newID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // refuse is the transport of a Hooks that was not mounted.

@@ -4,18 +4,15 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
-
-// maxBody bounds a /guardrails request body.
-const maxBody = 1 << 20
 
 // Mount registers the /guardrails routes on g (create, list, get, update,
 // delete, per the reference API; scopes guardrails.read and
@@ -43,18 +40,11 @@ func (h *Hooks) route(m httpapi.Methods) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		id, _ := gateway.IdentityFrom(r.Context())
-		need := gateway.ScopeGuardrailsWrite
-		if r.Method == http.MethodGet {
-			need = gateway.ScopeGuardrailsRead
-		}
-		if !id.Can(need) {
-			writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: gateway.TypePermission, Code: gateway.CodePermissionDenied,
-				Message: "this gateway API key lacks the " + string(need) + " scope"})
+		if _, ok := control.Scoped(w, r, gateway.ScopeGuardrailsRead, gateway.ScopeGuardrailsWrite); !ok {
 			return
 		}
 		if _, ok := h.Store.(AdminStore); !ok {
-			writeError(w, r, notFound(r.URL.Path))
+			control.NoRoute(w, r)
 			return
 		}
 		if err := m.Serve(w, r); err != nil {
@@ -65,47 +55,18 @@ func (h *Hooks) route(m httpapi.Methods) http.Handler {
 
 func (h *Hooks) admin() AdminStore { return h.Store.(AdminStore) }
 
-// writeError answers err: a *httpapi.FieldError is the 400
-// invalid_parameter naming its field, a *httpapi.MethodError the 405 with
-// its Allow header, an *Error of the registry the 400 of its code.
+// writeError answers err: an *Error of the registry is the 400 of its
+// code naming its parameter; anything else as the control-plane kit
+// answers it.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var fe *httpapi.FieldError
-	var me *httpapi.MethodError
 	var ge *Error
-	switch {
-	case errors.As(err, &fe):
-		err = badRequest(CodeInvalidParameter, fe.Param, fe.Message)
-	case errors.As(err, &ge):
-		err = badRequest(ge.Code, ge.Param, ge.Message)
-	case errors.As(err, &me):
-		w.Header().Set("Allow", me.Allow)
-		err = &gateway.Error{Status: http.StatusMethodNotAllowed, Type: gateway.TypeInvalidRequest, Code: gateway.CodeMethodNotAllowed,
-			Message: me.Error()}
+	if errors.As(err, &ge) {
+		err = &gateway.Error{Status: http.StatusBadRequest, Type: gateway.TypeInvalidRequest, Code: ge.Code, Param: ge.Param, Message: ge.Message}
 	}
-	gateway.WriteError(w, r, err)
+	control.WriteError(w, r, err)
 }
 
-func badRequest(code, param, msg string) *gateway.Error {
-	return &gateway.Error{Status: http.StatusBadRequest, Type: gateway.TypeInvalidRequest, Code: code, Param: param, Message: msg}
-}
-
-func notFound(what string) *gateway.Error {
-	return &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound, Message: "no guardrail " + quote(what)}
-}
-
-// acting returns the workspace a request acts on: an organisation key
-// acts on the workspace it names (none: the organisation's guardrails), a
-// workspace key on its own, and naming another is a 403.
-func acting(id gateway.Identity, named string) (string, error) {
-	if id.Type == gateway.KeyOrganisation {
-		return named, nil
-	}
-	if named != "" && named != id.WorkspaceID {
-		return "", &gateway.Error{Status: http.StatusForbidden, Type: gateway.TypePermission, Code: gateway.CodePermissionDenied,
-			Param: "workspace_id", Message: "only an organisation key may name another workspace"}
-	}
-	return id.WorkspaceID, nil
-}
+func notFound(ref string) *gateway.Error { return control.NotFound("no guardrail " + control.Quote(ref)) }
 
 // wire is a guardrail as the routes answer it (GuardrailDetails).
 type wire struct {
@@ -141,22 +102,8 @@ func toWire(rec *Record, details bool) wire {
 }
 
 func writeJSON(w http.ResponseWriter, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(append(b, '\n'))
+	httpapi.WriteJSON(w, http.StatusOK, v)
 	return nil
-}
-
-// decode reads r's body into b, strictly.
-func decode(w http.ResponseWriter, r *http.Request, b *body) error {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		return err
-	}
-	return httpapi.DecodeStrict(data, b)
 }
 
 // check compiles rec's checks and checks the tenant URLs they call
@@ -190,14 +137,14 @@ func (h *Hooks) check(rec *Record) error {
 func (h *Hooks) create(w http.ResponseWriter, r *http.Request) error {
 	id, _ := gateway.IdentityFrom(r.Context())
 	var b body
-	if err := decode(w, r, &b); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	named := ""
 	if b.WorkspaceID != nil {
 		named = *b.WorkspaceID
 	}
-	ws, err := acting(id, named)
+	ws, err := control.ActingWorkspace(id, named)
 	if err != nil {
 		return err
 	}
@@ -211,7 +158,7 @@ func (h *Hooks) create(w http.ResponseWriter, r *http.Request) error {
 		return e
 	}
 	now := time.Now().UTC()
-	rec := &Record{ID: newID(), Slug: newSlug(), Name: *b.Name, WorkspaceID: ws, VersionID: newID(), OwnerID: id.KeyID,
+	rec := &Record{ID: control.NewUUID(), Slug: newSlug(), Name: *b.Name, WorkspaceID: ws, VersionID: control.NewUUID(), OwnerID: id.KeyID,
 		CreatedAt: now, UpdatedAt: now}
 	if e := b.settings(rec, true); e != nil {
 		return e
@@ -229,11 +176,11 @@ func (h *Hooks) create(w http.ResponseWriter, r *http.Request) error {
 // acts on.
 func (h *Hooks) visible(r *http.Request) ([]*Record, error) {
 	id, _ := gateway.IdentityFrom(r.Context())
-	named, err := httpapi.WorkspaceParam(r.URL.Query())
+	named, err := control.WorkspaceParam(r.URL.Query())
 	if err != nil {
 		return nil, err
 	}
-	ws, err := acting(id, named)
+	ws, err := control.ActingWorkspace(id, named)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +189,7 @@ func (h *Hooks) visible(r *http.Request) ([]*Record, error) {
 }
 
 func (h *Hooks) list(w http.ResponseWriter, r *http.Request) error {
-	p, err := httpapi.ParsePage(r.URL.Query())
+	p, err := control.Page(r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -295,7 +242,7 @@ func (h *Hooks) update(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var b body
-	if err := decode(w, r, &b); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	if b.ID != nil || b.WorkspaceID != nil || b.OrganisationID != nil {
@@ -314,7 +261,7 @@ func (h *Hooks) update(w http.ResponseWriter, r *http.Request) error {
 	if err := h.check(&rec); err != nil {
 		return err
 	}
-	rec.VersionID, rec.UpdatedBy, rec.UpdatedAt = newID(), id.KeyID, time.Now().UTC()
+	rec.VersionID, rec.UpdatedBy, rec.UpdatedAt = control.NewUUID(), id.KeyID, time.Now().UTC()
 	if err := h.admin().PutGuardrail(r.Context(), &rec); err != nil {
 		return err
 	}
