@@ -66,7 +66,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	control.WriteError(w, r, err)
 }
 
-func notFound(ref string) *gateway.Error { return control.NotFound("no guardrail " + control.Quote(ref)) }
+func notFound(ref string) *gateway.Error {
+	return control.NotFound("no guardrail " + control.Quote(ref))
+}
 
 // wire is a guardrail as the routes answer it (GuardrailDetails).
 type wire struct {
