@@ -113,6 +113,16 @@ type APIKey struct {
 	// get 412 budget_exhausted.
 	UsageLimits json.RawMessage `json:"usage_limits,omitempty"`
 
+	// InputGuardrails and OutputGuardrails are the ids of guardrails
+	// (the reference's defaults.input_guardrails and
+	// defaults.output_guardrails) checked by Options.Hooks on every
+	// data-plane request of the key and on its answer, after its
+	// workspace's and before those of the config that routes the request
+	// (see Hooks). They are the ids of guardrails of the key's workspace,
+	// or of the organisation; nil means none.
+	InputGuardrails  []string `json:"input_guardrails,omitempty"`
+	OutputGuardrails []string `json:"output_guardrails,omitempty"`
+
 	// PreviousDigest is the digest the key had before its last rotation;
 	// the previous key keeps working until PreviousValidUntil (zero: not
 	// at all).

@@ -41,7 +41,10 @@ type Options struct {
 	// registers them through /admin/workspaces): a workspace's
 	// usage_limits bound every key of it together, and an organisation
 	// key's list of usage-limits policies shows those of these workspaces
-	// when Options.UsageLimits cannot list every workspace's. Nil means
+	// when Options.UsageLimits cannot list every workspace's; its
+	// default guardrails are checked on its keys' requests (see Hooks),
+	// which makes the gateway read the caller's workspace on each
+	// data-plane request. Nil means
 	// none is registered. Workspace ids that keys, virtual keys and
 	// configs name need not be registered. MemoryStore implements it.
 	Workspaces WorkspaceLookup

@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"strconv"
@@ -11,9 +13,12 @@ import (
 // Hooks checks data-plane requests and their answers for a product
 // (Options.Hooks): guardrails that refuse, rewrite or mark what goes to a
 // provider and what comes back. The gateway calls it only for a request
-// that has guardrails attached (HookCall.Input, HookCall.Output): by the
-// config that routes it, or by defaults the product finds itself (the
-// caller's key record, APIKeyFrom).
+// that has guardrails attached (HookCall.Input, HookCall.Output), in this
+// order: the defaults of the caller's workspace (Workspace, found through
+// Options.Workspaces), then those of the caller's key (APIKey), then the
+// config's top level, then the config nodes down to the target. A
+// guardrail attached more than once to a phase is the product's to run
+// once.
 //
 // Before is called once, after the request was routed and before its
 // first attempt, with the request body; it may replace HookCall.Body
@@ -50,9 +55,9 @@ type HookRef struct {
 // phases. The gateway sets Input, Output, Body and Stream; the hooks set
 // the rest.
 type HookCall struct {
-	// Input and Output are the guardrails the request's config attaches,
-	// run before the provider call and on its answer, top level first
-	// then the target's.
+	// Input and Output are the guardrails attached to the request, run
+	// before the provider call and on its answer: the workspace's and the
+	// key's defaults, then the config's top level, then the target's.
 	Input, Output []HookRef
 
 	// Body is the request body during Before, which Before may replace; during
@@ -95,21 +100,33 @@ const (
 // Options.MaxBodyBytes when that is lower.
 const hookMaxAnswer = 16 << 20
 
-// executeHooked executes plan for a request whose config attaches
-// guardrails: the input phase first, then the plan, its answer going
+// executeHooked executes plan for a request with guardrails attached: in
+// and out, the defaults of the caller's workspace and key, and those of
+// the config. The input phase runs first, then the plan, its answer going
 // through a hookWriter.
-func (g *Gateway) executeHooked(w http.ResponseWriter, r *http.Request, st *requestState, plan *planNode, body []byte) result {
+func (g *Gateway) executeHooked(w http.ResponseWriter, r *http.Request, st *requestState, plan *planNode, body []byte, in, out []HookRef) result {
+	param := HeaderConfig
+	if !plan.hooked {
+		param = HeaderAPIKey
+	}
 	if g.opts.Hooks == nil {
-		g.fail(w, r, "", badRequest(CodeInvalidConfig, HeaderConfig, "the config attaches guardrails, which this gateway does not check"))
+		if plan.hooked {
+			g.fail(w, r, "", badRequest(CodeInvalidConfig, HeaderConfig, "the config attaches guardrails, which this gateway does not check"))
+		} else {
+			// The key's or workspace's defaults were written to a
+			// store this gateway shares with one that checks them:
+			// fail closed rather than let the requests past them.
+			g.fail(w, r, "hooks", errors.New("gateway: the caller's key or workspace attaches guardrails, but Options.Hooks is nil"))
+		}
 		return result{own: true}
 	}
 	if r.Header.Get("Upgrade") != "" {
 		// Guardrails read a request and its answer, which a switched
 		// protocol has neither of.
-		g.fail(w, r, "", badRequest(CodeInvalidConfig, HeaderConfig, "a config that attaches guardrails cannot route a protocol upgrade"))
+		g.fail(w, r, "", badRequest(CodeInvalidConfig, param, "a request with guardrails attached cannot be a protocol upgrade"))
 		return result{own: true}
 	}
-	c := &HookCall{Input: plan.input, Output: plan.output}
+	c := &HookCall{Input: concatRefs(in, plan.input), Output: concatRefs(out, plan.output)}
 	body, ok := g.runBefore(w, r, st, c, body)
 	if !ok {
 		return result{own: true}
@@ -119,6 +136,48 @@ func (g *Gateway) executeHooked(w http.ResponseWriter, r *http.Request, st *requ
 	res := g.execute(hw, r, st, plan, body)
 	hw.finish()
 	return res
+}
+
+// hookDefaults returns the guardrails the defaults of the caller's
+// workspace and key attach to each of its data-plane requests, the
+// workspace's first. A workspace Options.Workspaces does not find has
+// none.
+func (g *Gateway) hookDefaults(ctx context.Context, st *requestState) (in, out []HookRef, err error) {
+	if ws := st.identity.WorkspaceID; ws != "" && g.opts.Workspaces != nil {
+		rec, err := g.opts.Workspaces.Workspace(ctx, ws)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return nil, nil, err
+		case rec != nil:
+			in = defaultRefs(in, rec.InputGuardrails, "workspace defaults.input_guardrails")
+			out = defaultRefs(out, rec.OutputGuardrails, "workspace defaults.output_guardrails")
+		}
+	}
+	if k := st.key; k != nil {
+		in = defaultRefs(in, k.InputGuardrails, "api key defaults.input_guardrails")
+		out = defaultRefs(out, k.OutputGuardrails, "api key defaults.output_guardrails")
+	}
+	return in, out, nil
+}
+
+// defaultRefs appends to refs the guardrail ids of a key's or
+// workspace's defaults, at path.
+func defaultRefs(refs []HookRef, ids []string, path string) []HookRef {
+	for i, id := range ids {
+		b, _ := json.Marshal(id)
+		refs = append(refs, HookRef{Guardrail: b, Param: HeaderAPIKey, Path: path + "[" + strconv.Itoa(i) + "]"})
+	}
+	return refs
+}
+
+// concatRefs returns a then b, sharing no memory with a: b is a plan's,
+// which other requests share.
+func concatRefs(a, b []HookRef) []HookRef {
+	if len(a) == 0 {
+		return b
+	}
+	return append(a[:len(a):len(a)], b...)
 }
 
 // runBefore runs the input phase of c on the request body, reading it if

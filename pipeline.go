@@ -406,8 +406,13 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, st *requestState
 		g.fail(w, r, "provider selection", err)
 		return result{own: true}
 	}
-	if plan.hooked {
-		return g.executeHooked(w, r, st, plan, body)
+	in, out, err := g.hookDefaults(r.Context(), st)
+	if err != nil {
+		g.fail(w, r, "workspace store", err)
+		return result{own: true}
+	}
+	if plan.hooked || len(in) > 0 || len(out) > 0 {
+		return g.executeHooked(w, r, st, plan, body, in, out)
 	}
 	return g.execute(w, r, st, plan, body)
 }

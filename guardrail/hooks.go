@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,9 +66,14 @@ var _ gateway.Hooks = (*Hooks)(nil)
 // maxCompiled bounds the compiled guardrails kept for the next request.
 const maxCompiled = 1024
 
+// inputRan is the State of a request's HookCall: the guardrails its
+// input phase ran on the whole request, by key.
+type inputRan struct{ keys map[[sha256.Size]byte]bool }
+
 // attached is a guardrail ready to run with what its actions ask beside
 // denying.
 type attached struct {
+	key               [sha256.Size]byte // which guardrail: its record's id and version, or its inline JSON and place
 	g                 *Guardrail
 	async, buffer     bool
 	onSuccess, onFail *FeedbackAction
@@ -109,6 +115,17 @@ func (h *Hooks) Before(r *http.Request, c *gateway.HookCall) error {
 	}
 	for _, o := range outs {
 		c.Buffer = c.Buffer || o.buffer && !o.async
+	}
+	// The guardrails the input phase ran on the whole request are not run
+	// again on a target's: a target's Before shares the request's State.
+	if ran, ok := c.State.(*inputRan); ok {
+		ins = slices.DeleteFunc(ins, func(a *attached) bool { return ran.keys[a.key] })
+	} else if len(ins) > 0 {
+		ran := &inputRan{keys: make(map[[sha256.Size]byte]bool, len(ins))}
+		for _, a := range ins {
+			ran.keys[a.key] = true
+		}
+		c.State = ran
 	}
 	if len(ins) == 0 {
 		return nil
@@ -267,69 +284,81 @@ func results(out Outcome) json.RawMessage {
 }
 
 // resolve returns the guardrails refs attach, compiled, for workspace
-// ws. A guardrail a ref names but ws cannot see, or one that does not
-// compile, is a 400 naming the ref.
+// ws, each once: a guardrail attached again (the same stored guardrail,
+// by id or slug) keeps its first place. A guardrail a ref names but ws
+// cannot see, or one that does not compile, is a 400 naming the ref.
 func (h *Hooks) resolve(ctx context.Context, ws string, refs []gateway.HookRef) ([]*attached, error) {
 	if len(refs) == 0 {
 		return nil, nil
 	}
 	gs := make([]*attached, 0, len(refs))
 	for _, ref := range refs {
-		raw := bytes.TrimSpace(ref.Guardrail)
-		var key [sha256.Size]byte
-		var rec *Record
-		if len(raw) > 0 && raw[0] == '"' {
-			var slug string
-			if err := json.Unmarshal(raw, &slug); err != nil {
-				return nil, refError(ref, "", "must be a guardrail id or object")
-			}
-			var err error
-			if h.Store != nil {
-				rec, err = h.Store.Guardrail(ctx, ws, slug)
-			}
-			// Another workspace's guardrail answers as an unknown one.
-			if h.Store == nil || errors.Is(err, gateway.ErrNotFound) || err == nil && rec.WorkspaceID != "" && rec.WorkspaceID != ws {
-				return nil, refError(ref, "", "unknown guardrail "+quote(slug))
-			} else if err != nil {
-				return nil, err
-			}
-			key = sha256.Sum256([]byte("record\x00" + rec.ID + "\x00" + rec.VersionID))
-		} else {
-			key = sha256.Sum256(append([]byte("inline\x00"+ref.Path+"\x00"), raw...))
-		}
-		if c, ok := h.compiled.Get(key); ok {
-			gs = append(gs, c)
-			continue
-		}
-		if rec == nil {
-			var b body
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&b); err != nil {
-				return nil, refError(ref, "", "is not a guardrail object: "+err.Error())
-			}
-			rec = &Record{Slug: ref.Path}
-			if b.ID != nil && *b.ID != "" {
-				rec.Slug = *b.ID
-			}
-			if e := b.settings(rec, true); e != nil {
-				return nil, refError(ref, e.Param, e.Message)
-			}
-		}
-		g, err := h.Registry.Compile(rec.Definition())
+		g, err := h.resolveRef(ctx, ws, ref)
 		if err != nil {
-			var ge *Error
-			if errors.As(err, &ge) {
-				return nil, refError(ref, ge.Param, ge.Message)
-			}
 			return nil, err
 		}
-		c := &attached{g: g, async: rec.Actions.Async, buffer: rec.StreamMode == StreamBuffer,
-			onSuccess: rec.Actions.OnSuccess, onFail: rec.Actions.OnFail}
-		h.compiled.Add(key, c)
-		gs = append(gs, c)
+		if !slices.ContainsFunc(gs, func(a *attached) bool { return a.key == g.key }) {
+			gs = append(gs, g)
+		}
 	}
 	return gs, nil
+}
+
+// resolveRef returns the guardrail ref attaches, compiled, for workspace
+// ws.
+func (h *Hooks) resolveRef(ctx context.Context, ws string, ref gateway.HookRef) (*attached, error) {
+	raw := bytes.TrimSpace(ref.Guardrail)
+	var key [sha256.Size]byte
+	var rec *Record
+	if len(raw) > 0 && raw[0] == '"' {
+		var slug string
+		if err := json.Unmarshal(raw, &slug); err != nil {
+			return nil, refError(ref, "", "must be a guardrail id or object")
+		}
+		var err error
+		if h.Store != nil {
+			rec, err = h.Store.Guardrail(ctx, ws, slug)
+		}
+		// Another workspace's guardrail answers as an unknown one.
+		if h.Store == nil || errors.Is(err, gateway.ErrNotFound) || err == nil && rec.WorkspaceID != "" && rec.WorkspaceID != ws {
+			return nil, refError(ref, "", "unknown guardrail "+quote(slug))
+		} else if err != nil {
+			return nil, err
+		}
+		key = sha256.Sum256([]byte("record\x00" + rec.ID + "\x00" + rec.VersionID))
+	} else {
+		key = sha256.Sum256(append([]byte("inline\x00"+ref.Path+"\x00"), raw...))
+	}
+	if c, ok := h.compiled.Get(key); ok {
+		return c, nil
+	}
+	if rec == nil {
+		var b body
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&b); err != nil {
+			return nil, refError(ref, "", "is not a guardrail object: "+err.Error())
+		}
+		rec = &Record{Slug: ref.Path}
+		if b.ID != nil && *b.ID != "" {
+			rec.Slug = *b.ID
+		}
+		if e := b.settings(rec, true); e != nil {
+			return nil, refError(ref, e.Param, e.Message)
+		}
+	}
+	g, err := h.Registry.Compile(rec.Definition())
+	if err != nil {
+		var ge *Error
+		if errors.As(err, &ge) {
+			return nil, refError(ref, ge.Param, ge.Message)
+		}
+		return nil, err
+	}
+	c := &attached{key: key, g: g, async: rec.Actions.Async, buffer: rec.StreamMode == StreamBuffer,
+		onSuccess: rec.Actions.OnSuccess, onFail: rec.Actions.OnFail}
+	h.compiled.Add(key, c)
+	return c, nil
 }
 
 // refError is the 400 invalid_config of a guardrail ref attaches, at
@@ -341,6 +370,25 @@ func refError(ref gateway.HookRef, field, msg string) error {
 	}
 	return &gateway.Error{Status: http.StatusBadRequest, Type: gateway.TypeInvalidRequest, Code: gateway.CodeInvalidConfig,
 		Param: ref.Param, Message: at + ": " + msg}
+}
+
+// HasGuardrail reports whether workspace ws (empty: the organisation)
+// may attach the guardrail whose id or slug is id: one of its own or one
+// of the organisation's, as requests of ws find it. Another workspace's
+// guardrail is reported as not there. admin.Options.Guardrails takes a
+// Hooks, to check the ids written in configs and defaults.
+func (h *Hooks) HasGuardrail(ctx context.Context, ws, id string) (bool, error) {
+	if h.Store == nil {
+		return false, nil
+	}
+	rec, err := h.Store.Guardrail(ctx, ws, id)
+	switch {
+	case errors.Is(err, gateway.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return rec.WorkspaceID == "" || rec.WorkspaceID == ws, nil
 }
 
 // model returns the model a JSON body names, "" when none.
@@ -394,6 +442,8 @@ func streamAnswer(events []byte) []byte {
 			continue
 		}
 		var chunk struct {
+			Type    string          `json:"type"`
+			Delta   json.RawMessage `json:"delta"`
 			Choices []struct {
 				Index int    `json:"index"`
 				Text  string `json:"text"`
@@ -403,6 +453,27 @@ func streamAnswer(events []byte) []byte {
 			} `json:"choices"`
 		}
 		if json.Unmarshal(data, &chunk) != nil {
+			continue
+		}
+		// The text deltas of Anthropic Messages and OpenAI Responses
+		// streams make one answer's text.
+		var text string
+		switch chunk.Type {
+		case "content_block_delta":
+			var d struct {
+				Type, Text string
+			}
+			if json.Unmarshal(chunk.Delta, &d) == nil && d.Type == "text_delta" {
+				text = d.Text
+			}
+		case "response.output_text.delta":
+			json.Unmarshal(chunk.Delta, &text)
+		}
+		if text != "" {
+			if len(texts) == 0 {
+				texts = append(texts, strings.Builder{})
+			}
+			texts[0].WriteString(text)
 			continue
 		}
 		for _, ch := range chunk.Choices {

@@ -30,9 +30,12 @@ type Texts struct {
 
 // RequestTexts reads the texts input checks read from a chat completions
 // request body: the last user message's string content, or each of its
-// text parts. For a completions body they are the prompt (each prompt of
-// an array). A body that is not a JSON object is an error; a body
-// without such text has no parts.
+// text parts. An Anthropic Messages body is read the same way. For an
+// OpenAI Responses body they are the input when it is a string, else
+// the last user message's string content or each of its input_text
+// parts. For a completions body they are the prompt (each prompt of an
+// array). A body that is not a JSON object is an error; a body without
+// such text has no parts.
 func RequestTexts(body []byte) (*Texts, error) {
 	spans, err := requestSpans(body)
 	if err != nil {
@@ -43,7 +46,9 @@ func RequestTexts(body []byte) (*Texts, error) {
 
 // ResponseTexts reads the texts output checks read from a chat
 // completions or completions answer body: the content of every choice's
-// message, or every choice's text, in order.
+// message, or every choice's text, in order. For an Anthropic Messages
+// answer they are its text blocks; for an OpenAI Responses answer, the
+// output_text parts of its messages.
 func ResponseTexts(body []byte) (*Texts, error) {
 	spans, err := responseSpans(body)
 	if err != nil {
@@ -137,30 +142,11 @@ func requestSpans(body []byte) ([]span, error) {
 		spans = append(spans, span{o, o + len(v)})
 	}
 	if msgs := member(b, "messages"); len(msgs) > 0 && msgs[0] == '[' {
-		var last []byte
-		jsonscan.EachElem(msgs, func(m []byte) bool {
-			if len(m) > 0 && m[0] == '{' && stringValue(member(m, "role")) == "user" {
-				last = m
-			}
-			return true
-		})
-		if last == nil {
-			return nil, nil
-		}
-		content := member(last, "content")
-		switch {
-		case isString(content):
-			add(content)
-		case len(content) > 0 && content[0] == '[':
-			jsonscan.EachElem(content, func(p []byte) bool {
-				if len(p) > 0 && p[0] == '{' && stringValue(member(p, "type")) == "text" {
-					if t := member(p, "text"); isString(t) {
-						add(t)
-					}
-				}
-				return true
-			})
-		}
+		lastUserParts(msgs, "text", add)
+		return spans, nil
+	}
+	if input := member(b, "input"); len(input) > 0 {
+		lastUserParts(input, "input_text", add)
 		return spans, nil
 	}
 	prompt := member(b, "prompt")
@@ -183,11 +169,26 @@ func responseSpans(body []byte) ([]span, error) {
 	if err != nil {
 		return nil, err
 	}
+	var spans []span
+	add := func(v []byte) {
+		o := offset(body, v)
+		spans = append(spans, span{o, o + len(v)})
+	}
 	choices := member(b, "choices")
 	if len(choices) == 0 || choices[0] != '[' {
-		return nil, nil
+		// An Anthropic Messages answer: its text blocks.
+		textParts(member(b, "content"), "text", add)
+		// An OpenAI Responses answer: the output_text of its messages.
+		if output := member(b, "output"); len(output) > 0 && output[0] == '[' {
+			jsonscan.EachElem(output, func(item []byte) bool {
+				if len(item) > 0 && item[0] == '{' && stringValue(member(item, "type")) == "message" {
+					textParts(member(item, "content"), "output_text", add)
+				}
+				return true
+			})
+		}
+		return spans, nil
 	}
-	var spans []span
 	jsonscan.EachElem(choices, func(c []byte) bool {
 		if len(c) == 0 || c[0] != '{' {
 			return true
@@ -197,12 +198,59 @@ func responseSpans(body []byte) ([]span, error) {
 			v = member(m, "content")
 		}
 		if isString(v) {
-			o := offset(body, v)
-			spans = append(spans, span{o, o + len(v)})
+			add(v)
 		}
 		return true
 	})
 	return spans, nil
+}
+
+// lastUserParts calls add with the texts of input, the messages of a
+// chat or Messages request or the input of a Responses request: input
+// itself when it is a string, else the last user message's string
+// content or each of its parts of type typ.
+func lastUserParts(input []byte, typ string, add func([]byte)) {
+	if isString(input) {
+		add(input)
+		return
+	}
+	if input[0] != '[' {
+		return
+	}
+	var last []byte
+	jsonscan.EachElem(input, func(m []byte) bool {
+		if len(m) > 0 && m[0] == '{' && stringValue(member(m, "role")) == "user" {
+			if t := member(m, "type"); t == nil || stringValue(t) == "message" {
+				last = m
+			}
+		}
+		return true
+	})
+	if last == nil {
+		return
+	}
+	content := member(last, "content")
+	if isString(content) {
+		add(content)
+		return
+	}
+	textParts(content, typ, add)
+}
+
+// textParts calls add with the text of each part of type typ of the
+// JSON array parts.
+func textParts(parts []byte, typ string, add func([]byte)) {
+	if len(parts) == 0 || parts[0] != '[' {
+		return
+	}
+	jsonscan.EachElem(parts, func(p []byte) bool {
+		if len(p) > 0 && p[0] == '{' && stringValue(member(p, "type")) == typ {
+			if t := member(p, "text"); isString(t) {
+				add(t)
+			}
+		}
+		return true
+	})
 }
 
 // requestTypes maps an endpoint's method and path (without the gateway's
