@@ -8,6 +8,8 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+
+	"github.com/modelgateway/gateway/internal/translate/messages"
 )
 
 // Hooks checks data-plane requests and their answers for a product
@@ -27,10 +29,17 @@ import (
 // body, unless no output guardrail is attached; it is not called for an
 // answer that is not a 2xx, a request refused before, or an answer cut
 // short. A phase that sets HookCall.Denied refuses the request: the caller
-// gets a 446 hooks_failed error with the hook results. A check that failed
-// without denying (HookCall.Failed) makes a 2xx answer's status 246. Both
-// phases add their results to JSON answers as the top-level member
-// hook_results, and to streams as a hook_results event.
+// gets a 446 hooks_failed error with the hook results (on the Messages
+// route, Anthropic-shaped like its other errors, hook_results beside
+// error). A check that failed without denying (HookCall.Failed) makes a
+// 2xx answer's status 246. Both phases add their results to JSON answers
+// (chat completions, Messages, Responses) as the top-level member
+// hook_results, and to streams as an extra event named hook_results: on a
+// stream held for the output checks, before its last event ([DONE],
+// message_stop, response.completed); on a stream the checks only observe,
+// after it. On Messages and Responses streams the event's data is
+// {"type":"hook_results","hook_results":{…}}, as their SDKs skip event
+// types they do not know.
 //
 // An error from either method is answered as it is when it is an *Error
 // (a 400 naming the guardrail a config attached but the workspace lacks,
@@ -303,14 +312,21 @@ func appendArray(b, a []byte) []byte {
 }
 
 // writeDenied answers a request a guardrail refused: 446 with the
-// OpenAI-shaped error and the hook results.
+// OpenAI-shaped error (Anthropic-shaped on the Messages route) and the
+// hook results.
 func writeDenied(w http.ResponseWriter, r *http.Request, c *HookCall) {
 	e := &Error{Status: statusHooksDenied, Type: "hooks_failed", Code: "guardrail_denied",
 		Message: "the request was refused by a guardrail: see hook_results"}
-	if st := stateFrom(r.Context()); st != nil {
+	st := stateFrom(r.Context())
+	if st != nil {
 		st.log.ErrorCode = e.Code
 	}
-	b, _ := e.MarshalJSON()
+	var b []byte
+	if anthropicShaped(r, st) {
+		b = messages.ErrorBody(e.Status, e.Type, e.Code, e.Param, e.Message)
+	} else {
+		b, _ = e.MarshalJSON()
+	}
 	b = withMember(b, "hook_results", hookResults(c))
 	h := w.Header()
 	for _, k := range []string{"Content-Encoding", "Content-Length", "Etag", "Last-Modified"} {
@@ -488,22 +504,56 @@ func (w *hookWriter) finish() {
 	case hookBuffer:
 		w.Header().Del("Content-Length")
 		w.ResponseWriter.WriteHeader(status)
-		done := bytes.LastIndex(w.buf, []byte("data: [DONE]"))
-		if done < 0 {
-			done = len(w.buf)
+		done := len(w.buf)
+		if w.typedEvents() {
+			done = lastEvent(w.buf)
+		} else if i := bytes.LastIndex(w.buf, []byte("data: [DONE]")); i >= 0 {
+			done = i
 		}
 		w.ResponseWriter.Write(w.buf[:done])
 		w.writeEvent(w.buf[done:])
 	}
 }
 
+// typedEvents reports whether the answer's stream is one of Anthropic
+// Messages or OpenAI Responses, whose events each carry their type in
+// their data and end without [DONE].
+func (w *hookWriter) typedEvents() bool {
+	in := w.st.ingress
+	return in != nil && (in.kind == ingressMessage || in.kind == ingressResponse)
+}
+
+// lastEvent returns where the last event of the server-sent events b
+// starts (message_stop, response.completed), len(b) when b has none.
+func lastEvent(b []byte) int {
+	end := len(bytes.TrimRight(b, "\r\n"))
+	if end == 0 {
+		return len(b)
+	}
+	i := max(bytes.LastIndex(b[:end], []byte("\n\n")), bytes.LastIndex(b[:end], []byte("\r\n\r\n")))
+	if i < 0 {
+		return 0
+	}
+	for i < end && (b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
 // writeEvent writes the hook results as a server-sent event, then rest,
-// and flushes.
+// and flushes. On Messages and Responses streams the event's data has
+// their shape: {"type":"hook_results","hook_results":{…}}.
 func (w *hookWriter) writeEvent(rest []byte) {
 	res := hookResults(w.c)
-	b := make([]byte, 0, len(res)+len(rest)+32)
+	b := make([]byte, 0, len(res)+len(rest)+64)
 	b = append(b, "event: hook_results\ndata: "...)
-	b = append(b, res...)
+	if w.typedEvents() {
+		b = append(b, `{"type":"hook_results","hook_results":`...)
+		b = append(b, res...)
+		b = append(b, '}')
+	} else {
+		b = append(b, res...)
+	}
 	b = append(b, "\n\n"...)
 	b = append(b, rest...)
 	w.ResponseWriter.Write(b)
