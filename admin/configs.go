@@ -94,10 +94,10 @@ type configBody struct {
 }
 
 // checkConfig validates a config member like an inline config and checks
-// its custom hosts; it returns the config as given.
-func (a *plane) checkConfig(raw json.RawMessage) (json.RawMessage, error) {
+// its custom hosts; it returns the config as given, and parsed.
+func (a *plane) checkConfig(raw json.RawMessage) (json.RawMessage, *gateway.Config, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, control.Invalid("config", "config must be a JSON object")
+		return nil, nil, control.Invalid("config", "config must be a JSON object")
 	}
 	c, err := gateway.ParseConfig(raw)
 	if err != nil {
@@ -105,14 +105,14 @@ func (a *plane) checkConfig(raw json.RawMessage) (json.RawMessage, error) {
 		if errors.As(err, &ge) {
 			e := *ge
 			e.Param = "config"
-			return nil, &e
+			return nil, nil, &e
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if err := a.checkConfigHosts(c, ""); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return append(json.RawMessage(nil), raw...), nil
+	return append(json.RawMessage(nil), raw...), c, nil
 }
 
 // checkConfigHosts checks every custom_host of c, at path, with the
@@ -210,8 +210,11 @@ func (a *plane) createConfig(w http.ResponseWriter, r *http.Request, k *control.
 	if err != nil {
 		return err
 	}
-	raw, err := a.checkConfig(b.Config)
+	raw, parsed, err := a.checkConfig(b.Config)
 	if err != nil {
+		return err
+	}
+	if err := a.checkConfigGuardrails(r.Context(), ws, parsed, ""); err != nil {
 		return err
 	}
 	control.OrgActedIn(r, id, ws)
@@ -317,13 +320,19 @@ func (a *plane) updateConfig(w http.ResponseWriter, r *http.Request, k *control.
 		return err
 	}
 	var raw json.RawMessage
+	var parsed *gateway.Config
 	if b.Config != nil {
 		var err error
-		if raw, err = a.checkConfig(b.Config); err != nil {
+		if raw, parsed, err = a.checkConfig(b.Config); err != nil {
 			return err
 		}
 	}
 	return k.Change(r, id, slug, func(old *gateway.SavedConfig) (*gateway.SavedConfig, []string, error) {
+		if parsed != nil {
+			if err := a.checkConfigGuardrails(r.Context(), old.WorkspaceID, parsed, ""); err != nil {
+				return nil, nil, err
+			}
+		}
 		c := cloneConfig(old)
 		if b.Name != nil {
 			c.Name = *b.Name

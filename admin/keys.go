@@ -157,7 +157,11 @@ func (a *plane) createAPIKey(w http.ResponseWriter, r *http.Request, store KeySt
 		return err
 	}
 	if c.Defaults != nil {
-		k.Metadata, k.DefaultConfig = c.Defaults.Metadata, c.Defaults.ConfigID
+		c.Defaults.apply(&k)
+		if err := a.setGuardrailIDs(r.Context(), k.WorkspaceID, c.Defaults.InputGuardrails, c.Defaults.OutputGuardrails,
+			&k.InputGuardrails, &k.OutputGuardrails); err != nil {
+			return err
+		}
 	}
 	if k.ExpiresAt, err = expiresAt(c.ExpiresAt, now); err != nil {
 		return err
@@ -348,7 +352,11 @@ func (a *plane) updateAPIKey(w http.ResponseWriter, r *http.Request, store KeySt
 			k.UsageLimits = ul
 		}
 		if u.Defaults != nil {
-			k.Metadata, k.DefaultConfig = u.Defaults.Metadata, u.Defaults.ConfigID
+			u.Defaults.apply(k)
+			if err := a.setGuardrailIDs(r.Context(), k.WorkspaceID, u.Defaults.InputGuardrails, u.Defaults.OutputGuardrails,
+				&k.InputGuardrails, &k.OutputGuardrails); err != nil {
+				return err
+			}
 		}
 		if u.ExpiresAt != nil {
 			k.ExpiresAt = exp

@@ -27,10 +27,13 @@ func newGatewayKey() string {
 	return "gw-" + hex.EncodeToString(b[:])
 }
 
-// apiKeyDefaults is the defaults object of an API key.
+// apiKeyDefaults is the defaults object of an API key. The guardrail
+// lists, when absent or null, leave the key's as they are.
 type apiKeyDefaults struct {
-	Metadata map[string]string `json:"metadata,omitempty"`
-	ConfigID string            `json:"config_id,omitempty"`
+	Metadata         map[string]string `json:"metadata,omitempty"`
+	ConfigID         string            `json:"config_id,omitempty"`
+	InputGuardrails  []string          `json:"input_guardrails,omitempty"`
+	OutputGuardrails []string          `json:"output_guardrails,omitempty"`
 }
 
 // apiKeyCreate is the body of POST /api-keys/{type}/{sub-type}: the
@@ -82,6 +85,14 @@ func (d *apiKeyDefaults) check() error {
 	return nil
 }
 
+// apply writes d's metadata and config_id into k, unless d gives only
+// guardrails, which setGuardrailIDs writes.
+func (d *apiKeyDefaults) apply(k *gateway.APIKey) {
+	if d.Metadata != nil || d.ConfigID != "" || d.InputGuardrails == nil && d.OutputGuardrails == nil {
+		k.Metadata, k.DefaultConfig = d.Metadata, d.ConfigID
+	}
+}
+
 // checkKeyText checks the name and description of a key's create or update
 // body (nil for absent).
 func checkKeyText(name, description *string) error {
@@ -100,14 +111,16 @@ func checkKeyText(name, description *string) error {
 }
 
 // selfChange refuses an update of a key by itself that changes its
-// scopes, limits or expiry (docs/architecture.md, Trust): a key cannot widen what it was
+// scopes, limits, expiry or guardrails (docs/architecture.md, Trust): a key cannot widen what it was
 // given. It may still rename, describe or rotate itself.
 func (u *apiKeyUpdate) selfChange() error {
 	for _, f := range []struct {
 		name string
 		set  bool
 	}{{"scopes", u.Scopes != nil}, {"rate_limits", u.RateLimits != nil}, {"usage_limits", u.UsageLimits != nil},
-		{"expires_at", u.ExpiresAt != nil}} {
+		{"expires_at", u.ExpiresAt != nil},
+		{"defaults.input_guardrails", u.Defaults != nil && u.Defaults.InputGuardrails != nil},
+		{"defaults.output_guardrails", u.Defaults != nil && u.Defaults.OutputGuardrails != nil}} {
 		if f.set {
 			return &gateway.Error{Status: http.StatusForbidden, Type: gateway.TypePermission, Code: gateway.CodePermissionDenied, Param: f.name,
 				Message: "a key may not change its own " + f.name + "; another key holding the scopes may"}
@@ -184,8 +197,9 @@ func keyWire(k *gateway.APIKey) apiKeyWire {
 		Type: string(control.KeyType(k)) + "-" + string(keySubType(k)), WorkspaceID: k.WorkspaceID, UserID: k.UserID,
 		Status: "active", CreatedAt: k.CreatedAt, LastUpdatedAt: k.UpdatedAt, RateLimits: k.RateLimits,
 		UsageLimits: k.UsageLimits, Scopes: scopes, ExpiresAt: k.ExpiresAt, Object: apiKeyObject}
-	if len(k.Metadata) > 0 || k.DefaultConfig != "" {
-		o.Defaults = &apiKeyDefaults{Metadata: k.Metadata, ConfigID: k.DefaultConfig}
+	if len(k.Metadata) > 0 || k.DefaultConfig != "" || len(k.InputGuardrails) > 0 || len(k.OutputGuardrails) > 0 {
+		o.Defaults = &apiKeyDefaults{Metadata: k.Metadata, ConfigID: k.DefaultConfig,
+			InputGuardrails: k.InputGuardrails, OutputGuardrails: k.OutputGuardrails}
 	}
 	return o
 }
@@ -228,5 +242,7 @@ func cloneAPIKey(k *gateway.APIKey) *gateway.APIKey {
 	c.Metadata = maps.Clone(k.Metadata)
 	c.RateLimits = slices.Clone(k.RateLimits)
 	c.UsageLimits = slices.Clone(k.UsageLimits)
+	c.InputGuardrails = slices.Clone(k.InputGuardrails)
+	c.OutputGuardrails = slices.Clone(k.OutputGuardrails)
 	return &c
 }

@@ -38,6 +38,13 @@ type Options struct {
 	// 404, saying that rate-limits policies are not enabled.
 	Policies PolicyStore
 
+	// Guardrails checks the guardrail ids written in configs and in the
+	// defaults of keys and workspaces: an id the record's workspace
+	// cannot attach is refused with a 400 naming where it is. Nil leaves
+	// a config's ids to be checked when a request uses it, and refuses
+	// defaults that attach guardrails (a gateway without it checks none).
+	Guardrails Guardrails
+
 	// Audit records every write of these routes (POST, PUT or DELETE),
 	// as acting on api_keys, virtual_keys, configs, workspaces or
 	// rate_limits_policies. Nil records nothing.

@@ -80,9 +80,22 @@ func workspaceNotFound(wid string) *gateway.Error {
 		Message: "no workspace " + control.Quote(wid)}
 }
 
-// workspaceDefaults is the defaults object of a workspace body.
+// workspaceDefaults is the defaults object of a workspace body. The
+// guardrail lists, when absent or null, leave the workspace's as they
+// are.
 type workspaceDefaults struct {
-	Metadata map[string]string `json:"metadata"`
+	Metadata         map[string]string `json:"metadata"`
+	InputGuardrails  []string          `json:"input_guardrails"`
+	OutputGuardrails []string          `json:"output_guardrails"`
+}
+
+// workspaceGuardrails checks and writes into ws the guardrail ids of b's
+// defaults, if any.
+func (a *plane) workspaceGuardrails(ctx context.Context, b *workspaceBody, ws *gateway.Workspace) error {
+	if b.Defaults == nil {
+		return nil
+	}
+	return a.setGuardrailIDs(ctx, ws.ID, b.Defaults.InputGuardrails, b.Defaults.OutputGuardrails, &ws.InputGuardrails, &ws.OutputGuardrails)
 }
 
 // workspaceBody is the body of POST /admin/workspaces and PUT
@@ -125,7 +138,9 @@ func (b *workspaceBody) apply(ws *gateway.Workspace) error {
 		if err := control.Metadata("defaults.metadata", b.Defaults.Metadata); err != nil {
 			return err
 		}
-		ws.Metadata = b.Defaults.Metadata
+		if b.Defaults.Metadata != nil || b.Defaults.InputGuardrails == nil && b.Defaults.OutputGuardrails == nil {
+			ws.Metadata = b.Defaults.Metadata
+		}
 	}
 	if b.RateLimits != nil {
 		rl, err := limitsJSON("rate_limits", b.RateLimits, '[')
@@ -209,6 +224,9 @@ func (a *plane) createWorkspace(w http.ResponseWriter, r *http.Request, store Wo
 		ws.ID = newWorkspaceID(ws.Name)
 	}
 	observe.ActedIn(r, ws.ID)
+	if err := a.workspaceGuardrails(r.Context(), &b, &ws); err != nil {
+		return err
+	}
 	if err := store.CreateWorkspace(r.Context(), &ws); err != nil {
 		if errors.Is(err, gateway.ErrConflict) {
 			return &gateway.Error{Status: http.StatusConflict, Type: gateway.TypeInvalidRequest, Code: gateway.CodeConflict, Param: "slug",
@@ -223,9 +241,11 @@ func (a *plane) createWorkspace(w http.ResponseWriter, r *http.Request, store Wo
 // workspaceWireDefaults is the defaults object of the reference's
 // Workspace.
 type workspaceWireDefaults struct {
-	Metadata  map[string]string `json:"metadata"`
-	IsDefault int               `json:"is_default"`
-	Object    string            `json:"object"`
+	Metadata         map[string]string `json:"metadata"`
+	IsDefault        int               `json:"is_default"`
+	InputGuardrails  []string          `json:"input_guardrails,omitempty"`
+	OutputGuardrails []string          `json:"output_guardrails,omitempty"`
+	Object           string            `json:"object"`
 }
 
 // workspaceWire is the reference's Workspace.
@@ -248,8 +268,9 @@ func workspaceWireOf(ws *gateway.Workspace) workspaceWire {
 	if ws.Description != "" {
 		o.Description = &ws.Description
 	}
-	if ws.Metadata != nil {
-		o.Defaults = &workspaceWireDefaults{Metadata: ws.Metadata, Object: workspaceObject}
+	if ws.Metadata != nil || len(ws.InputGuardrails) > 0 || len(ws.OutputGuardrails) > 0 {
+		o.Defaults = &workspaceWireDefaults{Metadata: ws.Metadata, InputGuardrails: ws.InputGuardrails,
+			OutputGuardrails: ws.OutputGuardrails, Object: workspaceObject}
 	}
 	return o
 }
@@ -328,6 +349,9 @@ func (a *plane) updateWorkspace(w http.ResponseWriter, r *http.Request, store Wo
 		}
 		ws := cloneWorkspace(old)
 		b.apply(ws)
+		if err := a.workspaceGuardrails(ctx, &b, ws); err != nil {
+			return nil, err
+		}
 		ws.UpdatedAt = a.now().UTC()
 		return store.UpdateWorkspace(ctx, old, ws), nil
 	})
@@ -385,6 +409,8 @@ func cloneWorkspace(w *gateway.Workspace) *gateway.Workspace {
 	c.Metadata = maps.Clone(w.Metadata)
 	c.RateLimits = slices.Clone(w.RateLimits)
 	c.UsageLimits = slices.Clone(w.UsageLimits)
+	c.InputGuardrails = slices.Clone(w.InputGuardrails)
+	c.OutputGuardrails = slices.Clone(w.OutputGuardrails)
 	return &c
 }
 
