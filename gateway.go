@@ -42,9 +42,9 @@ type Options struct {
 	// usage_limits bound every key of it together, and an organisation
 	// key's list of usage-limits policies shows those of these workspaces
 	// when Options.UsageLimits cannot list every workspace's; its
-	// default guardrails are checked on its keys' requests (see Hooks),
-	// which makes the gateway read the caller's workspace on each
-	// data-plane request. Nil means
+	// default guardrails are checked on its keys' requests (see Hooks):
+	// the gateway reads the caller's workspace at most once a second, so
+	// a change of them is in force within a second. Nil means
 	// none is registered. Workspace ids that keys, virtual keys and
 	// configs name need not be registered. MemoryStore implements it.
 	Workspaces WorkspaceLookup
@@ -254,6 +254,7 @@ type Gateway struct {
 	inlineConfigs *lru.Cache[[sha256.Size]byte, *Config]
 	savedConfigs  savedConfigCache
 	baseURLs      *lru.Cache[string, *url.URL] // virtual keys' base URLs, parsed
+	wsGuardrails  *lru.Cache[string, wsHooks]  // workspaces' default guardrails, read from Options.Workspaces
 
 	now func() time.Time // nil: time.Now; tests move the clock of keys' expiry and rotation
 
@@ -310,6 +311,7 @@ func New(opts Options) *Gateway {
 	g.inlineConfigs, _ = lru.New[[sha256.Size]byte, *Config](1024)
 	g.savedConfigs.lru, _ = lru.New[string, *savedConfigEntry](maxSavedConfigs)
 	g.baseURLs, _ = lru.New[string, *url.URL](maxBaseURLs)
+	g.wsGuardrails, _ = lru.New[string, wsHooks](maxBaseURLs)
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
 		Transport:      roundTripper{g},

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/modelgateway/gateway/internal/translate/messages"
 )
@@ -153,21 +154,49 @@ func (g *Gateway) executeHooked(w http.ResponseWriter, r *http.Request, st *requ
 // none.
 func (g *Gateway) hookDefaults(ctx context.Context, st *requestState) (in, out []HookRef, err error) {
 	if ws := st.identity.WorkspaceID; ws != "" && g.opts.Workspaces != nil {
-		rec, err := g.opts.Workspaces.Workspace(ctx, ws)
-		switch {
-		case errors.Is(err, ErrNotFound):
-		case err != nil:
+		d, err := g.workspaceHooks(ctx, ws)
+		if err != nil {
 			return nil, nil, err
-		case rec != nil:
-			in = defaultRefs(in, rec.InputGuardrails, "workspace defaults.input_guardrails")
-			out = defaultRefs(out, rec.OutputGuardrails, "workspace defaults.output_guardrails")
 		}
+		in = defaultRefs(in, d.in, "workspace defaults.input_guardrails")
+		out = defaultRefs(out, d.out, "workspace defaults.output_guardrails")
 	}
 	if k := st.key; k != nil {
 		in = defaultRefs(in, k.InputGuardrails, "api key defaults.input_guardrails")
 		out = defaultRefs(out, k.OutputGuardrails, "api key defaults.output_guardrails")
 	}
 	return in, out, nil
+}
+
+// wsHooks is a workspace's default guardrail ids, as read at fetched.
+type wsHooks struct {
+	in, out []string
+	fetched time.Time
+}
+
+// wsHooksTTL is how long a workspace's default guardrails are used
+// before they are read again.
+const wsHooksTTL = time.Second
+
+// workspaceHooks returns the default guardrails of workspace ws, reading
+// its record at most once per wsHooksTTL: the store may query a database
+// for it. A workspace that is not registered has none.
+func (g *Gateway) workspaceHooks(ctx context.Context, ws string) (wsHooks, error) {
+	now := time.Now()
+	if d, ok := g.wsGuardrails.Get(ws); ok && now.Sub(d.fetched) < wsHooksTTL {
+		return d, nil
+	}
+	rec, err := g.opts.Workspaces.Workspace(ctx, ws)
+	d := wsHooks{fetched: now}
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return d, err
+	case rec != nil:
+		d.in, d.out = rec.InputGuardrails, rec.OutputGuardrails
+	}
+	g.wsGuardrails.Add(ws, d)
+	return d, nil
 }
 
 // defaultRefs appends to refs the guardrail ids of a key's or
