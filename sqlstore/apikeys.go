@@ -163,19 +163,20 @@ func (s *Store) writeAPIKey(ctx context.Context, tx *sql.Tx, k *gateway.APIKey) 
 	}
 	_, err = s.exec(ctx, tx, `INSERT INTO api_keys (id, digest, workspace_id, role, disabled, metadata, default_config, scopes,
 	expires_at, type, sub_type, user_id, name, description, created_at, updated_at, rate_limits, usage_limits,
-	previous_digest, previous_valid_until)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+	previous_digest, previous_valid_until, input_guardrails, output_guardrails)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
 ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, workspace_id = excluded.workspace_id, role = excluded.role,
 	disabled = excluded.disabled, metadata = excluded.metadata, default_config = excluded.default_config,
 	scopes = excluded.scopes, expires_at = excluded.expires_at, type = excluded.type, sub_type = excluded.sub_type,
 	user_id = excluded.user_id, name = excluded.name, description = excluded.description,
 	created_at = excluded.created_at, updated_at = excluded.updated_at, rate_limits = excluded.rate_limits,
 	usage_limits = excluded.usage_limits, previous_digest = excluded.previous_digest,
-	previous_valid_until = excluded.previous_valid_until`,
+	previous_valid_until = excluded.previous_valid_until, input_guardrails = excluded.input_guardrails,
+	output_guardrails = excluded.output_guardrails`,
 		k.ID, k.Digest[:], k.WorkspaceID, string(k.Role), k.Disabled, string(metadata), k.DefaultConfig, string(scopes),
 		nullTime(k.ExpiresAt), string(k.Type), string(k.SubType), k.UserID, k.Name, k.Description,
 		nullTime(k.CreatedAt), nullTime(k.UpdatedAt), nullJSON(k.RateLimits), nullJSON(k.UsageLimits),
-		nullBytes(previous), nullTime(k.PreviousValidUntil))
+		nullBytes(previous), nullTime(k.PreviousValidUntil), idsText(k.InputGuardrails), idsText(k.OutputGuardrails))
 	if err != nil {
 		return fmt.Errorf("sqlstore: api key %q: %w", k.ID, err)
 	}
@@ -193,7 +194,7 @@ func (s *Store) DeleteAPIKey(ctx context.Context, id string) error {
 // apiKeyColumns are the columns scanAPIKey reads, in its order.
 const apiKeyColumns = `id, digest, workspace_id, role, disabled, metadata, default_config, scopes,
 	expires_at, type, sub_type, user_id, name, description, created_at, updated_at, rate_limits, usage_limits,
-	previous_digest, previous_valid_until`
+	previous_digest, previous_valid_until, input_guardrails, output_guardrails`
 
 // loadAPIKeys reads the API key id (every key when id is empty) into
 // snap, replacing what it held for it; the caller gives snap maps of its
@@ -239,12 +240,13 @@ func scanAPIKey(row scanner) (*gateway.APIKey, error) {
 		digest, previous                   []byte
 		role, typ, subType                 string
 		metadata, scopes                   string
+		inputs, outputs                    string
 		rateLimits, usageLimits            sql.NullString
 		expires, created, updated, prevEnd sql.NullTime
 	)
 	if err := row.Scan(&k.ID, &digest, &k.WorkspaceID, &role, &k.Disabled, &metadata, &k.DefaultConfig, &scopes,
 		&expires, &typ, &subType, &k.UserID, &k.Name, &k.Description, &created, &updated, &rateLimits, &usageLimits,
-		&previous, &prevEnd); err != nil {
+		&previous, &prevEnd, &inputs, &outputs); err != nil {
 		return nil, fmt.Errorf("sqlstore: reading api keys: %w", err)
 	}
 	if len(digest) != sha256.Size || previous != nil && len(previous) != sha256.Size {
@@ -258,6 +260,13 @@ func scanAPIKey(row scanner) (*gateway.APIKey, error) {
 	}
 	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
 		return nil, fmt.Errorf("sqlstore: api key %q: scopes: %w", k.ID, err)
+	}
+	var err error
+	if k.InputGuardrails, err = parseIDs(inputs); err != nil {
+		return nil, fmt.Errorf("sqlstore: api key %q: input_guardrails: %w", k.ID, err)
+	}
+	if k.OutputGuardrails, err = parseIDs(outputs); err != nil {
+		return nil, fmt.Errorf("sqlstore: api key %q: output_guardrails: %w", k.ID, err)
 	}
 	if rateLimits.Valid {
 		k.RateLimits = json.RawMessage(rateLimits.String)
@@ -277,6 +286,8 @@ func cloneAPIKey(k *gateway.APIKey) *gateway.APIKey {
 	c.Metadata = maps.Clone(k.Metadata)
 	c.RateLimits = slices.Clone(k.RateLimits)
 	c.UsageLimits = slices.Clone(k.UsageLimits)
+	c.InputGuardrails = slices.Clone(k.InputGuardrails)
+	c.OutputGuardrails = slices.Clone(k.OutputGuardrails)
 	return &c
 }
 

@@ -128,3 +128,23 @@ func scanGuardrail(row scanner) (*guardrail.Record, error) {
 	rec.CreatedAt, rec.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updatedUS).UTC()
 	return &rec, nil
 }
+
+// idsText is the column text of the guardrail ids of a key's or
+// workspace's defaults: a JSON array, '' for none.
+func idsText(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// parseIDs reads a column idsText wrote.
+func parseIDs(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var ids []string
+	err := json.Unmarshal([]byte(s), &ids)
+	return ids, err
+}

@@ -104,3 +104,41 @@ func TestGuardrailVerdictsInLogs(t *testing.T) {
 		}
 	})
 }
+
+// TestDefaultGuardrails keeps the default guardrails of keys and
+// workspaces on every backend, across a reopen.
+func TestDefaultGuardrails(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := openStore(t, dsn, sqlstore.Options{})
+		k := &gateway.APIKey{ID: "k-guard", Digest: gateway.HashAPIKey("gw-guard"), WorkspaceID: "ws-1", Role: gateway.RoleMember,
+			InputGuardrails: []string{"guard_a", "guard_b"}, OutputGuardrails: []string{"guard_c"}}
+		if err := s.CreateAPIKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		ws := &gateway.Workspace{ID: "ws-1", Name: "one", OutputGuardrails: []string{"guard_d"}}
+		if err := s.CreateWorkspace(ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+		check := func(s *sqlstore.Store) {
+			t.Helper()
+			got, err := s.APIKeyByID(ctx, "k-guard")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([][]string{k.InputGuardrails, k.OutputGuardrails}, [][]string{got.InputGuardrails, got.OutputGuardrails}); diff != "" {
+				t.Errorf("key's guardrails differ (-put +got):\n%s", diff)
+			}
+			w, err := s.Workspace(ctx, "ws-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.InputGuardrails != nil || cmp.Diff(ws.OutputGuardrails, w.OutputGuardrails) != "" {
+				t.Errorf("workspace's guardrails %q %q, want none and %q", w.InputGuardrails, w.OutputGuardrails, ws.OutputGuardrails)
+			}
+		}
+		check(s)
+		s.Close()
+		check(openStore(t, dsn, sqlstore.Options{}))
+	})
+}

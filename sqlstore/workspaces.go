@@ -13,7 +13,8 @@ import (
 var _ admin.WorkspaceStore = (*Store)(nil)
 
 // workspaceColumns are the columns scanWorkspace reads, in its order.
-const workspaceColumns = `id, name, description, metadata, rate_limits, usage_limits, created_at, updated_at`
+const workspaceColumns = `id, name, description, metadata, rate_limits, usage_limits, created_at, updated_at,
+	input_guardrails, output_guardrails`
 
 // Workspace implements admin.WorkspaceStore from the database: a copy
 // the caller may change.
@@ -94,12 +95,12 @@ func (s *Store) writeWorkspace(ctx context.Context, tx *sql.Tx, w *gateway.Works
 	if err != nil {
 		return fmt.Errorf("sqlstore: workspace %q: metadata: %w", w.ID, err)
 	}
-	_, err = s.exec(ctx, tx, `INSERT INTO workspaces (`+workspaceColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	_, err = s.exec(ctx, tx, `INSERT INTO workspaces (`+workspaceColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, description = excluded.description, metadata = excluded.metadata,
 	rate_limits = excluded.rate_limits, usage_limits = excluded.usage_limits, created_at = excluded.created_at,
-	updated_at = excluded.updated_at`,
+	updated_at = excluded.updated_at, input_guardrails = excluded.input_guardrails, output_guardrails = excluded.output_guardrails`,
 		w.ID, w.Name, w.Description, string(metadata), nullJSON(w.RateLimits), nullJSON(w.UsageLimits),
-		nullTime(w.CreatedAt), nullTime(w.UpdatedAt))
+		nullTime(w.CreatedAt), nullTime(w.UpdatedAt), idsText(w.InputGuardrails), idsText(w.OutputGuardrails))
 	if err != nil {
 		return fmt.Errorf("sqlstore: workspace %q: %w", w.ID, err)
 	}
@@ -112,10 +113,11 @@ func scanWorkspace(row scanner) (*gateway.Workspace, error) {
 	var (
 		w                       gateway.Workspace
 		metadata                string
+		inputs, outputs         string
 		rateLimits, usageLimits sql.NullString
 		created, updated        sql.NullTime
 	)
-	if err := row.Scan(&w.ID, &w.Name, &w.Description, &metadata, &rateLimits, &usageLimits, &created, &updated); err != nil {
+	if err := row.Scan(&w.ID, &w.Name, &w.Description, &metadata, &rateLimits, &usageLimits, &created, &updated, &inputs, &outputs); err != nil {
 		if notFound(err) {
 			return nil, err
 		}
@@ -123,6 +125,13 @@ func scanWorkspace(row scanner) (*gateway.Workspace, error) {
 	}
 	if err := json.Unmarshal([]byte(metadata), &w.Metadata); err != nil {
 		return nil, fmt.Errorf("sqlstore: workspace %q: metadata: %w", w.ID, err)
+	}
+	var err error
+	if w.InputGuardrails, err = parseIDs(inputs); err != nil {
+		return nil, fmt.Errorf("sqlstore: workspace %q: input_guardrails: %w", w.ID, err)
+	}
+	if w.OutputGuardrails, err = parseIDs(outputs); err != nil {
+		return nil, fmt.Errorf("sqlstore: workspace %q: output_guardrails: %w", w.ID, err)
 	}
 	if rateLimits.Valid {
 		w.RateLimits = json.RawMessage(rateLimits.String)
