@@ -130,7 +130,7 @@ func scanGuardrail(row scanner) (*guardrail.Record, error) {
 }
 
 // idsText is the column text of the guardrail ids of a key's or
-// workspace's defaults: a JSON array, '' for none.
+// workspace's defaults: a JSON array, ” for none.
 func idsText(ids []string) string {
 	if len(ids) == 0 {
 		return ""

@@ -81,3 +81,56 @@ func TestGuardrailsOverHTTP(t *testing.T) {
 		t.Errorf("audit log: %s, want the create, update and delete of guardrails", body)
 	}
 }
+
+// TestKeyDefaultGuardrailOverHTTP: a key written through /api-keys with a
+// guardrail in its defaults has every request checked by it, whatever
+// config routes the request; an id the key's workspace cannot attach is
+// refused when the key is written.
+func TestKeyDefaultGuardrailOverHTTP(t *testing.T) {
+	fake := gatewaytest.NewServer()
+	t.Cleanup(fake.Close)
+	host := strings.TrimPrefix(strings.TrimSuffix(fake.URL, "/v1"), "http://")
+	cfgFile := filepath.Join(t.TempDir(), "gateway.json")
+	if err := os.WriteFile(cfgFile, []byte(`{"custom_hosts":{"allow":["`+host+`"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GATEWAY_API_KEY", "gw-guardrails-admin")
+	base, _, _, _ := runServer(t, "-config", cfgFile)
+	admin := map[string]string{"x-gateway-api-key": "gw-guardrails-admin", "Content-Type": "application/json"}
+
+	res := call(t, "POST", base+"/v1/guardrails", `{"name":"no secrets","checks":[{"id":"default.regexMatch","parameters":{"rule":"(?i)secret","not":true}}],"actions":{"deny":true}}`, admin)
+	body := readAll(t, res)
+	var created struct{ Slug string }
+	if res.StatusCode != 200 || json.Unmarshal([]byte(body), &created) != nil || created.Slug == "" {
+		t.Fatalf("create guardrail: %d %s", res.StatusCode, body)
+	}
+	newKey := func(id string) (int, string) {
+		res := call(t, "POST", base+"/v1/api-keys/workspace/service", `{"name":"guarded","workspace_id":"ws-guarded","scopes":["completions.write"],`+
+			`"defaults":{"input_guardrails":["`+id+`"]}}`, admin)
+		return res.StatusCode, readAll(t, res)
+	}
+	if code, body := newKey("no-such-guardrail"); code != 400 || !strings.Contains(body, `"defaults.input_guardrails[0]"`) {
+		t.Errorf("unknown guardrail: %d %s, want 400 naming the field", code, body)
+	}
+	code, body := newKey(created.Slug)
+	var key struct{ Key string }
+	if code != 200 || json.Unmarshal([]byte(body), &key) != nil || key.Key == "" {
+		t.Fatalf("create key: %d %s", code, body)
+	}
+	chat := func(content string) (int, string) {
+		b, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": []map[string]string{{"role": "user", "content": content}}})
+		res := call(t, "POST", base+"/v1/chat/completions", string(b), map[string]string{
+			"x-gateway-api-key": key.Key, "Content-Type": "application/json", "Authorization": "Bearer sk-fake",
+			"x-gateway-config": `{"provider":"openai","custom_host":"` + fake.URL + `"}`})
+		return res.StatusCode, readAll(t, res)
+	}
+	if code, body := chat("the secret is 42"); code != 446 || errorCode(t, body) != "guardrail_denied" {
+		t.Errorf("denied by the key's default: %d %s", code, body)
+	}
+	if code, body := chat("hello"); code != 200 || !strings.Contains(body, `"hook_results"`) {
+		t.Errorf("passing request: %d %s", code, body)
+	}
+	if n := fake.Count("/v1/chat/completions"); n != 1 {
+		t.Errorf("the provider saw %d requests, want 1", n)
+	}
+}

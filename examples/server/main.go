@@ -342,7 +342,7 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 	}
 	g := gateway.New(opts)
 	audit := &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}
-	mountAdmin(g, opts, audit)
+	mountAdmin(g, opts, audit, hooks)
 	budgets.Mount(g, audit)
 	if hooks != nil {
 		hooks.Auditor = audit
@@ -355,9 +355,13 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 
 // mountAdmin mounts the administration routes (API keys, virtual keys,
 // configs, workspaces and rate-limits policies) on g over the stores of
-// opts that keep what those routes change, each write audited by audit.
-func mountAdmin(g *gateway.Gateway, opts gateway.Options, audit *observe.Auditor) {
+// opts that keep what those routes change, each write audited by audit;
+// hooks, when not nil, checks the guardrail ids they write.
+func mountAdmin(g *gateway.Gateway, opts gateway.Options, audit *observe.Auditor, hooks *guardrail.Hooks) {
 	o := admin.Options{ErrorLog: opts.ErrorLog, Audit: audit}
+	if hooks != nil {
+		o.Guardrails = hooks
+	}
 	o.Keys, _ = opts.Keys.(admin.KeyStore)
 	o.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
 	o.Configs, _ = opts.Configs.(admin.ConfigStore)
