@@ -2,26 +2,9 @@ package guardrail_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 )
-
-// post sends body to the route path of the gateway through config.
-func (e *env) post(key, path, config, body string) *http.Response {
-	e.t.Helper()
-	req, _ := http.NewRequest("POST", e.srv.URL+"/v1"+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-gateway-api-key", key)
-	req.Header.Set("x-api-key", "sk-test")
-	req.Header.Set("x-gateway-config", config)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { resp.Body.Close() })
-	return resp
-}
 
 // messagesBody is an Anthropic Messages request whose last user message
 // says content in a text block.

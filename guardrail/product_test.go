@@ -87,7 +87,13 @@ func (e *env) chat(key, config, content string, stream bool) *http.Response {
 	e.t.Helper()
 	body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "stream": stream,
 		"messages": []map[string]string{{"role": "user", "content": content}}})
-	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/chat/completions", strings.NewReader(string(body)))
+	return e.post(key, "/chat/completions", config, string(body))
+}
+
+// post sends body to the route path of the gateway through config.
+func (e *env) post(key, path, config, body string) *http.Response {
+	e.t.Helper()
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1"+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-gateway-api-key", key)
 	req.Header.Set("Authorization", "Bearer sk-test")

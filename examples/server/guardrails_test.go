@@ -16,23 +16,7 @@ import (
 // refuses a request with a 446, and an inline one that redacts an email
 // address before the provider sees it.
 func TestGuardrailsOverHTTP(t *testing.T) {
-	fake := gatewaytest.NewServer()
-	t.Cleanup(fake.Close)
-	host := strings.TrimPrefix(strings.TrimSuffix(fake.URL, "/v1"), "http://")
-	cfgFile := filepath.Join(t.TempDir(), "gateway.json")
-	if err := os.WriteFile(cfgFile, []byte(`{"custom_hosts":{"allow":["`+host+`"]}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GATEWAY_API_KEY", "gw-guardrails-admin")
-	base, _, _, _ := runServer(t, "-config", cfgFile)
-	admin := map[string]string{"x-gateway-api-key": "gw-guardrails-admin", "Content-Type": "application/json"}
-
-	res := call(t, "POST", base+"/v1/guardrails", `{"name":"no secrets","checks":[{"id":"default.regexMatch","parameters":{"rule":"(?i)secret","not":true}}],"actions":{"deny":true}}`, admin)
-	body := readAll(t, res)
-	var created struct{ ID, Slug string }
-	if res.StatusCode != 200 || json.Unmarshal([]byte(body), &created) != nil || created.Slug == "" {
-		t.Fatalf("create: %d %s", res.StatusCode, body)
-	}
+	fake, base, admin, created := guardedServer(t)
 	if res := call(t, "GET", base+"/v1/guardrails/"+created.Slug, "", admin); res.StatusCode != 200 {
 		t.Errorf("get: %d %s", res.StatusCode, readAll(t, res))
 	} else {
@@ -45,8 +29,8 @@ func TestGuardrailsOverHTTP(t *testing.T) {
 			"x-gateway-api-key": "gw-guardrails-admin", "Content-Type": "application/json", "Authorization": "Bearer sk-fake",
 			"x-gateway-config": `{"provider":"openai","custom_host":"` + fake.URL + `"` + config + `}`})
 	}
-	res = chat(`,"input_guardrails":["`+created.Slug+`"]`, "the secret is 42")
-	body = readAll(t, res)
+	res := chat(`,"input_guardrails":["`+created.Slug+`"]`, "the secret is 42")
+	body := readAll(t, res)
 	if res.StatusCode != 446 || errorCode(t, body) != "guardrail_denied" || !strings.Contains(body, `"hook_results"`) {
 		t.Errorf("denied request: %d %s", res.StatusCode, body)
 	}
@@ -87,23 +71,7 @@ func TestGuardrailsOverHTTP(t *testing.T) {
 // config routes the request; an id the key's workspace cannot attach is
 // refused when the key is written.
 func TestKeyDefaultGuardrailOverHTTP(t *testing.T) {
-	fake := gatewaytest.NewServer()
-	t.Cleanup(fake.Close)
-	host := strings.TrimPrefix(strings.TrimSuffix(fake.URL, "/v1"), "http://")
-	cfgFile := filepath.Join(t.TempDir(), "gateway.json")
-	if err := os.WriteFile(cfgFile, []byte(`{"custom_hosts":{"allow":["`+host+`"]}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GATEWAY_API_KEY", "gw-guardrails-admin")
-	base, _, _, _ := runServer(t, "-config", cfgFile)
-	admin := map[string]string{"x-gateway-api-key": "gw-guardrails-admin", "Content-Type": "application/json"}
-
-	res := call(t, "POST", base+"/v1/guardrails", `{"name":"no secrets","checks":[{"id":"default.regexMatch","parameters":{"rule":"(?i)secret","not":true}}],"actions":{"deny":true}}`, admin)
-	body := readAll(t, res)
-	var created struct{ Slug string }
-	if res.StatusCode != 200 || json.Unmarshal([]byte(body), &created) != nil || created.Slug == "" {
-		t.Fatalf("create guardrail: %d %s", res.StatusCode, body)
-	}
+	fake, base, admin, created := guardedServer(t)
 	newKey := func(id string) (int, string) {
 		res := call(t, "POST", base+"/v1/api-keys/workspace/service", `{"name":"guarded","workspace_id":"ws-guarded","scopes":["completions.write"],`+
 			`"defaults":{"input_guardrails":["`+id+`"]}}`, admin)
@@ -133,4 +101,32 @@ func TestKeyDefaultGuardrailOverHTTP(t *testing.T) {
 	if n := fake.Count("/v1/chat/completions"); n != 1 {
 		t.Errorf("the provider saw %d requests, want 1", n)
 	}
+}
+
+// created is a guardrail the routes created.
+type created struct{ ID, Slug string }
+
+// guardedServer runs the server in front of a fake provider, with a
+// guardrail that refuses "secret" created by its bootstrap key; it
+// returns the fake, the server's URL, the headers of the bootstrap key
+// and the guardrail.
+func guardedServer(t *testing.T) (*gatewaytest.Server, string, map[string]string, created) {
+	t.Helper()
+	fake := gatewaytest.NewServer()
+	t.Cleanup(fake.Close)
+	host := strings.TrimPrefix(strings.TrimSuffix(fake.URL, "/v1"), "http://")
+	cfgFile := filepath.Join(t.TempDir(), "gateway.json")
+	if err := os.WriteFile(cfgFile, []byte(`{"custom_hosts":{"allow":["`+host+`"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GATEWAY_API_KEY", "gw-guardrails-admin")
+	base, _, _, _ := runServer(t, "-config", cfgFile)
+	admin := map[string]string{"x-gateway-api-key": "gw-guardrails-admin", "Content-Type": "application/json"}
+	res := call(t, "POST", base+"/v1/guardrails", `{"name":"no secrets","checks":[{"id":"default.regexMatch","parameters":{"rule":"(?i)secret","not":true}}],"actions":{"deny":true}}`, admin)
+	body := readAll(t, res)
+	var c created
+	if res.StatusCode != 200 || json.Unmarshal([]byte(body), &c) != nil || c.Slug == "" {
+		t.Fatalf("create guardrail: %d %s", res.StatusCode, body)
+	}
+	return fake, base, admin, c
 }
