@@ -14,8 +14,9 @@
 // Run fails closed: a check that errors or passes its time limit fails
 // its guardrail unless the guardrail allows errors. A check that rewrites
 // the text (personal data redaction) passes with the rewritten text,
-// which RequestTexts and ResponseTexts read from OpenAI chat completions
-// and completions bodies and Texts.Replace writes back.
+// which RequestTexts and ResponseTexts read from OpenAI chat completions,
+// completions and Responses bodies and Anthropic Messages bodies, and
+// Texts.Replace writes back.
 //
 // # The product
 //
@@ -34,6 +35,17 @@
 // carry hook_results, each guardrail's verdict and its checks'; a stream
 // gets them as a hook_results event after [DONE], or before it with
 // stream_mode buffer, which holds the stream until its checks passed.
+// On /v1/messages a refusal is Anthropic-shaped, and on Messages and
+// Responses streams the event comes before or after their last event.
+//
+// API keys and workspaces attach guardrails too, by id, in their
+// defaults (defaults.input_guardrails, defaults.output_guardrails,
+// written through package admin, which checks the ids with
+// Hooks.HasGuardrail when admin.Options.Guardrails is the Hooks). They
+// run on every data-plane request of the key or workspace: the
+// workspace's first, then the key's, then the config's; a guardrail
+// attached more than once to a phase runs once, at its first place.
+//
 // A host adds its own check in a few lines:
 //
 //	hooks := &guardrail.Hooks{Store: store}
