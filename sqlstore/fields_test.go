@@ -20,7 +20,7 @@ func TestEveryFieldIsStored(t *testing.T) {
 	}{
 		{reflect.TypeFor[gateway.APIKey](), []string{"ID", "Digest", "WorkspaceID", "Role", "Disabled", "Metadata",
 			"DefaultConfig", "Scopes", "ExpiresAt", "Type", "SubType", "UserID", "Name", "Description", "CreatedAt",
-			"UpdatedAt", "RateLimits", "UsageLimits", "PreviousDigest", "PreviousValidUntil"}},
+			"UpdatedAt", "RateLimits", "UsageLimits", "PreviousDigest", "PreviousValidUntil", "InputGuardrails", "OutputGuardrails"}},
 		{reflect.TypeFor[gateway.VirtualKey](), []string{"Slug", "Provider", "APIKey", "BaseURL", "WorkspaceID", "HostSettings",
 			"Name", "Note", "CreatedAt", "UpdatedAt", "Tenant", "AllowedRoutes"}},
 		{reflect.TypeFor[gateway.HostSettings](), []string{"ResourceName", "DeploymentID", "APIVersion", "ModelName",

@@ -26,7 +26,8 @@ func fullAPIKey(id, key string) *gateway.APIKey {
 		Name: "Team A", Description: "the key of team A", CreatedAt: t0, UpdatedAt: t0.Add(time.Minute),
 		RateLimits:     json.RawMessage(`[{"type": "requests", "unit": "rpm", "value": 10}]`),
 		UsageLimits:    json.RawMessage(`{"credit_limit": 100, "type": "cost"}`),
-		PreviousDigest: gateway.HashAPIKey(key + "-before"), PreviousValidUntil: time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)}
+		PreviousDigest: gateway.HashAPIKey(key + "-before"), PreviousValidUntil: time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond),
+		InputGuardrails: []string{"guard_in"}, OutputGuardrails: []string{"guard_out", "guard_out2"}}
 }
 
 // fullVirtualKey is a virtual key with every field set.
