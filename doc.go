@@ -7,7 +7,7 @@
 //
 // A Gateway serves every path under its prefix (default "/v1"):
 //
-//	store := &gateway.MemoryStore{}
+//	store := memstore.New()
 //	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey(os.Getenv("GATEWAY_KEY")), WorkspaceID: "ws-1"})
 //	store.AddVirtualKey(gateway.VirtualKey{Slug: "openai-prod", Provider: "openai", APIKey: os.Getenv("OPENAI_API_KEY")})
 //	g := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Configs: store, Policies: store,

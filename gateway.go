@@ -37,23 +37,6 @@ type Options struct {
 	Configs     ConfigStore
 	Policies    PolicyStore
 
-	// Workspaces looks up the registered workspaces (package admin
-	// registers them through /admin/workspaces): a workspace's
-	// usage_limits bound every key of it together, and an organisation
-	// key's list of usage-limits policies shows those of these workspaces
-	// when Options.UsageLimits cannot list every workspace's. Nil means
-	// none is registered. Workspace ids that keys, virtual keys and
-	// configs name need not be registered. MemoryStore implements it.
-	Workspaces WorkspaceLookup
-
-	// Audit receives one record per write of the gateway's own control
-	// routes (POST, PUT or DELETE of usage-limits policies), and serves
-	// GET /audit-logs; the routes of package admin record theirs through
-	// admin.Options.Audit, usually over the same store. Nil means no audit log:
-	// writes are not recorded and /audit-logs answers 404. MemoryStore
-	// implements it.
-	Audit AuditStore
-
 	// Responses keeps the responses of POST /responses that the gateway
 	// translated for a provider kind without a Responses API, for
 	// previous_response_id and GET /responses/{id}. Nil keeps none: those

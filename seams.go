@@ -33,12 +33,17 @@ func (g *Gateway) Handle(pattern string, h http.Handler) {
 		path = g.prefix + path
 	}
 	limit := g.opts.MaxBodyBytes
-	g.mux.Handle(path, g.control(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A control request is not a request log of the LogSinks (nor, so,
+		// in analytics); the LogSink still gets its line.
+		if st := stateFrom(r.Context()); st != nil {
+			st.control = true
+		}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		h.ServeHTTP(w, r)
-	})))
+	}))
 }
 
 // Provider returns the provider kind registered under slug: a built-in

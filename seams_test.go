@@ -61,7 +61,7 @@ func TestHandle(t *testing.T) {
 
 // policyStoreOf is a PolicyStore holding ps.
 func policyStoreOf(ps ...RateLimitsPolicy) PolicyStore {
-	s := &MemoryStore{}
+	s := &testStore{}
 	for _, p := range ps {
 		if err := s.PutPolicy(context.Background(), &p); err != nil {
 			panic(err)

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"maps"
-	"slices"
 	"time"
 )
 
@@ -25,13 +23,4 @@ type Workspace struct {
 	UsageLimits json.RawMessage // a JSON array, or nil
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
-}
-
-// cloneWorkspace returns a copy of w sharing no memory with it.
-func cloneWorkspace(w *Workspace) *Workspace {
-	c := *w
-	c.Metadata = maps.Clone(w.Metadata)
-	c.RateLimits = slices.Clone(w.RateLimits)
-	c.UsageLimits = slices.Clone(w.UsageLimits)
-	return &c
 }

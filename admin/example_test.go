@@ -51,7 +51,7 @@ func ExampleApply() {
 	if err != nil {
 		panic(err)
 	}
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	if err := admin.Apply(context.Background(), f, store); err != nil {
 		panic(err)
 	}

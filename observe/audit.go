@@ -13,17 +13,67 @@ import (
 	"github.com/modelgateway/gateway"
 )
 
-// The audit log's types are still declared by the root package while the
-// control plane moves out of it; they become this package's own when the
-// last control route has left the root.
-type (
-	// AuditRecord is one control-plane write, as the audit log keeps it.
-	AuditRecord = gateway.AuditRecord
-	// AuditQuery selects audit records.
-	AuditQuery = gateway.AuditQuery
-	// AuditStore keeps the audit log.
-	AuditStore = gateway.AuditStore
-)
+// AuditRecord is one control-plane write, as the audit log keeps it. It
+// names who did what to which resource and how it ended, never a secret:
+// it holds no request or response body, no header and no query string.
+type AuditRecord struct {
+	Time         time.Time
+	RequestID    string // the request's trace id
+	KeyID        string // the gateway API key that made the request
+	WorkspaceID  string // the workspace acted in; empty for organisation-wide writes
+	Method       string
+	URI          string // the request's path, without its query
+	Action       string // e.g. "api_keys.create": ResourceType "." create, update, delete, or the route's verb (rotate, reset, start, cancel)
+	ResourceType string // api_keys, virtual_keys, configs, workspaces, rate_limits_policies, usage_limits_policies, log_exports
+	ResourceID   string // the id or slug acted on, or made by a create; empty when unknown
+	Status       int    // the response's status code
+	ClientIP     string // the address of the connection's peer
+	Detail       string // what the write changed that its route does not say, e.g. "base_url: https://a.example → https://b.example"; never a secret
+}
+
+// AuditQuery selects audit records. A zero field matches every record;
+// Start and End bound Time inclusively.
+type AuditQuery struct {
+	Start, End   time.Time
+	Method       string
+	URI          string
+	RequestID    string
+	KeyID        string
+	WorkspaceID  string
+	ResourceType string
+	Action       string
+	ClientIP     string
+	Status       int
+
+	// Offset and Limit page the matches (see AuditStore); zero Limit
+	// means every match.
+	Offset, Limit int
+}
+
+// Match reports whether q selects rec, paging aside.
+func (q *AuditQuery) Match(rec *AuditRecord) bool {
+	return (q.Start.IsZero() || !rec.Time.Before(q.Start)) && (q.End.IsZero() || !rec.Time.After(q.End)) &&
+		(q.Method == "" || q.Method == rec.Method) && (q.URI == "" || q.URI == rec.URI) &&
+		(q.RequestID == "" || q.RequestID == rec.RequestID) && (q.KeyID == "" || q.KeyID == rec.KeyID) &&
+		(q.WorkspaceID == "" || q.WorkspaceID == rec.WorkspaceID) &&
+		(q.ResourceType == "" || q.ResourceType == rec.ResourceType) &&
+		(q.Action == "" || q.Action == rec.Action) && (q.ClientIP == "" || q.ClientIP == rec.ClientIP) &&
+		(q.Status == 0 || q.Status == rec.Status)
+}
+
+// AuditStore keeps the audit log of the control plane: one AuditRecord
+// per control-plane write, added by an Auditor and read by GET
+// /audit-logs. memstore.Store and sqlstore.Store implement it.
+//
+// Implementations must be safe for concurrent use. AddAuditRecord stores a
+// copy of rec. AuditRecords returns the records q matches (see
+// AuditQuery.Match), newest first, skipping q.Offset of them and returning
+// at most q.Limit (every one when q.Limit is zero), and total, the number
+// of every match.
+type AuditStore interface {
+	AddAuditRecord(ctx context.Context, rec *AuditRecord) error
+	AuditRecords(ctx context.Context, q AuditQuery) (recs []AuditRecord, total int, err error)
+}
 
 // An Auditor records every control-plane write in Store: one
 // AuditRecord per request other than GET, HEAD and OPTIONS to a handler

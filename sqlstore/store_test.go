@@ -541,7 +541,7 @@ func TestParseMasterKey(t *testing.T) {
 
 // TestSlugsPerWorkspace: a virtual key's slug and a config's id are unique
 // within a workspace. The lookups of the data plane, which name no
-// workspace, answer as gateway.MemoryStore does: the entry of no
+// workspace, answer as memstore.Store does: the entry of no
 // workspace, else the one of the workspace whose id sorts first.
 func TestSlugsPerWorkspace(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {

@@ -24,6 +24,7 @@ import (
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
 	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
 )
 
@@ -319,8 +320,8 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // stores and shared state, with the server's extra providers, the custom
 // hosts in allow, and its logs; and the products of p: the budgets
 // (priced as opts prices the logs), the first of its admissions, and the
-// observability routes, writes audited in opts.Audit, the request logs
-// stored in p.observe.Logs.
+// administration and observability routes, writes audited in p.audit,
+// the request logs stored in p.observe.Logs.
 func newGateway(opts gateway.Options, p products, allow []string, sink gateway.LogSink, errLog *slog.Logger) (*gateway.Gateway, *observe.Routes) {
 	opts.Providers = providers()
 	opts.CustomHostAllow = allow
@@ -335,25 +336,14 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 		opts.LogSinks = append(opts.LogSinks, observe.Sink(obs.Logs))
 	}
 	g := gateway.New(opts)
-	audit := &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}
-	mountAdmin(g, opts, audit)
+	audit := &observe.Auditor{Store: p.audit, ErrorLog: errLog}
+	a := p.admin
+	a.ErrorLog, a.Audit = errLog, audit
+	admin.Mount(g, a)
 	budgets.Mount(g, audit)
 	obs.Audit = audit
 	obs.ErrorLog = errLog
 	return g, observe.Mount(g, obs)
-}
-
-// mountAdmin mounts the administration routes (API keys, virtual keys,
-// configs, workspaces and rate-limits policies) on g over the stores of
-// opts that keep what those routes change, each write audited by audit.
-func mountAdmin(g *gateway.Gateway, opts gateway.Options, audit *observe.Auditor) {
-	o := admin.Options{ErrorLog: opts.ErrorLog, Audit: audit}
-	o.Keys, _ = opts.Keys.(admin.KeyStore)
-	o.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
-	o.Configs, _ = opts.Configs.(admin.ConfigStore)
-	o.Workspaces, _ = opts.Workspaces.(admin.WorkspaceStore)
-	o.Policies, _ = opts.Policies.(admin.PolicyStore)
-	admin.Mount(g, o)
 }
 
 // closeBackend closes the store once the server has stopped, and reports
@@ -510,7 +500,7 @@ func readConfig(path string, stderr io.Writer) (*admin.File, error) {
 	}
 	// The entries are checked here, with admin.Apply's rules, so
 	// that a bad file fails before any database is opened or changed.
-	if err := admin.Apply(context.Background(), f, new(gateway.MemoryStore)); err != nil {
+	if err := admin.Apply(context.Background(), f, memstore.New()); err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
 	}
 	return f, nil
