@@ -20,7 +20,7 @@ func ExampleMount() {
 	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "key-admin", Digest: gateway.HashAPIKey("gw-admin"), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
 
-	g := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Configs: store, Policies: store, Audit: store})
+	g := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Configs: store, Policies: store})
 	defer g.Close()
 	admin.Mount(g, admin.Options{Keys: store, VirtualKeys: store, Configs: store, Policies: store,
 		Audit: &observe.Auditor{Store: store}})

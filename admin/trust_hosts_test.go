@@ -45,7 +45,7 @@ func (n loopNet) dial(ctx context.Context, network, addr string) (net.Conn, erro
 func newTrustEnv(t *testing.T, up *coreUpstream, allow ...string) *akEnv {
 	t.Helper()
 	n := loopNet{"tenant.test": true, "other.test": true}
-	return &akEnv{coreEnv: newCoreEnv(t, up, func(o *gateway.Options) {
+	return &akEnv{coreEnv: newCoreEnv(t, up, func(o *envOptions) {
 		st := o.Keys.(*memstore.Store)
 		st.AddAPIKey(gateway.APIKey{ID: "key-admin-2", Digest: gateway.HashAPIKey(akAdmin2), WorkspaceID: "ws-2", Role: gateway.RoleAdmin})
 		st.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(akOrg), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
@@ -104,7 +104,7 @@ func TestTenantVirtualKeyHostGuarded(t *testing.T) {
 		t.Errorf("tenant base_url refused at dial: %+v, want it to name the virtual key", eb.Error)
 	}
 	// The issue's own case: localhost, resolved by the system.
-	e2 := &akEnv{coreEnv: newCoreEnv(t, up, func(o *gateway.Options) { o.CustomHostAllow = nil })}
+	e2 := &akEnv{coreEnv: newCoreEnv(t, up, func(o *envOptions) { o.CustomHostAllow = nil })}
 	e2.want(200, coreAdminKey, "POST", "/v1/virtual-keys",
 		`{"name":"local","provider":"openai","key":"sk-tenant-local","base_url":"http://localhost:`+p+`/v1"}`, nil)
 	if st, code, reached := e2.dataCall(up, coreKey, gateway.HeaderVirtualKey+": local"); st == 200 || reached != 0 {
