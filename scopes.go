@@ -59,20 +59,3 @@ func missingScope(s Scope) *Error {
 	return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
 		Message: "this gateway API key lacks the " + string(s) + " scope"}
 }
-
-// scopedIdentity returns the caller of r when it holds the scope r needs
-// in a control-plane area: read for a GET, write for anything else.
-// Otherwise it answers the 403 naming the missing scope and reports
-// false.
-func scopedIdentity(w http.ResponseWriter, r *http.Request, read, write Scope) (Identity, bool) {
-	id, _ := IdentityFrom(r.Context())
-	need := write
-	if r.Method == http.MethodGet {
-		need = read
-	}
-	if !id.Can(need) {
-		WriteError(w, r, missingScope(need))
-		return id, false
-	}
-	return id, true
-}
