@@ -328,7 +328,7 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 	opts.LogSink = sink
 	opts.ErrorLog = errLog
 	b := p.budget
-	b.Prices, b.ErrorLog, b.MaxBodyBytes = opts.Prices, errLog, opts.MaxBodyBytes
+	b.Prices, b.ErrorLog = opts.Prices, errLog
 	budgets := budget.New(b)
 	opts.Admissions = append([]gateway.Admission{budgets}, opts.Admissions...)
 	obs := p.observe
