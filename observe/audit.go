@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 )
 
 // AuditRecord is one control-plane write, as the audit log keeps it. It
@@ -118,14 +119,14 @@ func (a *Auditor) Wrap(resource string, h http.Handler) http.Handler {
 			return
 		}
 		bw := &auditWriter{ResponseWriter: w}
-		n := new(note)
-		r = r.WithContext(context.WithValue(r.Context(), noteKey{}, n))
+		ctx, n := control.WithNote(r.Context())
+		r = r.WithContext(ctx)
 		h.ServeHTTP(bw, r)
 		rec := a.record(r, resource, bw)
-		if n.workspace != "" {
-			rec.WorkspaceID = n.workspace
+		if n.Workspace != "" {
+			rec.WorkspaceID = n.Workspace
 		}
-		rec.Detail = n.detail
+		rec.Detail = n.Detail
 		if err := a.Store.AddAuditRecord(r.Context(), &rec); err != nil {
 			log := a.ErrorLog
 			if log == nil {
@@ -137,30 +138,14 @@ func (a *Auditor) Wrap(resource string, h http.Handler) http.Handler {
 	})
 }
 
-// note is what a handler adds to its request's audit record.
-type note struct {
-	workspace string
-	detail    string
-}
-
-type noteKey struct{}
-
 // ActedIn records that the audited write r acted in workspace ws (an
 // organisation key naming a workspace in the body, say), for its audit
 // record. It does nothing outside an Auditor, or for an empty ws.
-func ActedIn(r *http.Request, ws string) {
-	if n, ok := r.Context().Value(noteKey{}).(*note); ok && ws != "" {
-		n.workspace = ws
-	}
-}
+func ActedIn(r *http.Request, ws string) { control.ActedIn(r, ws) }
 
 // Detail records what the audited write r changed that its route does
 // not say, for its audit record. It must never hold a secret.
-func Detail(r *http.Request, detail string) {
-	if n, ok := r.Context().Value(noteKey{}).(*note); ok {
-		n.detail = detail
-	}
-}
+func Detail(r *http.Request, detail string) { control.Detail(r, detail) }
 
 // record describes the request r, answered as bw holds.
 func (a *Auditor) record(r *http.Request, resource string, bw *auditWriter) AuditRecord {

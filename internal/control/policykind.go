@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/httpapi"
-	"github.com/modelgateway/gateway/observe"
 )
 
 // PolicyKind is what the routes of policies kept by id share (rate-limits
@@ -76,7 +75,7 @@ func (k *PolicyKind[P]) Lookup(r *http.Request, id gateway.Identity, pid string)
 		return nil, err
 	}
 	if id.Type == gateway.KeyOrganisation {
-		observe.ActedIn(r, k.WS(p))
+		ActedIn(r, k.WS(p))
 	}
 	return p, nil
 }
@@ -210,7 +209,7 @@ func CreatePolicy[B, P any](k *PolicyKind[P], w http.ResponseWriter, r *http.Req
 	if err != nil {
 		return err
 	}
-	observe.ActedIn(r, ws) // the caller's, or the one an organisation key named
+	ActedIn(r, ws) // the caller's, or the one an organisation key named
 	if err := k.Put(r.Context(), p); err != nil {
 		return err
 	}
