@@ -138,21 +138,13 @@ func (b *Stage) list(w http.ResponseWriter, r *http.Request, k *control.PolicyKi
 }
 
 func (b *Stage) get(w http.ResponseWriter, r *http.Request, k *control.PolicyKind[Policy], id gateway.Identity, pid string) error {
-	q := r.URL.Query()
-	status, err := control.Enum(q, "status", gateway.PolicyActive, gateway.PolicyActive, gateway.PolicyArchived)
+	var usage string
+	p, err := k.Read(r, id, pid, func(q url.Values) (err error) {
+		usage, err = control.Enum(q, "include_usage", "false", "true", "false")
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	usage, err := control.Enum(q, "include_usage", "false", "true", "false")
-	if err != nil {
-		return err
-	}
-	p, err := k.Lookup(r, id, pid)
-	if err != nil {
-		return err
-	}
-	if p.Status != status {
-		return k.NotFound(pid)
 	}
 	wire := p.wire(b.now())
 	wire.Object = usageObject

@@ -80,6 +80,32 @@ func (k *PolicyKind[P]) Lookup(r *http.Request, id gateway.Identity, pid string)
 	return p, nil
 }
 
+// Read serves the lookup of GET of one policy: the status query
+// parameter filters as in the list (active by default, so that an
+// archived policy is found only with status=archived), then query (the
+// kind's own parameters; nil for none) is checked, then the policy pid
+// is looked up (Lookup) and must have that status.
+func (k *PolicyKind[P]) Read(r *http.Request, id gateway.Identity, pid string, query func(q url.Values) error) (*P, error) {
+	q := r.URL.Query()
+	status, err := Enum(q, "status", gateway.PolicyActive, gateway.PolicyActive, gateway.PolicyArchived)
+	if err != nil {
+		return nil, err
+	}
+	if query != nil {
+		if err := query(q); err != nil {
+			return nil, err
+		}
+	}
+	p, err := k.Lookup(r, id, pid)
+	if err != nil {
+		return nil, err
+	}
+	if k.Status(p) != status {
+		return nil, k.NotFound(pid)
+	}
+	return p, nil
+}
+
 // listable returns the policies a list of workspace ws ("" for every
 // workspace) looks through; the caller filters them.
 func (k *PolicyKind[P]) listable(ctx context.Context, ws string) ([]P, error) {
