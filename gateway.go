@@ -32,7 +32,7 @@ type Options struct {
 
 	// VirtualKeys, Configs and Policies are the stores behind virtual keys,
 	// saved configs and rate-limits policies. Nil means none exist.
-	// MemoryStore implements all of them and Keys.
+	// memstore.Store implements all of them and Keys.
 	VirtualKeys VirtualKeyStore
 	Configs     ConfigStore
 	Policies    PolicyStore

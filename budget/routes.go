@@ -117,7 +117,7 @@ func (b *Stage) kind() *control.PolicyKind[Policy] {
 // allLister is an optional capability of a Store,
 // found by type assertion: AllUsageLimitsPolicies returns the policies of
 // every workspace, for an organisation key's list; callers must not
-// modify them. MemoryStore and sqlstore.Store implement it. Without it,
+// modify them. memstore.Store and sqlstore.Store implement it. Without it,
 // such a list shows the policies of the workspaces Options.Workspaces
 // registers.
 type allLister interface {

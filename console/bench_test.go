@@ -95,7 +95,7 @@ func benchPages(b *testing.B, logs observe.Store, key string, paths map[string]s
 }
 
 // BenchmarkPages renders the overview (six analytics graphs) and the
-// logs page (50 rows) over a MemoryStore full of request logs (10,000,
+// logs page (50 rows) over a memstore.Store full of request logs (10,000,
 // its bound).
 func BenchmarkPages(b *testing.B) {
 	st := memstore.New()

@@ -49,7 +49,7 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// env is a real gateway on a MemoryStore with the console mounted at
+// env is a real gateway on a memstore.Store with the console mounted at
 // /console/, served over HTTP.
 type env struct {
 	t     *testing.T

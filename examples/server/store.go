@@ -238,7 +238,7 @@ func (b *backend) consoleSessions() console.SessionStore {
 	return nil
 }
 
-// ping reports whether the database answers; a MemoryStore always does.
+// ping reports whether the database answers; a memstore.Store always does.
 func (b *backend) ping(ctx context.Context) error {
 	if b.db != nil {
 		return b.db.Ping(ctx)
