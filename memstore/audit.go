@@ -10,7 +10,7 @@ import (
 // the oldest go.
 const memoryAuditMax = 10000
 
-// AddAuditRecord implements AuditStore. Once the store holds 10,000
+// AddAuditRecord implements observe.AuditStore. Once the store holds 10,000
 // records, each new one drops the oldest.
 func (s *Store) AddAuditRecord(_ context.Context, rec *observe.AuditRecord) error {
 	s.mu.Lock()
@@ -22,7 +22,7 @@ func (s *Store) AddAuditRecord(_ context.Context, rec *observe.AuditRecord) erro
 	return nil
 }
 
-// AuditRecords implements AuditStore: the records q matches, newest
+// AuditRecords implements observe.AuditStore: the records q matches, newest
 // first.
 func (s *Store) AuditRecords(_ context.Context, q observe.AuditQuery) ([]observe.AuditRecord, int, error) {
 	s.mu.RLock()

@@ -29,7 +29,7 @@ func (s *Store) AddConfig(c gateway.SavedConfig) {
 	s.putConfigLocked(&configHistory{versions: []*gateway.SavedConfig{&c}})
 }
 
-// Config implements ConfigStore: the config of no workspace with that id
+// Config implements gateway.ConfigStore: the config of no workspace with that id
 // or, when there is none, the one of the workspace whose id sorts first
 // (the gateway then refuses it to callers of other workspaces). The config
 // returned is shared and must not be modified.

@@ -21,7 +21,7 @@ func (s *Store) AddAPIKey(k gateway.APIKey) {
 	s.keys[k.Digest] = &k
 }
 
-// gateway.APIKey implements KeyStore. A rotated key is also found by its
+// APIKey implements gateway.KeyStore. A rotated key is also found by its
 // previous digest until its PreviousValidUntil. The key returned is
 // shared and must not be modified.
 func (s *Store) APIKey(_ context.Context, digest [sha256.Size]byte) (*gateway.APIKey, error) {
@@ -146,7 +146,7 @@ func (s *Store) removeLocked(k *gateway.APIKey) {
 
 // indexPreviousLocked makes k findable by its previous digest while it
 // has one. An entry past its deadline stays until the key next changes;
-// gateway.APIKey ignores it.
+// APIKey ignores it.
 func (s *Store) indexPreviousLocked(k *gateway.APIKey) {
 	if k.PreviousValidUntil.IsZero() {
 		return

@@ -10,7 +10,7 @@ import (
 	"github.com/modelgateway/gateway"
 )
 
-// Policies implements PolicyStore: the policies of workspaceID and those
+// Policies implements gateway.PolicyStore: the policies of workspaceID and those
 // of no workspace.
 func (s *Store) Policies(_ context.Context, workspaceID string) ([]gateway.RateLimitsPolicy, error) {
 	s.mu.RLock()
@@ -25,8 +25,8 @@ func (s *Store) Policies(_ context.Context, workspaceID string) ([]gateway.RateL
 	return out, nil
 }
 
-// AllPolicies implements allPoliciesLister: every policy, ordered by
-// creation time.
+// AllPolicies returns every policy, ordered by creation time: what an
+// organisation key's list of rate-limits policies reads.
 func (s *Store) AllPolicies(_ context.Context) ([]gateway.RateLimitsPolicy, error) {
 	s.mu.RLock()
 	out := make([]gateway.RateLimitsPolicy, 0, len(s.policies))
@@ -38,7 +38,7 @@ func (s *Store) AllPolicies(_ context.Context) ([]gateway.RateLimitsPolicy, erro
 	return out, nil
 }
 
-// Policy implements PolicyStore.
+// Policy implements admin.PolicyStore.
 func (s *Store) Policy(_ context.Context, id string) (*gateway.RateLimitsPolicy, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -49,7 +49,7 @@ func (s *Store) Policy(_ context.Context, id string) (*gateway.RateLimitsPolicy,
 	return nil, gateway.ErrNotFound
 }
 
-// PutPolicy implements PolicyStore: it creates or replaces a copy of p,
+// PutPolicy implements admin.PolicyStore: it creates or replaces a copy of p,
 // its id in lower case.
 func (s *Store) PutPolicy(_ context.Context, p *gateway.RateLimitsPolicy) error {
 	c := clonePolicy(p)
@@ -82,7 +82,7 @@ func (s *Store) CompareAndSwapPolicy(_ context.Context, old, p *gateway.RateLimi
 	return true, nil
 }
 
-// DeletePolicy implements PolicyStore.
+// DeletePolicy implements admin.PolicyStore.
 func (s *Store) DeletePolicy(_ context.Context, id string) error {
 	id = strings.ToLower(id)
 	s.mu.Lock()

@@ -17,7 +17,7 @@ func (s *Store) AddVirtualKey(vk gateway.VirtualKey) {
 	s.putVirtualKeyLocked(&vk)
 }
 
-// gateway.VirtualKey implements VirtualKeyStore: the virtual key of no workspace
+// VirtualKey implements gateway.VirtualKeyStore: the virtual key of no workspace
 // with that slug or, when there is none, the one of the workspace whose
 // id sorts first (the gateway then refuses it to callers of other
 // workspaces). The key returned is shared and must not be modified.

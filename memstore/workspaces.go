@@ -9,7 +9,7 @@ import (
 	"github.com/modelgateway/gateway"
 )
 
-// gateway.Workspace implements admin.WorkspaceStore: a copy the caller may change.
+// Workspace implements admin.WorkspaceStore: a copy the caller may change.
 func (s *Store) Workspace(_ context.Context, id string) (*gateway.Workspace, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
