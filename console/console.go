@@ -188,6 +188,8 @@ func (c *console) routes() {
 	m.HandleFunc("POST "+b+"/configs/{slug}", c.signedIn(c.updateConfig))
 	m.HandleFunc("GET "+b+"/configs/{slug}/delete", c.signedIn(c.confirmDeleteConfig))
 	m.HandleFunc("POST "+b+"/configs/{slug}/delete", c.signedIn(c.deleteConfig))
+	m.HandleFunc("GET "+b+"/guardrails", c.signedIn(c.guardrails))
+	m.HandleFunc("GET "+b+"/guardrails/{id}", c.signedIn(c.guardrailDetail))
 	m.HandleFunc("GET "+b+"/policies", c.signedIn(c.policies))
 	m.HandleFunc("GET "+b+"/audit", c.signedIn(c.audit))
 	m.HandleFunc(b+"/", c.notFound)

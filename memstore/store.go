@@ -51,6 +51,8 @@ type Store struct {
 
 	feedbackMu sync.RWMutex        // guards feedback
 	feedback   []*observe.Feedback // oldest added first, at most memoryFeedbackMax (see feedback.go)
+
+	guardrails guardrails // see guardrails.go
 }
 
 // What a *Store implements.

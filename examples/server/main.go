@@ -24,6 +24,7 @@ import (
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
 	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
 )
@@ -321,7 +322,8 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // hosts in allow, and its logs; and the products of p: the budgets
 // (priced as opts prices the logs), the first of its admissions, and the
 // administration and observability routes, writes audited in p.audit,
-// the request logs stored in p.observe.Logs.
+// the request logs stored in p.observe.Logs; and the guardrails, when the
+// store keeps them.
 func newGateway(opts gateway.Options, p products, allow []string, sink gateway.LogSink, errLog *slog.Logger) (*gateway.Gateway, *observe.Routes) {
 	opts.Providers = providers()
 	opts.CustomHostAllow = allow
@@ -335,12 +337,21 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 	if obs.Logs != nil {
 		opts.LogSinks = append(opts.LogSinks, observe.Sink(obs.Logs))
 	}
+	var hooks *guardrail.Hooks
+	if p.guardrails != nil {
+		hooks = &guardrail.Hooks{Store: p.guardrails, Feedback: obs.Feedback, ErrorLog: errLog}
+		opts.Hooks = hooks
+	}
 	g := gateway.New(opts)
 	audit := &observe.Auditor{Store: p.audit, ErrorLog: errLog}
 	a := p.admin
 	a.ErrorLog, a.Audit = errLog, audit
 	admin.Mount(g, a)
 	budgets.Mount(g, audit)
+	if hooks != nil {
+		hooks.Auditor = audit
+		hooks.Mount(g)
+	}
 	obs.Audit = audit
 	obs.ErrorLog = errLog
 	return g, observe.Mount(g, obs)

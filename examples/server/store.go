@@ -18,6 +18,7 @@ import (
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/console"
+	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
@@ -256,13 +257,14 @@ func (b *backend) Close() error {
 
 // products are the options of the products the server mounts beside the
 // data plane: the administration routes, the budgets (an admission of
-// the gateway's), the observability routes, and the audit log of their
-// writes.
+// the gateway's), the observability routes, the guardrails, and the audit
+// log of their writes.
 type products struct {
-	admin   admin.Options
-	budget  budget.Options
-	observe observe.Options
-	audit   observe.AuditStore // where every product's writes are audited
+	admin      admin.Options
+	budget     budget.Options
+	observe    observe.Options
+	guardrails guardrail.AdminStore
+	audit      observe.AuditStore // where every product's writes are audited
 }
 
 // setStores sets every store of o and of the products p that st
@@ -310,6 +312,9 @@ func setStores(o *gateway.Options, p *products, st any) {
 	b.Audit = p.audit
 	if s, ok := st.(budget.Store); ok {
 		b.Store = s
+	}
+	if s, ok := st.(guardrail.AdminStore); ok {
+		p.guardrails = s
 	}
 	if s, ok := st.(budget.Counter); ok && b.Counter == nil {
 		b.Counter = s // budget counters in the database, unless -redis keeps them
