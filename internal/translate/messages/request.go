@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway/internal/chat"
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
 // Error codes of the errors Request returns, as the gateway writes them
@@ -155,6 +156,20 @@ type (
 	}
 )
 
+// contentOf decodes a content member: a string or an array of blocks.
+func contentOf(raw []byte) (msgContent, error) {
+	var c msgContent
+	var d wire.Decoder
+	d.Reset(raw)
+	decodeContent(&d, &c)
+	if d.End() {
+		return c, nil
+	}
+	c = msgContent{}
+	err := c.UnmarshalJSON(raw)
+	return c, err
+}
+
 // UnmarshalJSON decodes a string or an array of blocks.
 func (c *msgContent) UnmarshalJSON(b []byte) error {
 	switch {
@@ -225,23 +240,34 @@ type (
 // max_completion_tokens, which bounds reasoning and answer together as
 // Anthropic's max_tokens does. service_tier is ignored.
 func Request(body []byte, d Dialect) (*Translation, error) {
-	r, names, err := decode(body)
+	t, out, err := translate(body, d)
 	if err != nil {
 		return nil, err
 	}
+	t.Body = appendChat(make([]byte, 0, len(body)+256), out)
+	return t, nil
+}
+
+// translate translates a request to the chat request that Request
+// encodes.
+func translate(body []byte, d Dialect) (*Translation, *chatRequest, error) {
+	r, names, err := decode(body)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, n := range names {
 		if !members[n] {
-			return nil, unsupported(n, "has no equivalent in chat completions")
+			return nil, nil, unsupported(n, "has no equivalent in chat completions")
 		}
 	}
 	if r.Model == "" {
-		return nil, invalid("model", "is required")
+		return nil, nil, invalid("model", "is required")
 	}
 	if r.MaxTokens == nil {
-		return nil, invalid("max_tokens", "is required")
+		return nil, nil, invalid("max_tokens", "is required")
 	}
 	if *r.MaxTokens < 1 {
-		return nil, invalid("max_tokens", "must be at least 1")
+		return nil, nil, invalid("max_tokens", "must be at least 1")
 	}
 	t := &Translation{Model: r.Model, Stream: r.Stream, StopSequences: r.StopSequences}
 	out := chatRequest{Model: r.Model, Temperature: r.Temperature, TopP: r.TopP, Stop: r.StopSequences, Stream: r.Stream}
@@ -250,7 +276,7 @@ func Request(body []byte, d Dialect) (*Translation, error) {
 	}
 	if r.TopK != nil {
 		if !d.TopK {
-			return nil, unsupported("top_k", "the target takes no top_k")
+			return nil, nil, unsupported("top_k", "the target takes no top_k")
 		}
 		out.TopK = r.TopK
 	}
@@ -263,7 +289,7 @@ func Request(body []byte, d Dialect) (*Translation, error) {
 			out.ReasoningEffort = effort(th.BudgetTokens)
 		case "disabled":
 		default:
-			return nil, unsupported("thinking.type", "must be enabled or disabled")
+			return nil, nil, unsupported("thinking.type", "must be enabled or disabled")
 		}
 	}
 	if out.ReasoningEffort != "" {
@@ -272,18 +298,18 @@ func Request(body []byte, d Dialect) (*Translation, error) {
 		out.MaxTokens = r.MaxTokens
 	}
 	if out.Messages, err = system(r.System, t); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(r.Messages) == 0 {
-		return nil, invalid("messages", "must hold at least one message")
+		return nil, nil, invalid("messages", "must hold at least one message")
 	}
 	for i := range r.Messages {
 		if out.Messages, err = appendMessage(out.Messages, &r.Messages[i], "messages["+strconv.Itoa(i)+"]", d, t); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if out.Tools, err = tools(r.Tools, t); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if tc := r.ToolChoice; tc != nil {
 		switch tc.Type {
@@ -295,22 +321,19 @@ func Request(body []byte, d Dialect) (*Translation, error) {
 			out.ToolChoice = json.RawMessage(`"none"`)
 		case "tool":
 			if tc.Name == "" {
-				return nil, invalid("tool_choice.name", "is required when type is tool")
+				return nil, nil, invalid("tool_choice.name", "is required when type is tool")
 			}
 			out.ToolChoice = appendString([]byte(`{"type":"function","function":{"name":`), tc.Name)
 			out.ToolChoice = append(out.ToolChoice, '}', '}')
 		default:
-			return nil, invalid("tool_choice.type", "must be auto, any, tool or none")
+			return nil, nil, invalid("tool_choice.type", "must be auto, any, tool or none")
 		}
 		if tc.DisableParallelToolUse && len(out.Tools) > 0 {
 			f := false
 			out.ParallelToolCalls = &f
 		}
 	}
-	if t.Body, err = json.Marshal(&out); err != nil {
-		return nil, invalid("", "cannot be encoded: "+err.Error())
-	}
-	return t, nil
+	return t, &out, nil
 }
 
 // decode checks the body's bounds and decodes it, returning its top-level
@@ -321,16 +344,21 @@ func decode(body []byte) (*msgRequest, []string, error) {
 		return nil, nil, invalid("", "the body nests deeper than "+strconv.Itoa(maxDepth)+" levels")
 	}
 	r := &msgRequest{}
-	if err := json.Unmarshal(body, r); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			p := te.Field
-			if p == "" {
-				return nil, nil, invalid("", "the request body must be a JSON object")
+	if !decodeFast(body, r) {
+		// Something the fast decoder leaves to encoding/json: an error,
+		// or a body it would decode otherwise.
+		*r = msgRequest{}
+		if err := json.Unmarshal(body, r); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				p := te.Field
+				if p == "" {
+					return nil, nil, invalid("", "the request body must be a JSON object")
+				}
+				return nil, nil, invalid(p, "has the wrong JSON type ("+te.Value+")")
 			}
-			return nil, nil, invalid(p, "has the wrong JSON type ("+te.Value+")")
+			return nil, nil, invalid("", "the request body is not valid JSON")
 		}
-		return nil, nil, invalid("", "the request body is not valid JSON")
 	}
 	switch {
 	case len(r.Messages) > maxMessages:
@@ -367,8 +395,8 @@ func system(raw json.RawMessage, t *Translation) ([]chatMessage, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var c msgContent
-	if err := c.UnmarshalJSON(raw); err != nil {
+	c, err := contentOf(raw)
+	if err != nil {
 		return nil, invalid("system", "must be a string or an array of text blocks")
 	}
 	if c.Text != nil {
@@ -617,4 +645,82 @@ func tools(in []msgTool, t *Translation) ([]chat.Tool, error) {
 			Description: tool.Description, Parameters: tool.InputSchema}})
 	}
 	return out, nil
+}
+
+// appendChat appends the chat request as json.Marshal writes it.
+func appendChat(b []byte, r *chatRequest) []byte {
+	b = append(b, `{"model":`...)
+	b = wire.AppendString(b, r.Model)
+	b = append(b, `,"messages":`...)
+	if r.Messages == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range r.Messages {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			m := &r.Messages[i]
+			b = wire.AppendMessage(b, &m.Message, m.ReasoningContent, m.Reasoning)
+		}
+		b = append(b, ']')
+	}
+	if len(r.Tools) > 0 {
+		b = append(b, `,"tools":`...)
+		b = wire.AppendTools(b, r.Tools)
+	}
+	if len(r.ToolChoice) > 0 {
+		b = append(b, `,"tool_choice":`...)
+		b = wire.AppendRaw(b, r.ToolChoice)
+	}
+	if r.ParallelToolCalls != nil {
+		b = append(b, `,"parallel_tool_calls":`...)
+		b = wire.AppendBool(b, *r.ParallelToolCalls)
+	}
+	if len(r.Stop) > 0 {
+		b = append(b, `,"stop":[`...)
+		for i, s := range r.Stop {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = wire.AppendString(b, s)
+		}
+		b = append(b, ']')
+	}
+	if r.MaxTokens != nil {
+		b = append(b, `,"max_tokens":`...)
+		b = strconv.AppendInt(b, int64(*r.MaxTokens), 10)
+	}
+	if r.MaxCompletionTokens != nil {
+		b = append(b, `,"max_completion_tokens":`...)
+		b = strconv.AppendInt(b, int64(*r.MaxCompletionTokens), 10)
+	}
+	if r.ReasoningEffort != "" {
+		b = append(b, `,"reasoning_effort":`...)
+		b = wire.AppendString(b, r.ReasoningEffort)
+	}
+	if r.Temperature != nil {
+		b = append(b, `,"temperature":`...)
+		b = wire.AppendFloat(b, *r.Temperature)
+	}
+	if r.TopP != nil {
+		b = append(b, `,"top_p":`...)
+		b = wire.AppendFloat(b, *r.TopP)
+	}
+	if r.TopK != nil {
+		b = append(b, `,"top_k":`...)
+		b = strconv.AppendInt(b, int64(*r.TopK), 10)
+	}
+	if r.Stream {
+		b = append(b, `,"stream":true`...)
+	}
+	if r.StreamOptions != nil {
+		b = append(b, `,"stream_options":`...)
+		b = wire.AppendStreamOptions(b, r.StreamOptions)
+	}
+	if r.User != "" {
+		b = append(b, `,"user":`...)
+		b = wire.AppendString(b, r.User)
+	}
+	return append(b, '}')
 }

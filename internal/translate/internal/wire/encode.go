@@ -266,3 +266,12 @@ func AppendTools(b []byte, tools []chat.Tool) []byte {
 	}
 	return append(b, ']')
 }
+
+// AppendStreamOptions appends stream options as json.Marshal writes
+// chat.StreamOptions.
+func AppendStreamOptions(b []byte, o *chat.StreamOptions) []byte {
+	if o.IncludeUsage {
+		return append(b, `{"include_usage":true}`...)
+	}
+	return append(b, '{', '}')
+}

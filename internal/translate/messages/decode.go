@@ -1,0 +1,292 @@
+package messages
+
+import (
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+)
+
+// The JSON names of the wire types' fields, for wire.Decoder.Unknown.
+var (
+	requestFields = []string{"model", "max_tokens", "system", "messages", "tools", "tool_choice",
+		"stop_sequences", "temperature", "top_p", "top_k", "metadata", "stream", "thinking"}
+	messageFields    = []string{"role", "content"}
+	blockFields      = []string{"type", "text", "source", "id", "name", "input", "tool_use_id", "content", "is_error", "thinking", "signature", "cache_control"}
+	sourceFields     = []string{"type", "media_type", "data", "url"}
+	toolFields       = []string{"type", "name", "description", "input_schema", "cache_control"}
+	toolChoiceFields = []string{"type", "name", "disable_parallel_tool_use"}
+	thinkingFields   = []string{"type", "budget_tokens"}
+	metadataFields   = []string{"user_id"}
+)
+
+// decodeFast decodes a request body into r as json.Unmarshal would, and
+// reports whether it could; when it could not, r is left partly decoded
+// and the caller decodes the body with encoding/json.
+func decodeFast(body []byte, r *msgRequest) bool {
+	var d wire.Decoder
+	d.Reset(body)
+	if !d.Object() {
+		return false
+	}
+	var seen uint64
+	for {
+		k, ok := d.Key()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "model":
+			d.Seen(&seen, 0)
+			r.Model = str(&d)
+		case "max_tokens":
+			d.Seen(&seen, 1)
+			r.MaxTokens = intPtr(&d)
+		case "system":
+			d.Seen(&seen, 2)
+			r.System = d.Raw()
+		case "messages":
+			d.Seen(&seen, 3)
+			if d.Null() {
+				continue
+			}
+			r.Messages = []msgMessage{}
+			for d.Array(); d.Elem(); {
+				r.Messages = append(r.Messages, msgMessage{})
+				decodeMessage(&d, &r.Messages[len(r.Messages)-1])
+			}
+		case "tools":
+			d.Seen(&seen, 4)
+			if d.Null() {
+				continue
+			}
+			r.Tools = []msgTool{}
+			for d.Array(); d.Elem(); {
+				r.Tools = append(r.Tools, msgTool{})
+				decodeTool(&d, &r.Tools[len(r.Tools)-1])
+			}
+		case "tool_choice":
+			d.Seen(&seen, 5)
+			if d.Null() {
+				continue
+			}
+			tc := &msgToolChoice{}
+			r.ToolChoice = tc
+			object(&d, toolChoiceFields, func(n int) {
+				switch n {
+				case 0:
+					tc.Type = str(&d)
+				case 1:
+					tc.Name = str(&d)
+				case 2:
+					tc.DisableParallelToolUse = boolean(&d)
+				}
+			})
+		case "stop_sequences":
+			d.Seen(&seen, 6)
+			if d.Null() {
+				continue
+			}
+			r.StopSequences = []string{}
+			for d.Array(); d.Elem(); {
+				r.StopSequences = append(r.StopSequences, str(&d))
+			}
+		case "temperature":
+			d.Seen(&seen, 7)
+			r.Temperature = floatPtr(&d)
+		case "top_p":
+			d.Seen(&seen, 8)
+			r.TopP = floatPtr(&d)
+		case "top_k":
+			d.Seen(&seen, 9)
+			r.TopK = intPtr(&d)
+		case "metadata":
+			d.Seen(&seen, 10)
+			if d.Null() {
+				continue
+			}
+			r.Metadata = &struct {
+				UserID string `json:"user_id"`
+			}{}
+			object(&d, metadataFields, func(int) { r.Metadata.UserID = str(&d) })
+		case "stream":
+			d.Seen(&seen, 11)
+			r.Stream = boolean(&d)
+		case "thinking":
+			d.Seen(&seen, 12)
+			if d.Null() {
+				continue
+			}
+			th := &msgThinking{}
+			r.Thinking = th
+			object(&d, thinkingFields, func(n int) {
+				if n == 0 {
+					th.Type = str(&d)
+				} else if !d.Null() {
+					th.BudgetTokens = d.Int()
+				}
+			})
+		default:
+			d.Unknown(k, requestFields)
+		}
+	}
+	return d.End()
+}
+
+// object decodes an object's members: member is called with the index in
+// fields of each member named there, to read its value.
+func object(d *wire.Decoder, fields []string, member func(n int)) {
+	if !d.Object() {
+		return
+	}
+	var seen uint64
+	for {
+		k, ok := d.Key()
+		if !ok {
+			return
+		}
+		n := index(fields, k)
+		if n < 0 {
+			d.Unknown(k, fields)
+			continue
+		}
+		d.Seen(&seen, n)
+		member(n)
+	}
+}
+
+func index(fields []string, k []byte) int {
+	for i, f := range fields {
+		if f == string(k) {
+			return i
+		}
+	}
+	return -1
+}
+
+func decodeMessage(d *wire.Decoder, m *msgMessage) {
+	object(d, messageFields, func(n int) {
+		if n == 0 {
+			m.Role = str(d)
+		} else {
+			decodeContent(d, &m.Content)
+		}
+	})
+}
+
+// decodeContent decodes a content member into c, as its UnmarshalJSON
+// does.
+func decodeContent(d *wire.Decoder, c *msgContent) {
+	switch d.Peek() {
+	case '"':
+		s := d.String()
+		c.Text = &s
+	case '[':
+		c.Blocks = []msgBlock{}
+		for d.Array(); d.Elem(); {
+			c.Blocks = append(c.Blocks, msgBlock{})
+			decodeBlock(d, &c.Blocks[len(c.Blocks)-1])
+		}
+	default:
+		if !d.Null() {
+			d.Fail()
+		}
+	}
+}
+
+func decodeBlock(d *wire.Decoder, b *msgBlock) {
+	object(d, blockFields, func(n int) {
+		switch n {
+		case 0:
+			b.Type = str(d)
+		case 1:
+			b.Text = str(d)
+		case 2:
+			if d.Null() {
+				return
+			}
+			s := &msgSource{}
+			b.Source = s
+			object(d, sourceFields, func(n int) {
+				switch n {
+				case 0:
+					s.Type = str(d)
+				case 1:
+					s.MediaType = str(d)
+				case 2:
+					s.Data = str(d)
+				case 3:
+					s.URL = str(d)
+				}
+			})
+		case 3:
+			b.ID = str(d)
+		case 4:
+			b.Name = str(d)
+		case 5:
+			b.Input = d.Raw()
+		case 6:
+			b.ToolUseID = str(d)
+		case 7:
+			if d.Null() {
+				return
+			}
+			b.Content = &msgContent{}
+			decodeContent(d, b.Content)
+		case 8:
+			b.IsError = boolean(d)
+		case 9:
+			b.Thinking = str(d)
+		case 10:
+			b.Signature = str(d)
+		case 11:
+			b.Cache = d.Raw()
+		}
+	})
+}
+
+func decodeTool(d *wire.Decoder, t *msgTool) {
+	object(d, toolFields, func(n int) {
+		switch n {
+		case 0:
+			t.Type = str(d)
+		case 1:
+			t.Name = str(d)
+		case 2:
+			t.Description = str(d)
+		case 3:
+			t.InputSchema = d.Raw()
+		case 4:
+			t.Cache = d.Raw()
+		}
+	})
+}
+
+// str reads a string; null leaves it empty, as encoding/json leaves a
+// string it decodes null into.
+func str(d *wire.Decoder) string {
+	if d.Null() {
+		return ""
+	}
+	return d.String()
+}
+
+func boolean(d *wire.Decoder) bool {
+	if d.Null() {
+		return false
+	}
+	return d.Bool()
+}
+
+func intPtr(d *wire.Decoder) *int {
+	if d.Null() {
+		return nil
+	}
+	n := d.Int()
+	return &n
+}
+
+func floatPtr(d *wire.Decoder) *float64 {
+	if d.Null() {
+		return nil
+	}
+	f := d.Float()
+	return &f
+}
