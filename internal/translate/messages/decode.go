@@ -19,12 +19,14 @@ var (
 
 // decodeFast decodes a request body into r as json.Unmarshal would, and
 // reports whether it could; when it could not, r is left partly decoded
-// and the caller decodes the body with encoding/json.
-func decodeFast(body []byte, r *msgRequest) bool {
-	var d wire.Decoder
+// and the caller decodes the body with encoding/json. It refuses bodies
+// nested deeper than maxDepth. names are the body's top-level members
+// that are not in members, in order.
+func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
+	d := wire.Decoder{MaxDepth: maxDepth}
 	d.Reset(body)
 	if !d.Object() {
-		return false
+		return nil, false
 	}
 	var seen uint64
 	for {
@@ -124,10 +126,13 @@ func decodeFast(body []byte, r *msgRequest) bool {
 				}
 			})
 		default:
+			if !members[string(k)] {
+				names = append(names, string(k))
+			}
 			d.Unknown(k, requestFields)
 		}
 	}
-	return d.End()
+	return names, d.End()
 }
 
 // object decodes an object's members: member is called with the index in

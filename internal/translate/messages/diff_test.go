@@ -21,7 +21,7 @@ func FuzzRequestDecoders(f *testing.F) {
 	f.Add([]byte(`{"model":"m","max_tokens":1,"tools":[{"name":"t","input_schema":{ "a" : [1, "<\u2029>"] },"cache_control":null}],"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"i","name":"n","input":null}]}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		fast, slow := &msgRequest{}, &msgRequest{}
-		if decodeFast(body, fast) {
+		if _, ok := decodeFast(body, fast); ok {
 			if err := json.Unmarshal(body, slow); err != nil {
 				t.Fatalf("decodeFast took a body encoding/json refuses: %v", err)
 			}
@@ -57,7 +57,7 @@ func FuzzRequestDecoders(f *testing.F) {
 // TestDecodeFastFixture checks that a real agent's request takes the fast
 // path, not the fallback to encoding/json.
 func TestDecodeFastFixture(t *testing.T) {
-	if !decodeFast(readFile(t, "claude_code.request.json"), &msgRequest{}) {
+	if _, ok := decodeFast(readFile(t, "claude_code.request.json"), &msgRequest{}); !ok {
 		t.Fatal("decodeFast refused the Claude Code request")
 	}
 }

@@ -339,14 +339,15 @@ func translate(body []byte, d Dialect) (*Translation, *chatRequest, error) {
 // decode checks the body's bounds and decodes it, returning its top-level
 // member names too.
 func decode(body []byte) (*msgRequest, []string, error) {
-	names, deep := scan(body, maxDepth)
-	if deep {
-		return nil, nil, invalid("", "the body nests deeper than "+strconv.Itoa(maxDepth)+" levels")
-	}
 	r := &msgRequest{}
-	if !decodeFast(body, r) {
+	names, ok := decodeFast(body, r)
+	if !ok {
 		// Something the fast decoder leaves to encoding/json: an error,
 		// or a body it would decode otherwise.
+		var deep bool
+		if names, deep = scan(body, maxDepth); deep {
+			return nil, nil, invalid("", "the body nests deeper than "+strconv.Itoa(maxDepth)+" levels")
+		}
 		*r = msgRequest{}
 		if err := json.Unmarshal(body, r); err != nil {
 			var te *json.UnmarshalTypeError
@@ -612,12 +613,7 @@ func compact(input json.RawMessage) (string, error) {
 	if input[0] != '{' {
 		return "", errors.New("not an object")
 	}
-	var b bytes.Buffer
-	b.Grow(len(input))
-	if err := json.Compact(&b, input); err != nil {
-		return "", err
-	}
-	return b.String(), nil
+	return string(wire.AppendCompact(make([]byte, 0, len(input)), input)), nil
 }
 
 // tools returns the request's tools as chat functions.

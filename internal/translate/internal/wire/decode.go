@@ -11,6 +11,15 @@ import (
 // maxDepth bounds the nesting a Decoder follows; deeper texts fail.
 const maxDepth = 512
 
+// plain marks the bytes a string holds as they are: ASCII, not a quote, a
+// backslash or a control character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // A Decoder reads one JSON text. Its methods read the next value; each
 // returns a zero value and marks the Decoder failed when the value is not
 // of the kind asked for or is not valid JSON, and does nothing once it
@@ -23,12 +32,15 @@ type Decoder struct {
 	b      []byte
 	i      int
 	failed bool
+	// MaxDepth, when set, is the deepest nesting of objects and arrays
+	// the Decoder reads; deeper texts fail. Zero is 512.
+	MaxDepth int
 	first  bool // an object or array was opened and nothing read of it yet
 	depth  int
 }
 
 // Reset makes d read b from its start.
-func (d *Decoder) Reset(b []byte) { *d = Decoder{b: b} }
+func (d *Decoder) Reset(b []byte) { *d = Decoder{b: b, MaxDepth: d.MaxDepth} }
 
 // Fail marks d failed, for a value the caller does not decode itself.
 func (d *Decoder) Fail() { d.failed = true }
@@ -88,7 +100,7 @@ func (d *Decoder) Object() bool {
 	}
 	d.i++
 	d.depth++
-	if d.depth > maxDepth {
+	if d.depth > maxDepth || d.MaxDepth > 0 && d.depth > d.MaxDepth {
 		d.failed = true
 		return false
 	}
@@ -150,7 +162,7 @@ func (d *Decoder) Array() bool {
 	}
 	d.i++
 	d.depth++
-	if d.depth > maxDepth {
+	if d.depth > maxDepth || d.MaxDepth > 0 && d.depth > d.MaxDepth {
 		d.failed = true
 		return false
 	}
@@ -190,6 +202,10 @@ func (d *Decoder) str() (end int, unusual bool) {
 	b := d.b
 	i := d.i + 1
 	for i < len(b) {
+		if plain[b[i]] {
+			i++
+			continue
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -426,7 +442,18 @@ func (d *Decoder) Seen(set *uint64, n int) {
 // does: invalid UTF-8 and unpaired surrogates become U+FFFD.
 func unquote(s []byte) string {
 	b := make([]byte, 0, len(s)+2*utf8.UTFMax)
+	valid := utf8.Valid(s)
 	for r := 0; r < len(s); {
+		if valid && s[r] != '\\' {
+			// Copy up to the next escape sequence at once.
+			j := bytes.IndexByte(s[r:], '\\')
+			if j < 0 {
+				j = len(s) - r
+			}
+			b = append(b, s[r:r+j]...)
+			r += j
+			continue
+		}
 		switch c := s[r]; {
 		case c == '\\':
 			r++

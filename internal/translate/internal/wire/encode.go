@@ -10,6 +10,14 @@ import (
 
 const hex = "0123456789abcdef"
 
+// htmlSafe marks the bytes json.Marshal writes in a string as they are.
+var htmlSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // AppendString appends s as json.Marshal writes a string: HTML's <, > and
 // & escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
 func AppendString(b []byte, s string) []byte {
@@ -17,11 +25,11 @@ func AppendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if htmlSafe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
@@ -71,6 +79,14 @@ func AppendRaw(b, raw []byte) []byte {
 	if len(raw) == 0 {
 		return append(b, "null"...)
 	}
+	return appendCompact(b, raw, true)
+}
+
+// AppendCompact appends a valid JSON text as json.Compact does: white
+// space outside strings removed.
+func AppendCompact(b, raw []byte) []byte { return appendCompact(b, raw, false) }
+
+func appendCompact(b, raw []byte, escape bool) []byte {
 	start := 0
 	inString := false
 	for i := 0; i < len(raw); i++ {
@@ -83,11 +99,14 @@ func AppendRaw(b, raw []byte) []byte {
 			case '"':
 				inString = false
 			case '<', '>', '&':
+				if !escape {
+					continue
+				}
 				b = append(b, raw[start:i]...)
 				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 				start = i + 1
 			case 0xE2:
-				if i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8 {
+				if escape && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8 {
 					b = append(b, raw[start:i]...)
 					b = append(b, '\\', 'u', '2', '0', '2', hex[raw[i+2]&0xf])
 					i += 2
