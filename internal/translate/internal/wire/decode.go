@@ -35,8 +35,8 @@ type Decoder struct {
 	// MaxDepth, when set, is the deepest nesting of objects and arrays
 	// the Decoder reads; deeper texts fail. Zero is 512.
 	MaxDepth int
-	first  bool // an object or array was opened and nothing read of it yet
-	depth  int
+	first    bool // an object or array was opened and nothing read of it yet
+	depth    int
 }
 
 // Reset makes d read b from its start.
