@@ -37,10 +37,10 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 		switch string(k) {
 		case "model":
 			d.Seen(&seen, 0)
-			r.Model = str(&d)
+			r.Model = d.NullString()
 		case "max_tokens":
 			d.Seen(&seen, 1)
-			r.MaxTokens = intPtr(&d)
+			r.MaxTokens = d.IntPtr()
 		case "system":
 			d.Seen(&seen, 2)
 			r.System = d.Raw()
@@ -71,14 +71,14 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 			}
 			tc := &msgToolChoice{}
 			r.ToolChoice = tc
-			object(&d, toolChoiceFields, func(n int) {
+			d.Members(toolChoiceFields, func(n int) {
 				switch n {
 				case 0:
-					tc.Type = str(&d)
+					tc.Type = d.NullString()
 				case 1:
-					tc.Name = str(&d)
+					tc.Name = d.NullString()
 				case 2:
-					tc.DisableParallelToolUse = boolean(&d)
+					tc.DisableParallelToolUse = d.NullBool()
 				}
 			})
 		case "stop_sequences":
@@ -88,17 +88,17 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 			}
 			r.StopSequences = []string{}
 			for d.Array(); d.Elem(); {
-				r.StopSequences = append(r.StopSequences, str(&d))
+				r.StopSequences = append(r.StopSequences, d.NullString())
 			}
 		case "temperature":
 			d.Seen(&seen, 7)
-			r.Temperature = floatPtr(&d)
+			r.Temperature = d.FloatPtr()
 		case "top_p":
 			d.Seen(&seen, 8)
-			r.TopP = floatPtr(&d)
+			r.TopP = d.FloatPtr()
 		case "top_k":
 			d.Seen(&seen, 9)
-			r.TopK = intPtr(&d)
+			r.TopK = d.IntPtr()
 		case "metadata":
 			d.Seen(&seen, 10)
 			if d.Null() {
@@ -107,10 +107,10 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 			r.Metadata = &struct {
 				UserID string `json:"user_id"`
 			}{}
-			object(&d, metadataFields, func(int) { r.Metadata.UserID = str(&d) })
+			d.Members(metadataFields, func(int) { r.Metadata.UserID = d.NullString() })
 		case "stream":
 			d.Seen(&seen, 11)
-			r.Stream = boolean(&d)
+			r.Stream = d.NullBool()
 		case "thinking":
 			d.Seen(&seen, 12)
 			if d.Null() {
@@ -118,9 +118,9 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 			}
 			th := &msgThinking{}
 			r.Thinking = th
-			object(&d, thinkingFields, func(n int) {
+			d.Members(thinkingFields, func(n int) {
 				if n == 0 {
-					th.Type = str(&d)
+					th.Type = d.NullString()
 				} else if !d.Null() {
 					th.BudgetTokens = d.Int()
 				}
@@ -135,41 +135,10 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 	return names, d.End()
 }
 
-// object decodes an object's members: member is called with the index in
-// fields of each member named there, to read its value.
-func object(d *wire.Decoder, fields []string, member func(n int)) {
-	if !d.Object() {
-		return
-	}
-	var seen uint64
-	for {
-		k, ok := d.Key()
-		if !ok {
-			return
-		}
-		n := index(fields, k)
-		if n < 0 {
-			d.Unknown(k, fields)
-			continue
-		}
-		d.Seen(&seen, n)
-		member(n)
-	}
-}
-
-func index(fields []string, k []byte) int {
-	for i, f := range fields {
-		if f == string(k) {
-			return i
-		}
-	}
-	return -1
-}
-
 func decodeMessage(d *wire.Decoder, m *msgMessage) {
-	object(d, messageFields, func(n int) {
+	d.Members(messageFields, func(n int) {
 		if n == 0 {
-			m.Role = str(d)
+			m.Role = d.NullString()
 		} else {
 			decodeContent(d, &m.Content)
 		}
@@ -197,38 +166,38 @@ func decodeContent(d *wire.Decoder, c *msgContent) {
 }
 
 func decodeBlock(d *wire.Decoder, b *msgBlock) {
-	object(d, blockFields, func(n int) {
+	d.Members(blockFields, func(n int) {
 		switch n {
 		case 0:
-			b.Type = str(d)
+			b.Type = d.NullString()
 		case 1:
-			b.Text = str(d)
+			b.Text = d.NullString()
 		case 2:
 			if d.Null() {
 				return
 			}
 			s := &msgSource{}
 			b.Source = s
-			object(d, sourceFields, func(n int) {
+			d.Members(sourceFields, func(n int) {
 				switch n {
 				case 0:
-					s.Type = str(d)
+					s.Type = d.NullString()
 				case 1:
-					s.MediaType = str(d)
+					s.MediaType = d.NullString()
 				case 2:
-					s.Data = str(d)
+					s.Data = d.NullString()
 				case 3:
-					s.URL = str(d)
+					s.URL = d.NullString()
 				}
 			})
 		case 3:
-			b.ID = str(d)
+			b.ID = d.NullString()
 		case 4:
-			b.Name = str(d)
+			b.Name = d.NullString()
 		case 5:
 			b.Input = d.Raw()
 		case 6:
-			b.ToolUseID = str(d)
+			b.ToolUseID = d.NullString()
 		case 7:
 			if d.Null() {
 				return
@@ -236,11 +205,11 @@ func decodeBlock(d *wire.Decoder, b *msgBlock) {
 			b.Content = &msgContent{}
 			decodeContent(d, b.Content)
 		case 8:
-			b.IsError = boolean(d)
+			b.IsError = d.NullBool()
 		case 9:
-			b.Thinking = str(d)
+			b.Thinking = d.NullString()
 		case 10:
-			b.Signature = str(d)
+			b.Signature = d.NullString()
 		case 11:
 			b.Cache = d.Raw()
 		}
@@ -248,50 +217,18 @@ func decodeBlock(d *wire.Decoder, b *msgBlock) {
 }
 
 func decodeTool(d *wire.Decoder, t *msgTool) {
-	object(d, toolFields, func(n int) {
+	d.Members(toolFields, func(n int) {
 		switch n {
 		case 0:
-			t.Type = str(d)
+			t.Type = d.NullString()
 		case 1:
-			t.Name = str(d)
+			t.Name = d.NullString()
 		case 2:
-			t.Description = str(d)
+			t.Description = d.NullString()
 		case 3:
 			t.InputSchema = d.Raw()
 		case 4:
 			t.Cache = d.Raw()
 		}
 	})
-}
-
-// str reads a string; null leaves it empty, as encoding/json leaves a
-// string it decodes null into.
-func str(d *wire.Decoder) string {
-	if d.Null() {
-		return ""
-	}
-	return d.String()
-}
-
-func boolean(d *wire.Decoder) bool {
-	if d.Null() {
-		return false
-	}
-	return d.Bool()
-}
-
-func intPtr(d *wire.Decoder) *int {
-	if d.Null() {
-		return nil
-	}
-	n := d.Int()
-	return &n
-}
-
-func floatPtr(d *wire.Decoder) *float64 {
-	if d.Null() {
-		return nil
-	}
-	f := d.Float()
-	return &f
 }
