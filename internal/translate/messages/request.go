@@ -213,11 +213,7 @@ type (
 		StreamOptions       *chat.StreamOptions `json:"stream_options,omitempty"`
 		User                string              `json:"user,omitempty"`
 	}
-	chatMessage struct {
-		chat.Message
-		ReasoningContent string `json:"reasoning_content,omitempty"`
-		Reasoning        string `json:"reasoning,omitempty"`
-	}
+	chatMessage = wire.Message
 )
 
 // Request translates a Messages request body to a chat completion
@@ -648,75 +644,18 @@ func appendChat(b []byte, r *chatRequest) []byte {
 	b = append(b, `{"model":`...)
 	b = wire.AppendString(b, r.Model)
 	b = append(b, `,"messages":`...)
-	if r.Messages == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range r.Messages {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			m := &r.Messages[i]
-			b = wire.AppendMessage(b, &m.Message, m.ReasoningContent, m.Reasoning)
-		}
-		b = append(b, ']')
-	}
-	if len(r.Tools) > 0 {
-		b = append(b, `,"tools":`...)
-		b = wire.AppendTools(b, r.Tools)
-	}
-	if len(r.ToolChoice) > 0 {
-		b = append(b, `,"tool_choice":`...)
-		b = wire.AppendRaw(b, r.ToolChoice)
-	}
-	if r.ParallelToolCalls != nil {
-		b = append(b, `,"parallel_tool_calls":`...)
-		b = wire.AppendBool(b, *r.ParallelToolCalls)
-	}
-	if len(r.Stop) > 0 {
-		b = append(b, `,"stop":[`...)
-		for i, s := range r.Stop {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = wire.AppendString(b, s)
-		}
-		b = append(b, ']')
-	}
-	if r.MaxTokens != nil {
-		b = append(b, `,"max_tokens":`...)
-		b = strconv.AppendInt(b, int64(*r.MaxTokens), 10)
-	}
-	if r.MaxCompletionTokens != nil {
-		b = append(b, `,"max_completion_tokens":`...)
-		b = strconv.AppendInt(b, int64(*r.MaxCompletionTokens), 10)
-	}
-	if r.ReasoningEffort != "" {
-		b = append(b, `,"reasoning_effort":`...)
-		b = wire.AppendString(b, r.ReasoningEffort)
-	}
-	if r.Temperature != nil {
-		b = append(b, `,"temperature":`...)
-		b = wire.AppendFloat(b, *r.Temperature)
-	}
-	if r.TopP != nil {
-		b = append(b, `,"top_p":`...)
-		b = wire.AppendFloat(b, *r.TopP)
-	}
-	if r.TopK != nil {
-		b = append(b, `,"top_k":`...)
-		b = strconv.AppendInt(b, int64(*r.TopK), 10)
-	}
-	if r.Stream {
-		b = append(b, `,"stream":true`...)
-	}
-	if r.StreamOptions != nil {
-		b = append(b, `,"stream_options":`...)
-		b = wire.AppendStreamOptions(b, r.StreamOptions)
-	}
-	if r.User != "" {
-		b = append(b, `,"user":`...)
-		b = wire.AppendString(b, r.User)
-	}
+	b = wire.AppendMessages(b, r.Messages)
+	b = wire.ToolsMember(b, "tools", r.Tools)
+	b = wire.RawMember(b, "tool_choice", r.ToolChoice)
+	b = wire.BoolMember(b, "parallel_tool_calls", r.ParallelToolCalls)
+	b = wire.StringsMember(b, "stop", r.Stop)
+	b = wire.IntMember(b, "max_tokens", r.MaxTokens)
+	b = wire.IntMember(b, "max_completion_tokens", r.MaxCompletionTokens)
+	b = wire.StringMember(b, "reasoning_effort", r.ReasoningEffort)
+	b = wire.FloatMember(b, "temperature", r.Temperature)
+	b = wire.FloatMember(b, "top_p", r.TopP)
+	b = wire.IntMember(b, "top_k", r.TopK)
+	b = wire.StreamMember(b, r.Stream, r.StreamOptions)
+	b = wire.StringMember(b, "user", r.User)
 	return append(b, '}')
 }

@@ -294,3 +294,105 @@ func AppendStreamOptions(b []byte, o *chat.StreamOptions) []byte {
 	}
 	return append(b, '{', '}')
 }
+
+// Message is a chat message with the member that carries the model's
+// earlier reasoning in the dialects that take it back.
+type Message struct {
+	chat.Message
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	Reasoning        string `json:"reasoning,omitempty"`
+}
+
+// AppendMessages appends messages as json.Marshal writes them: null when
+// there are none.
+func AppendMessages(b []byte, msgs []Message) []byte {
+	if msgs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendMessage(b, &msgs[i].Message, msgs[i].ReasoningContent, msgs[i].Reasoning)
+	}
+	return append(b, ']')
+}
+
+// The members below are written as json.Marshal writes a field with the
+// omitempty option: not at all when empty or nil, else after a comma.
+
+// StringMember appends ,"name":s unless s is empty.
+func StringMember(b []byte, name, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return AppendString(Member(b, name), s)
+}
+
+// IntMember appends ,"name":*v unless v is nil.
+func IntMember(b []byte, name string, v *int) []byte {
+	if v == nil {
+		return b
+	}
+	return strconv.AppendInt(Member(b, name), int64(*v), 10)
+}
+
+// FloatMember appends ,"name":*v unless v is nil.
+func FloatMember(b []byte, name string, v *float64) []byte {
+	if v == nil {
+		return b
+	}
+	return AppendFloat(Member(b, name), *v)
+}
+
+// BoolMember appends ,"name":*v unless v is nil.
+func BoolMember(b []byte, name string, v *bool) []byte {
+	if v == nil {
+		return b
+	}
+	return AppendBool(Member(b, name), *v)
+}
+
+// RawMember appends ,"name":raw unless raw is empty.
+func RawMember(b []byte, name string, raw []byte) []byte {
+	if len(raw) == 0 {
+		return b
+	}
+	return AppendRaw(Member(b, name), raw)
+}
+
+// StringsMember appends ,"name":[…] unless ss is empty.
+func StringsMember(b []byte, name string, ss []string) []byte {
+	if len(ss) == 0 {
+		return b
+	}
+	b = append(Member(b, name), '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendString(b, s)
+	}
+	return append(b, ']')
+}
+
+// ToolsMember appends ,"name":[…] unless tools is empty.
+func ToolsMember(b []byte, name string, tools []chat.Tool) []byte {
+	if len(tools) == 0 {
+		return b
+	}
+	return AppendTools(Member(b, name), tools)
+}
+
+// StreamMember appends ,"stream":true when stream is, and the stream
+// options unless they are nil.
+func StreamMember(b []byte, stream bool, o *chat.StreamOptions) []byte {
+	if stream {
+		b = append(b, `,"stream":true`...)
+	}
+	if o != nil {
+		b = AppendStreamOptions(Member(b, "stream_options"), o)
+	}
+	return b
+}
