@@ -45,6 +45,7 @@ type Request struct {
 	IDs func(prefix string) string
 
 	w     wireRequest
+	size  int // of the body, to size the chat request's
 	items []inputItem
 	prior int // items prepended from an earlier response
 }
@@ -129,7 +130,7 @@ type wireTool struct {
 // Parse decodes a Responses request and checks its shape. A member that
 // is malformed or cannot be translated is an *Error naming it.
 func Parse(body []byte) (*Request, error) {
-	r := &Request{}
+	r := &Request{size: len(body)}
 	if !decodeRequest(body, &r.w) {
 		// Something the fast decoder leaves to encoding/json: an error,
 		// or a body it would decode otherwise.
@@ -287,7 +288,7 @@ func (r *Request) Chat(opt Options) (*Translation, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.Body = appendChat(make([]byte, 0, 1024), out)
+	t.Body = appendChat(make([]byte, 0, r.size+512), out)
 	return t, nil
 }
 
