@@ -18,11 +18,12 @@ type (
 		Model   string       `json:"model"`
 		Choices []chatChoice `json:"choices"`
 		Usage   *chatUsage   `json:"usage"`
-		Error   *struct {
-			Message stringOnly `json:"message"`
-			Type    stringOnly `json:"type"`
-			Code    stringOnly `json:"code"`
-		} `json:"error"` // in a stream
+		Error   *chatError   `json:"error"` // in a stream
+	}
+	chatError struct {
+		Message stringOnly `json:"message"`
+		Type    stringOnly `json:"type"`
+		Code    stringOnly `json:"code"`
 	}
 	chatChoice struct {
 		Index        int               `json:"index"`
@@ -50,10 +51,11 @@ type (
 	chatUsage struct {
 		PromptTokens        int `json:"prompt_tokens"`
 		CompletionTokens    int `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens     int `json:"cached_tokens"`
-			CacheWriteTokens int `json:"cache_write_tokens"`
-		} `json:"prompt_tokens_details"`
+		PromptTokensDetails *chatDetails `json:"prompt_tokens_details"`
+	}
+	chatDetails struct {
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"`
 	}
 )
 
@@ -154,7 +156,7 @@ var ErrNoChoice = errors.New("messages: the chat answer holds no choice")
 // stop_sequences.
 func Answer(body []byte, model string, stops []string) ([]byte, error) {
 	var c chatCompletion
-	if err := json.Unmarshal(body, &c); err != nil {
+	if err := completionOf(body, &c); err != nil {
 		return nil, errors.New("messages: the chat answer is not valid JSON")
 	}
 	if len(c.Choices) == 0 {

@@ -1,6 +1,9 @@
 package messages
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
@@ -231,4 +234,186 @@ func decodeTool(d *wire.Decoder, t *msgTool) {
 			t.Cache = d.Raw()
 		}
 	})
+}
+
+// The JSON names of the chat answer's fields.
+var (
+	completionFields = []string{"id", "model", "choices", "usage", "error"}
+	errorFields      = []string{"message", "type", "code"}
+	choiceFields     = []string{"index", "message", "delta", "finish_reason", "stop_reason", "matched_stop"}
+	answerFields     = []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls"}
+	toolCallFields   = []string{"index", "id", "function"}
+	functionFields   = []string{"name", "arguments"}
+	usageFields      = []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details"}
+	detailsFields    = []string{"cached_tokens", "cache_write_tokens"}
+)
+
+// completionOf decodes a chat answer or stream chunk into c as
+// json.Unmarshal would, falling back to it for what the fast decoder
+// leaves to it.
+func completionOf(data []byte, c *chatCompletion) error {
+	var d wire.Decoder
+	d.Reset(data)
+	if !d.Null() {
+		decodeCompletion(&d, c)
+	}
+	if d.End() {
+		return nil
+	}
+	*c = chatCompletion{}
+	return json.Unmarshal(data, c)
+}
+
+func decodeCompletion(d *wire.Decoder, c *chatCompletion) {
+	d.Members(completionFields, func(n int) {
+		switch n {
+		case 0:
+			c.ID = d.NullString()
+		case 1:
+			c.Model = d.NullString()
+		case 2:
+			if d.Null() {
+				return
+			}
+			c.Choices = []chatChoice{}
+			for d.Array(); d.Elem(); {
+				c.Choices = append(c.Choices, chatChoice{})
+				decodeChoice(d, &c.Choices[len(c.Choices)-1])
+			}
+		case 3:
+			if d.Null() {
+				return
+			}
+			c.Usage = &chatUsage{}
+			decodeUsage(d, c.Usage)
+		case 4:
+			if d.Null() {
+				return
+			}
+			e := &chatError{}
+			c.Error = e
+			d.Members(errorFields, func(n int) {
+				switch n {
+				case 0:
+					e.Message = only(d)
+				case 1:
+					e.Type = only(d)
+				case 2:
+					e.Code = only(d)
+				}
+			})
+		}
+	})
+}
+
+func decodeChoice(d *wire.Decoder, ch *chatChoice) {
+	if d.Null() {
+		return
+	}
+	d.Members(choiceFields, func(n int) {
+		switch n {
+		case 0:
+			if !d.Null() {
+				ch.Index = d.Int()
+			}
+		case 1:
+			decodeAnswer(d, &ch.Message)
+		case 2:
+			decodeAnswer(d, &ch.Delta)
+		case 3:
+			ch.FinishReason = d.NullString()
+		case 4:
+			ch.StopReason = only(d)
+		case 5:
+			ch.MatchedStop = only(d)
+		}
+	})
+}
+
+func decodeAnswer(d *wire.Decoder, m *chatAnswerMessage) {
+	if d.Null() {
+		return
+	}
+	d.Members(answerFields, func(n int) {
+		switch n {
+		case 0:
+			m.Content = only(d)
+		case 1:
+			m.Refusal = only(d)
+		case 2:
+			m.ReasoningContent = only(d)
+		case 3:
+			m.Reasoning = only(d)
+		case 4:
+			if d.Null() {
+				return
+			}
+			m.ToolCalls = []chatToolCall{}
+			for d.Array(); d.Elem(); {
+				m.ToolCalls = append(m.ToolCalls, chatToolCall{})
+				tc := &m.ToolCalls[len(m.ToolCalls)-1]
+				if d.Null() {
+					continue
+				}
+				d.Members(toolCallFields, func(n int) {
+					switch n {
+					case 0:
+						tc.Index = d.IntPtr()
+					case 1:
+						tc.ID = d.NullString()
+					case 2:
+						if d.Null() {
+							return
+						}
+						d.Members(functionFields, func(n int) {
+							if n == 0 {
+								tc.Function.Name = d.NullString()
+							} else {
+								tc.Function.Arguments = d.NullString()
+							}
+						})
+					}
+				})
+			}
+		}
+	})
+}
+
+func decodeUsage(d *wire.Decoder, u *chatUsage) {
+	d.Members(usageFields, func(n int) {
+		if d.Null() {
+			return
+		}
+		switch n {
+		case 0:
+			u.PromptTokens = d.Int()
+		case 1:
+			u.CompletionTokens = d.Int()
+		case 2:
+			u.PromptTokensDetails = &chatDetails{}
+			dt := u.PromptTokensDetails
+			d.Members(detailsFields, func(n int) {
+				if d.Null() {
+					return
+				}
+				if n == 0 {
+					dt.CachedTokens = d.Int()
+				} else {
+					dt.CacheWriteTokens = d.Int()
+				}
+			})
+		}
+	})
+}
+
+// only reads a value as stringOnly's UnmarshalJSON does.
+func only(d *wire.Decoder) stringOnly {
+	raw := d.Raw()
+	if len(raw) < 2 || raw[0] != '"' {
+		return ""
+	}
+	if s := raw[1 : len(raw)-1]; bytes.IndexByte(s, '\\') < 0 {
+		return stringOnly(s)
+	}
+	return stringOnly(wire.Unquote(raw))
 }

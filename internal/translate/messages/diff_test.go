@@ -61,3 +61,21 @@ func TestDecodeFastFixture(t *testing.T) {
 		t.Fatal("decodeFast refused the Claude Code request")
 	}
 }
+
+// FuzzCompletionDecoder holds completionOf, which decodes chat answers
+// and stream chunks, to json.Unmarshal.
+func FuzzCompletionDecoder(f *testing.F) {
+	for _, name := range []string{"text.chat.json", "tools_reasoning.chat.json"} {
+		f.Add(readFile(f, name))
+	}
+	f.Add([]byte(`{"id":"c","choices":[null,{"index":0,"delta":{"content":"a\u00e9\"","reasoning":{"x":1},"tool_calls":[null,{"index":null,"id":"t","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null,"stop_reason":7,"matched_stop":"\xff"}],"usage":{"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":null}}}`))
+	f.Add([]byte(`{"error":{"message":"m","type":null,"code":429}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast, slow chatCompletion
+		err := completionOf(data, &fast)
+		werr := json.Unmarshal(data, &slow)
+		if (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("completionOf and encoding/json differ (%v, %v):\n%#v\n%#v", err, werr, fast, slow)
+		}
+	})
+}

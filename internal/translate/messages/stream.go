@@ -2,7 +2,6 @@ package messages
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"strconv"
@@ -92,7 +91,7 @@ func (s *Stream) Chunk(data []byte) error {
 		return s.flush()
 	}
 	var c chatCompletion
-	if json.Unmarshal(data, &c) != nil {
+	if completionOf(data, &c) != nil {
 		s.fail("api_error", "the provider's stream sent an event that is not JSON")
 		if err := s.flush(); err != nil {
 			return err

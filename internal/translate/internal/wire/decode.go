@@ -518,3 +518,13 @@ func getu4(s []byte) rune {
 	}
 	return r
 }
+
+// Unquote returns the content of a valid JSON string, quotes included, as
+// encoding/json decodes it.
+func Unquote(raw []byte) string {
+	s := raw[1 : len(raw)-1]
+	if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
+		return string(s)
+	}
+	return unquote(s)
+}
