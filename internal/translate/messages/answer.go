@@ -49,8 +49,8 @@ type (
 		} `json:"function"`
 	}
 	chatUsage struct {
-		PromptTokens        int `json:"prompt_tokens"`
-		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokens        int          `json:"prompt_tokens"`
+		CompletionTokens    int          `json:"completion_tokens"`
 		PromptTokensDetails *chatDetails `json:"prompt_tokens_details"`
 	}
 	chatDetails struct {
