@@ -3,6 +3,7 @@ package responses
 import (
 	"encoding/json"
 
+	"github.com/modelgateway/gateway/internal/chat"
 	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
@@ -279,4 +280,160 @@ func stringOf(raw []byte) (string, error) {
 	var s string
 	err := json.Unmarshal(raw, &s)
 	return s, err
+}
+
+// The JSON names of the chat stream chunk's fields.
+var (
+	chunkFields    = []string{"model", "choices", "usage", "error"}
+	choiceFields   = []string{"delta", "finish_reason"}
+	deltaFields    = []string{"content", "refusal", "tool_calls", "reasoning_content", "reasoning"}
+	toolCallFields = []string{"index", "id", "type", "function"}
+	functionFields = []string{"name", "arguments"}
+	usageFields    = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
+	errorFields    = []string{"message", "type", "code"}
+)
+
+// chunkOf decodes a chat stream chunk into c as json.Unmarshal would,
+// falling back to it for what the fast decoder leaves to it.
+func chunkOf(data []byte, c *chunk) error {
+	var d wire.Decoder
+	d.Reset(data)
+	if !d.Null() {
+		decodeChunk(&d, c)
+	}
+	if d.End() {
+		return nil
+	}
+	*c = chunk{}
+	return json.Unmarshal(data, c)
+}
+
+func decodeChunk(d *wire.Decoder, c *chunk) {
+	d.Members(chunkFields, func(n int) {
+		if n != 0 && d.Null() {
+			return
+		}
+		switch n {
+		case 0:
+			c.Model = d.NullString()
+		case 1:
+			c.Choices = []chunkChoice{}
+			for d.Array(); d.Elem(); {
+				c.Choices = append(c.Choices, chunkChoice{})
+				decodeChunkChoice(d, &c.Choices[len(c.Choices)-1])
+			}
+		case 2:
+			c.Usage = &chatUsage{}
+			decodeUsage(d, c.Usage)
+		case 3:
+			e := &chunkError{}
+			c.Error = e
+			d.Members(errorFields, func(n int) {
+				switch n {
+				case 0:
+					e.Message = d.NullString()
+				case 1:
+					e.Type = d.NullString()
+				case 2:
+					e.Code = d.Raw()
+				}
+			})
+		}
+	})
+}
+
+func decodeChunkChoice(d *wire.Decoder, ch *chunkChoice) {
+	if d.Null() {
+		return
+	}
+	d.Members(choiceFields, func(n int) {
+		if n == 1 {
+			ch.FinishReason = d.StringPtr()
+			return
+		}
+		if d.Null() {
+			return
+		}
+		dl := &ch.Delta
+		d.Members(deltaFields, func(n int) {
+			switch n {
+			case 0:
+				dl.Content = d.StringPtr()
+			case 1:
+				dl.Refusal = d.StringPtr()
+			case 2:
+				if d.Null() {
+					return
+				}
+				dl.ToolCalls = []chat.ToolCall{}
+				for d.Array(); d.Elem(); {
+					dl.ToolCalls = append(dl.ToolCalls, chat.ToolCall{})
+					decodeToolCall(d, &dl.ToolCalls[len(dl.ToolCalls)-1])
+				}
+			case 3:
+				dl.ReasoningContent = d.StringPtr()
+			case 4:
+				dl.Reasoning = d.Raw()
+			}
+		})
+	})
+}
+
+func decodeToolCall(d *wire.Decoder, tc *chat.ToolCall) {
+	if d.Null() {
+		return
+	}
+	d.Members(toolCallFields, func(n int) {
+		switch n {
+		case 0:
+			tc.Index = d.IntPtr()
+		case 1:
+			tc.ID = d.NullString()
+		case 2:
+			tc.Type = d.NullString()
+		case 3:
+			if d.Null() {
+				return
+			}
+			d.Members(functionFields, func(n int) {
+				if n == 0 {
+					tc.Function.Name = d.NullString()
+				} else {
+					tc.Function.Arguments = d.NullString()
+				}
+			})
+		}
+	})
+}
+
+func decodeUsage(d *wire.Decoder, u *chatUsage) {
+	d.Members(usageFields, func(n int) {
+		if d.Null() {
+			return
+		}
+		switch n {
+		case 0:
+			u.PromptTokens = d.Int()
+		case 1:
+			u.CompletionTokens = d.Int()
+		case 2:
+			u.TotalTokens = d.Int()
+		case 3:
+			p := &chat.PromptDetails{}
+			u.PromptTokensDetails = p
+			d.Members([]string{"cached_tokens"}, func(int) {
+				if !d.Null() {
+					p.CachedTokens = d.Int()
+				}
+			})
+		case 4:
+			u.CompletionDetails = &completionDetails{}
+			c := u.CompletionDetails
+			d.Members([]string{"reasoning_tokens"}, func(int) {
+				if !d.Null() {
+					c.ReasoningTokens = d.Int()
+				}
+			})
+		}
+	})
 }

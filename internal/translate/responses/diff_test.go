@@ -63,3 +63,18 @@ func TestDecodeFastFixture(t *testing.T) {
 		t.Fatal("decodeRequest refused the Codex request")
 	}
 }
+
+// FuzzChunkDecoder holds chunkOf, which decodes stream chunks, to
+// json.Unmarshal.
+func FuzzChunkDecoder(f *testing.F) {
+	f.Add([]byte(`{"id":"c","model":"m","choices":[null,{"index":0,"delta":{"content":"a\u00e9\"","refusal":null,"reasoning":{"x":1},"reasoning_content":"r","tool_calls":[null,{"index":null,"id":"t","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}],"usage":{"prompt_tokens":3,"total_tokens":null,"prompt_tokens_details":{"cached_tokens":1},"completion_tokens_details":{"reasoning_tokens":2}}}`))
+	f.Add([]byte(`{"error":{"message":"m","type":null,"code":429}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast, slow chunk
+		err := chunkOf(data, &fast)
+		werr := json.Unmarshal(data, &slow)
+		if (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("chunkOf and encoding/json differ (%v, %v):\n%#v\n%#v", err, werr, fast, slow)
+		}
+	})
+}
