@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/modelgateway/gateway/internal/chat"
 )
 
 // The chat answer's wire types, with the members other chat dialects add:
@@ -34,19 +36,11 @@ type (
 		MatchedStop  stringOnly        `json:"matched_stop"`
 	}
 	chatAnswerMessage struct {
-		Content          stringOnly     `json:"content"`
-		Refusal          stringOnly     `json:"refusal"`
-		ReasoningContent stringOnly     `json:"reasoning_content"`
-		Reasoning        stringOnly     `json:"reasoning"`
-		ToolCalls        []chatToolCall `json:"tool_calls"`
-	}
-	chatToolCall struct {
-		Index    *int   `json:"index"` // in stream chunks
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
+		Content          stringOnly      `json:"content"`
+		Refusal          stringOnly      `json:"refusal"`
+		ReasoningContent stringOnly      `json:"reasoning_content"`
+		Reasoning        stringOnly      `json:"reasoning"`
+		ToolCalls        []chat.ToolCall `json:"tool_calls"`
 	}
 	chatUsage struct {
 		PromptTokens        int          `json:"prompt_tokens"`

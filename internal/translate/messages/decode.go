@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/modelgateway/gateway/internal/chat"
 	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
@@ -242,8 +243,6 @@ var (
 	errorFields      = []string{"message", "type", "code"}
 	choiceFields     = []string{"index", "message", "delta", "finish_reason", "stop_reason", "matched_stop"}
 	answerFields     = []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls"}
-	toolCallFields   = []string{"index", "id", "function"}
-	functionFields   = []string{"name", "arguments"}
 	usageFields      = []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details"}
 	detailsFields    = []string{"cached_tokens", "cache_write_tokens"}
 )
@@ -348,32 +347,10 @@ func decodeAnswer(d *wire.Decoder, m *chatAnswerMessage) {
 			if d.Null() {
 				return
 			}
-			m.ToolCalls = []chatToolCall{}
+			m.ToolCalls = []chat.ToolCall{}
 			for d.Array(); d.Elem(); {
-				m.ToolCalls = append(m.ToolCalls, chatToolCall{})
-				tc := &m.ToolCalls[len(m.ToolCalls)-1]
-				if d.Null() {
-					continue
-				}
-				d.Members(toolCallFields, func(n int) {
-					switch n {
-					case 0:
-						tc.Index = d.IntPtr()
-					case 1:
-						tc.ID = d.NullString()
-					case 2:
-						if d.Null() {
-							return
-						}
-						d.Members(functionFields, func(n int) {
-							if n == 0 {
-								tc.Function.Name = d.NullString()
-							} else {
-								tc.Function.Arguments = d.NullString()
-							}
-						})
-					}
-				})
+				m.ToolCalls = append(m.ToolCalls, chat.ToolCall{})
+				d.ToolCall(&m.ToolCalls[len(m.ToolCalls)-1])
 			}
 		}
 	})

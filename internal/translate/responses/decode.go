@@ -284,13 +284,11 @@ func stringOf(raw []byte) (string, error) {
 
 // The JSON names of the chat stream chunk's fields.
 var (
-	chunkFields    = []string{"model", "choices", "usage", "error"}
-	choiceFields   = []string{"delta", "finish_reason"}
-	deltaFields    = []string{"content", "refusal", "tool_calls", "reasoning_content", "reasoning"}
-	toolCallFields = []string{"index", "id", "type", "function"}
-	functionFields = []string{"name", "arguments"}
-	usageFields    = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
-	errorFields    = []string{"message", "type", "code"}
+	chunkFields  = []string{"model", "choices", "usage", "error"}
+	choiceFields = []string{"delta", "finish_reason"}
+	deltaFields  = []string{"content", "refusal", "tool_calls", "reasoning_content", "reasoning"}
+	usageFields  = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
+	errorFields  = []string{"message", "type", "code"}
 )
 
 // chunkOf decodes a chat stream chunk into c as json.Unmarshal would,
@@ -368,7 +366,7 @@ func decodeChunkChoice(d *wire.Decoder, ch *chunkChoice) {
 				dl.ToolCalls = []chat.ToolCall{}
 				for d.Array(); d.Elem(); {
 					dl.ToolCalls = append(dl.ToolCalls, chat.ToolCall{})
-					decodeToolCall(d, &dl.ToolCalls[len(dl.ToolCalls)-1])
+					d.ToolCall(&dl.ToolCalls[len(dl.ToolCalls)-1])
 				}
 			case 3:
 				dl.ReasoningContent = d.StringPtr()
@@ -376,33 +374,6 @@ func decodeChunkChoice(d *wire.Decoder, ch *chunkChoice) {
 				dl.Reasoning = d.Raw()
 			}
 		})
-	})
-}
-
-func decodeToolCall(d *wire.Decoder, tc *chat.ToolCall) {
-	if d.Null() {
-		return
-	}
-	d.Members(toolCallFields, func(n int) {
-		switch n {
-		case 0:
-			tc.Index = d.IntPtr()
-		case 1:
-			tc.ID = d.NullString()
-		case 2:
-			tc.Type = d.NullString()
-		case 3:
-			if d.Null() {
-				return
-			}
-			d.Members(functionFields, func(n int) {
-				if n == 0 {
-					tc.Function.Name = d.NullString()
-				} else {
-					tc.Function.Arguments = d.NullString()
-				}
-			})
-		}
 	})
 }
 

@@ -10,22 +10,35 @@ import (
 
 const hex = "0123456789abcdef"
 
-// htmlSafe marks the bytes json.Marshal writes in a string as they are.
-var htmlSafe = func() (t [256]bool) {
+// htmlSafe marks the bytes json.Marshal writes in a string as they are;
+// textSafe those AppendText does.
+var htmlSafe, textSafe = func() (html, text [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+		text[c] = c != '"' && c != '\\'
+		html[c] = text[c] && c != '<' && c != '>' && c != '&'
 	}
-	return t
+	return html, text
 }()
 
 // AppendString appends s as json.Marshal writes a string: HTML's <, > and
 // & escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
-func AppendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte { return appendString(b, s, true) }
+
+// AppendText appends s as a JSON string as the translators write their
+// own events: as AppendString does, but with <, > and & as they are and
+// backspace and form feed as \u0008 and \u000c.
+func AppendText(b []byte, s string) []byte { return appendString(b, s, false) }
+
+func appendString(b []byte, s string, html bool) []byte {
+	safe := &textSafe
+	if html {
+		safe = &htmlSafe
+	}
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if htmlSafe[c] {
+		if safe[c] {
 			i++
 			continue
 		}
@@ -34,10 +47,14 @@ func AppendString(b []byte, s string) []byte {
 			switch c {
 			case '"', '\\':
 				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
+			case '\b', '\f':
+				if html && c == '\b' {
+					b = append(b, '\\', 'b')
+				} else if html {
+					b = append(b, '\\', 'f')
+				} else {
+					b = append(b, '\\', 'u', '0', '0', '0', hex[c])
+				}
 			case '\n':
 				b = append(b, '\\', 'n')
 			case '\r':

@@ -1,5 +1,13 @@
 package wire
 
+import "github.com/modelgateway/gateway/internal/chat"
+
+// The JSON names of chat.ToolCall's fields.
+var (
+	toolCallFields = []string{"index", "id", "type", "function"}
+	functionFields = []string{"name", "arguments"}
+)
+
 // Members reads an object whose members the caller decodes: member is
 // called with the index in fields of each member named there, to read its
 // value. Other members are read by Unknown, and a member named twice
@@ -81,4 +89,32 @@ func (d *Decoder) FloatPtr() *float64 {
 	}
 	f := d.Float()
 	return &f
+}
+
+// ToolCall reads a chat tool call, or null, into tc.
+func (d *Decoder) ToolCall(tc *chat.ToolCall) {
+	if d.Null() {
+		return
+	}
+	d.Members(toolCallFields, func(n int) {
+		switch n {
+		case 0:
+			tc.Index = d.IntPtr()
+		case 1:
+			tc.ID = d.NullString()
+		case 2:
+			tc.Type = d.NullString()
+		case 3:
+			if d.Null() {
+				return
+			}
+			d.Members(functionFields, func(n int) {
+				if n == 0 {
+					tc.Function.Name = d.NullString()
+				} else {
+					tc.Function.Arguments = d.NullString()
+				}
+			})
+		}
+	})
 }

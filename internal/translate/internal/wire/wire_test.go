@@ -62,6 +62,10 @@ func FuzzDecoder(f *testing.F) {
 		if got, want := AppendString(nil, string(in)), marshal(t, string(in)); !bytes.Equal(got, want) {
 			t.Fatalf("AppendString(%q) = %s, json.Marshal %s", in, got, want)
 		}
+		var fromText, fromString string
+		if json.Unmarshal(AppendText(nil, string(in)), &fromText) != nil || json.Unmarshal(AppendString(nil, string(in)), &fromString) != nil || fromText != fromString {
+			t.Fatalf("AppendText(%q) and AppendString differ in meaning: %q, %q", in, fromText, fromString)
+		}
 		if json.Valid(in) {
 			if got, want := AppendRaw(nil, in), marshal(t, json.RawMessage(in)); !bytes.Equal(got, want) {
 				t.Fatalf("AppendRaw(%q) = %s, json.Marshal %s", in, got, want)
