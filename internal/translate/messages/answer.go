@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/modelgateway/gateway/internal/chat"
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
 // The chat answer's wire types, with the members other chat dialects add:
@@ -150,7 +151,7 @@ var ErrNoChoice = errors.New("messages: the chat answer holds no choice")
 // stop_sequences.
 func Answer(body []byte, model string, stops []string) ([]byte, error) {
 	var c chatCompletion
-	if err := completionOf(body, &c); err != nil {
+	if err := wire.Decode(body, &c, decodeCompletion); err != nil {
 		return nil, errors.New("messages: the chat answer is not valid JSON")
 	}
 	if len(c.Choices) == 0 {

@@ -2,7 +2,6 @@ package messages
 
 import (
 	"bytes"
-	"encoding/json"
 
 	"github.com/modelgateway/gateway/internal/chat"
 	"github.com/modelgateway/gateway/internal/translate/internal/wire"
@@ -247,23 +246,11 @@ var (
 	detailsFields    = []string{"cached_tokens", "cache_write_tokens"}
 )
 
-// completionOf decodes a chat answer or stream chunk into c as
-// json.Unmarshal would, falling back to it for what the fast decoder
-// leaves to it.
-func completionOf(data []byte, c *chatCompletion) error {
-	var d wire.Decoder
-	d.Reset(data)
-	if !d.Null() {
-		decodeCompletion(&d, c)
-	}
-	if d.End() {
-		return nil
-	}
-	*c = chatCompletion{}
-	return json.Unmarshal(data, c)
-}
-
+// decodeCompletion reads a chat answer or stream chunk, or null.
 func decodeCompletion(d *wire.Decoder, c *chatCompletion) {
+	if d.Null() {
+		return
+	}
 	d.Members(completionFields, func(n int) {
 		switch n {
 		case 0:

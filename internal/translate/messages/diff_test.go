@@ -72,7 +72,7 @@ func FuzzCompletionDecoder(f *testing.F) {
 	f.Add([]byte(`{"error":{"message":"m","type":null,"code":429}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast, slow chatCompletion
-		err := completionOf(data, &fast)
+		err := wire.Decode(data, &fast, decodeCompletion)
 		werr := json.Unmarshal(data, &slow)
 		if (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("completionOf and encoding/json differ (%v, %v):\n%#v\n%#v", err, werr, fast, slow)

@@ -140,37 +140,21 @@ func decodeMetadata(d *wire.Decoder) map[string]string {
 	}
 }
 
-// decodeItems decodes an array of input items as json.Unmarshal would,
-// falling back to it for what the fast decoder leaves to it.
+// decodeItems decodes an array of input items, or null, as
+// json.Unmarshal would.
 func decodeItems(raw []byte) ([]inputItem, error) {
-	var d wire.Decoder
-	d.Reset(raw)
 	var items []inputItem
-	if !d.Null() {
-		items = []inputItem{}
-		for d.Array(); d.Elem(); {
-			items = append(items, inputItem{})
-			decodeItem(&d, &items[len(items)-1])
+	err := wire.Decode(raw, &items, func(d *wire.Decoder, items *[]inputItem) {
+		if d.Null() {
+			return
 		}
-	}
-	if d.End() {
-		return items, nil
-	}
-	items = nil
-	err := json.Unmarshal(raw, &items)
+		*items = []inputItem{}
+		for d.Array(); d.Elem(); {
+			*items = append(*items, inputItem{})
+			decodeItem(d, &(*items)[len(*items)-1])
+		}
+	})
 	return items, err
-}
-
-// itemOf decodes one input item as json.Unmarshal would.
-func itemOf(raw []byte, it *inputItem) error {
-	var d wire.Decoder
-	d.Reset(raw)
-	decodeItem(&d, it)
-	if d.End() {
-		return nil
-	}
-	*it = inputItem{}
-	return json.Unmarshal(raw, it)
 }
 
 func decodeItem(d *wire.Decoder, it *inputItem) {
@@ -199,19 +183,7 @@ func decodeItem(d *wire.Decoder, it *inputItem) {
 	})
 }
 
-// partsOf decodes an array of content parts as json.Unmarshal would.
-func partsOf(raw []byte) ([]textPart, error) {
-	var d wire.Decoder
-	d.Reset(raw)
-	parts := decodeParts(&d)
-	if d.End() {
-		return parts, nil
-	}
-	parts = nil
-	err := json.Unmarshal(raw, &parts)
-	return parts, err
-}
-
+// decodeParts reads an array of content parts, or null.
 func decodeParts(d *wire.Decoder) []textPart {
 	if d.Null() {
 		return nil
@@ -243,10 +215,8 @@ func decodeParts(d *wire.Decoder) []textPart {
 	return parts
 }
 
-// toolOf decodes a tool as json.Unmarshal would.
-func toolOf(raw []byte, t *wireTool) error {
-	var d wire.Decoder
-	d.Reset(raw)
+// decodeTool reads a tool, or null.
+func decodeTool(d *wire.Decoder, t *wireTool) {
 	if !d.Null() {
 		d.Members(toolFields, func(n int) {
 			switch n {
@@ -263,22 +233,12 @@ func toolOf(raw []byte, t *wireTool) error {
 			}
 		})
 	}
-	if d.End() {
-		return nil
-	}
-	*t = wireTool{}
-	return json.Unmarshal(raw, t)
 }
 
 // stringOf decodes a JSON string as json.Unmarshal would.
 func stringOf(raw []byte) (string, error) {
-	var d wire.Decoder
-	d.Reset(raw)
-	if s := d.String(); d.End() {
-		return s, nil
-	}
 	var s string
-	err := json.Unmarshal(raw, &s)
+	err := wire.Decode(raw, &s, func(d *wire.Decoder, s *string) { *s = d.String() })
 	return s, err
 }
 
@@ -291,22 +251,11 @@ var (
 	errorFields  = []string{"message", "type", "code"}
 )
 
-// chunkOf decodes a chat stream chunk into c as json.Unmarshal would,
-// falling back to it for what the fast decoder leaves to it.
-func chunkOf(data []byte, c *chunk) error {
-	var d wire.Decoder
-	d.Reset(data)
-	if !d.Null() {
-		decodeChunk(&d, c)
-	}
-	if d.End() {
-		return nil
-	}
-	*c = chunk{}
-	return json.Unmarshal(data, c)
-}
-
+// decodeChunk reads a chat stream chunk, or null.
 func decodeChunk(d *wire.Decoder, c *chunk) {
+	if d.Null() {
+		return
+	}
 	d.Members(chunkFields, func(n int) {
 		if n != 0 && d.Null() {
 			return
@@ -408,3 +357,6 @@ func decodeUsage(d *wire.Decoder, u *chatUsage) {
 		}
 	})
 }
+
+// readParts reads an array of content parts, or null, for wire.Decode.
+func readParts(d *wire.Decoder, parts *[]textPart) { *parts = decodeParts(d) }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
 // FuzzChatDecoders holds the reflection-free paths of Parse and Chat to
@@ -31,7 +33,7 @@ func FuzzChatDecoders(f *testing.F) {
 			t.Fatalf("decodeItems and encoding/json differ (%v, %v):\n%#v\n%#v", err, werr, items, want)
 		}
 		var tool, wantTool wireTool
-		err = toolOf(body, &tool)
+		err = wire.Decode(body, &tool, decodeTool)
 		if werr := json.Unmarshal(body, &wantTool); (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(tool, wantTool) {
 			t.Fatalf("toolOf and encoding/json differ (%v, %v):\n%#v\n%#v", err, werr, tool, wantTool)
 		}
@@ -71,7 +73,7 @@ func FuzzChunkDecoder(f *testing.F) {
 	f.Add([]byte(`{"error":{"message":"m","type":null,"code":429}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast, slow chunk
-		err := chunkOf(data, &fast)
+		err := wire.Decode(data, &fast, decodeChunk)
 		werr := json.Unmarshal(data, &slow)
 		if (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("chunkOf and encoding/json differ (%v, %v):\n%#v\n%#v", err, werr, fast, slow)

@@ -210,7 +210,7 @@ func (r *Request) Prepend(items []json.RawMessage) error {
 	}
 	prev := make([]inputItem, len(items), len(items)+len(r.items))
 	for i, raw := range items {
-		if err := itemOf(raw, &prev[i]); err != nil {
+		if err := wire.Decode(raw, &prev[i], decodeItem); err != nil {
 			return invalid("previous_response_id", "earlier item "+strconv.Itoa(i)+" is not an input item")
 		}
 	}
@@ -469,7 +469,8 @@ func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_
 				reasoning.WriteString(p.Text)
 			}
 			if isSet(it.Content) {
-				if content, err := partsOf(it.Content); err == nil {
+				var content []textPart
+				if wire.Decode(it.Content, &content, readParts) == nil {
 					for _, p := range content {
 						reasoning.WriteString(p.Text)
 					}
@@ -515,7 +516,7 @@ func chatMessageOf(it *inputItem, param string) (chatMessage, error) {
 	if len(c) == 0 || c[0] != '[' {
 		err = errNotArray
 	} else {
-		parts, err = partsOf(c)
+		err = wire.Decode(c, &parts, readParts)
 	}
 	if err != nil {
 		return m, invalid(param+".content", "must be a string or an array of content parts")
@@ -583,7 +584,7 @@ func toolOutput(raw json.RawMessage, param string) (string, error) {
 	if len(raw) == 0 || raw[0] != '[' {
 		err = errNotArray
 	} else {
-		parts, err = partsOf(raw)
+		err = wire.Decode(raw, &parts, readParts)
 	}
 	if err != nil {
 		return "", invalid(param, "must be a string or an array of content parts")
@@ -601,7 +602,7 @@ func toolOutput(raw json.RawMessage, param string) (string, error) {
 // chatTool translates a tool: only function tools have a chat equivalent.
 func chatTool(raw json.RawMessage, param string) (chat.Tool, error) {
 	var t wireTool
-	if err := toolOf(raw, &t); err != nil {
+	if err := wire.Decode(raw, &t, decodeTool); err != nil {
 		return chat.Tool{}, invalid(param, "must be a tool object")
 	}
 	if t.Type != "function" {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/modelgateway/gateway/internal/chat"
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
 // Stream turns a chat completion stream into the Responses stream events,
@@ -114,7 +115,7 @@ func (s *Stream) Chunk(data []byte) error {
 		return s.flush()
 	}
 	var c chunk
-	if err := chunkOf(data, &c); err != nil {
+	if err := wire.Decode(data, &c, decodeChunk); err != nil {
 		s.fail("server_error", "the provider sent a stream event that is not JSON")
 		return s.flush()
 	}

@@ -1,6 +1,10 @@
 package wire
 
-import "github.com/modelgateway/gateway/internal/chat"
+import (
+	"encoding/json"
+
+	"github.com/modelgateway/gateway/internal/chat"
+)
 
 // The JSON names of chat.ToolCall's fields.
 var (
@@ -117,4 +121,19 @@ func (d *Decoder) ToolCall(tc *chat.ToolCall) {
 			})
 		}
 	})
+}
+
+// Decode decodes data into v with decode, a function reading one value
+// from d; when d fails, it zeroes v and decodes data with json.Unmarshal,
+// which gives the result or the error.
+func Decode[T any](data []byte, v *T, decode func(d *Decoder, v *T)) error {
+	var d Decoder
+	d.Reset(data)
+	decode(&d, v)
+	if d.End() {
+		return nil
+	}
+	var zero T
+	*v = zero
+	return json.Unmarshal(data, v)
 }
