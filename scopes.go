@@ -28,12 +28,15 @@ const (
 	ScopeWorkspacesRead   Scope = "workspaces.read"
 	ScopeWorkspacesWrite  Scope = "workspaces.write"
 	ScopeAuditLogsRead    Scope = "audit_logs.read"
+	ScopePromptsRead      Scope = "prompts.read"
+	ScopePromptsWrite     Scope = "prompts.write"
 )
 
 // allScopes are the scopes a key may hold, and the admin role's preset.
 var allScopes = []Scope{ScopeCompletionsWrite, ScopeAPIKeysRead, ScopeAPIKeysWrite, ScopeVirtualKeysRead,
 	ScopeVirtualKeysWrite, ScopeConfigsRead, ScopeConfigsWrite, ScopePoliciesRead, ScopePoliciesWrite,
-	ScopeLogsRead, ScopeLogsWrite, ScopeAnalyticsRead, ScopeWorkspacesRead, ScopeWorkspacesWrite, ScopeAuditLogsRead}
+	ScopeLogsRead, ScopeLogsWrite, ScopeAnalyticsRead, ScopeWorkspacesRead, ScopeWorkspacesWrite, ScopeAuditLogsRead,
+	ScopePromptsRead, ScopePromptsWrite}
 
 // memberScopes is the member role's preset.
 var memberScopes = []Scope{ScopeCompletionsWrite}

@@ -13,7 +13,11 @@ import (
 // http.ServeMux pattern whose path is relative to the gateway's prefix:
 // "/virtual-keys/{slug}" or "GET /models" serve /v1/virtual-keys/{slug} and
 // GET /v1/models under the default prefix. Control routes check the
-// caller's scopes themselves (Identity.Can). Handle panics when pattern is
+// caller's scopes themselves (Identity.Can). A control route may serve a
+// data-plane request in process, as a route that runs a stored prompt
+// does: g.ServeHTTP with a request made from its own (r.Clone) runs the
+// whole pipeline as a request of its own, with the caller's identity and
+// trace id, and is logged as such. Handle panics when pattern is
 // not a path from "/" or conflicts with a registered route, as
 // http.ServeMux.Handle does.
 func (g *Gateway) Handle(pattern string, h http.Handler) {

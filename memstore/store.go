@@ -13,6 +13,8 @@ import "github.com/modelgateway/gateway"
 // the root still declares is kept by the embedded *gateway.MemoryStore.
 type Store struct {
 	*gateway.MemoryStore
+
+	prompts prompts
 }
 
 // New returns an empty Store.

@@ -1,0 +1,252 @@
+package prompt
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/httpapi"
+	"github.com/modelgateway/gateway/observe"
+)
+
+// Options configure the prompt routes Mount adds to a gateway.
+type Options struct {
+	// Store keeps the prompts, partials, labels and collections. Nil
+	// leaves every route answering 404, saying that prompts are not
+	// managed on this gateway.
+	Store Store
+
+	// Audit records every write of these routes (POST, PUT or DELETE,
+	// but not render and completions, which write nothing), as acting on
+	// prompts, prompt_partials, labels or collections. Nil records
+	// nothing.
+	Audit *observe.Auditor
+
+	// ErrorLog receives the store's failures. Nil means slog.Default().
+	ErrorLog *slog.Logger
+
+	// Now is the clock of the records written. Nil means time.Now.
+	Now func() time.Time
+}
+
+// plane is the prompt routes of one Mount.
+type plane struct {
+	g  *gateway.Gateway
+	o  Options
+	rn *renderer
+}
+
+func (p *plane) now() time.Time {
+	if p.o.Now != nil {
+		return p.o.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Mount registers the prompt routes on g (through g.Handle, so under its
+// prefix, behind its trace, key and header stages):
+//
+//	/prompts, /prompts/{id}, /prompts/{id}/versions, /prompts/{id}/versions/{versionId}
+//	/prompts/{id}/makeDefault, /prompts/{id}/render, /prompts/{id}/completions
+//	/prompts/partials, /prompts/partials/{id}, /prompts/partials/{id}/versions,
+//	/prompts/partials/{id}/makeDefault
+//	/labels, /labels/{id}, /collections, /collections/{id}
+//
+// Every other path below them answers 404, so that the namespace is
+// never passed through to a provider. Reads (and render) need the
+// prompts.read scope, writes prompts.write; completions needs
+// prompts.read and, as every data-plane request, completions.write. A
+// workspace key acts on its own workspace; an organisation key on the
+// one it names with workspace_id (in the query, or the body of a
+// create), and on the records of no workspace without it. Another
+// workspace's records answer 404, as if they did not exist. Mount panics
+// if a route is already registered on g.
+func Mount(g *gateway.Gateway, o Options) {
+	p := &plane{g: g, o: o}
+	if o.Store != nil {
+		p.rn = newRenderer(o.Store)
+	}
+	route := func(resource string, h func(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error,
+		patterns ...string) {
+		plain := p.serve(h)
+		audited := o.Audit.Wrap(resource, plain)
+		serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if isRun(r) {
+				plain.ServeHTTP(w, r) // writes nothing; and a held-back answer could not stream
+				return
+			}
+			audited.ServeHTTP(w, r)
+		})
+		for _, pat := range patterns {
+			g.Handle(pat, serve)
+		}
+	}
+	route("prompts", p.servePrompts, "/prompts", "/prompts/{id}", "/prompts/{id}/{sub}", "/prompts/{id}/{sub}/{versionId}")
+	route("prompt_partials", p.servePartials, "/prompts/partials", "/prompts/partials/{id}", "/prompts/partials/{id}/{sub}")
+	route("labels", p.serveLabels, "/labels", "/labels/{id}")
+	route("collections", p.serveCollections, "/collections", "/collections/{id}")
+	for _, pat := range []string{"/prompts/", "/labels/", "/collections/"} {
+		g.Handle(pat, http.HandlerFunc(noRoute))
+	}
+}
+
+// noRoute answers the 404 of a path no route serves.
+func noRoute(w http.ResponseWriter, r *http.Request) {
+	gateway.WriteError(w, r, notFound("", "no route for "+r.Method+" "+r.URL.Path))
+}
+
+// serve checks the caller's scope (read for GET, write otherwise) and
+// the workspace the request acts on, then runs h, answering its error.
+func (p *plane) serve(h func(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := gateway.IdentityFrom(r.Context())
+		need := gateway.ScopePromptsWrite
+		if r.Method == http.MethodGet || isRun(r) {
+			need = gateway.ScopePromptsRead
+		}
+		if !id.Can(need) {
+			gateway.WriteError(w, r, forbidden("", "this gateway API key lacks the "+string(need)+" scope"))
+			return
+		}
+		if p.o.Store == nil {
+			gateway.WriteError(w, r, notFound("", "prompts are not managed on this gateway"))
+			return
+		}
+		named, err := httpapi.WorkspaceParam(r.URL.Query())
+		if err != nil {
+			fail(w, r, p.o.ErrorLog, err)
+			return
+		}
+		ws, err := actingWorkspace(id, named)
+		if err != nil {
+			fail(w, r, p.o.ErrorLog, err)
+			return
+		}
+		if err := h(w, r, id, ws); err != nil {
+			fail(w, r, p.o.ErrorLog, err)
+		}
+	})
+}
+
+// isRun reports whether r renders or runs a prompt: a POST that reads
+// the prompt and writes nothing.
+func isRun(r *http.Request) bool {
+	sub := r.PathValue("sub")
+	return r.Method == http.MethodPost && r.PathValue("versionId") == "" && (sub == "render" || sub == "completions")
+}
+
+// actingWorkspace returns the workspace a request acts on: named is the
+// workspace_id it gives ("" for none). An organisation key acts on named
+// (the records of no workspace when empty); a workspace key on its own,
+// and naming another is a 403.
+func actingWorkspace(id gateway.Identity, named string) (string, error) {
+	if id.Type == gateway.KeyOrganisation {
+		return named, nil
+	}
+	if id.WorkspaceID == "" {
+		return "", forbidden("", "a key of no workspace may not manage prompts")
+	}
+	if named != "" && named != id.WorkspaceID {
+		return "", forbidden("workspace_id", "only an organisation key may name another workspace")
+	}
+	return id.WorkspaceID, nil
+}
+
+// bodyWorkspace returns the workspace a create acts on: the query's ws,
+// unless the body names one (named, nil when absent).
+func bodyWorkspace(r *http.Request, id gateway.Identity, ws string, named *string) (string, error) {
+	if named == nil {
+		return ws, nil
+	}
+	if *named == "" {
+		return "", invalid("workspace_id", "workspace_id must not be empty")
+	}
+	if q := r.URL.Query().Get("workspace_id"); q != "" && q != *named {
+		return "", invalid("workspace_id", "the query and the body name different workspaces")
+	}
+	ws, err := actingWorkspace(id, *named)
+	if err == nil && id.Type == gateway.KeyOrganisation {
+		observe.ActedIn(r, ws)
+	}
+	return ws, err
+}
+
+// find returns the record of kind and workspace ws whose ID or slug is
+// key, else a 404.
+func (p *plane) find(ctx context.Context, kind Kind, ws, key string) (*Record, error) {
+	rec, err := p.o.Store.Record(ctx, kind, ws, key)
+	if errors.Is(err, gateway.ErrNotFound) {
+		return nil, notFound("", "no "+string(kind)+" "+quote(key))
+	}
+	return rec, err
+}
+
+// swaps bounds the compare-and-swap attempts of one update.
+const swaps = 16
+
+// change runs the "read, change, compare-and-swap" loop of an update of
+// the record key: edit makes the new record, and the new version if any,
+// from a copy of the stored one. It returns what was written.
+func (p *plane) change(ctx context.Context, kind Kind, ws, key string,
+	edit func(old *Record) (*Record, *Version, error)) (*Record, *Version, error) {
+	var (
+		rec *Record
+		v   *Version
+	)
+	err := httpapi.Swap(ctx, swaps, func() (bool, error) {
+		old, err := p.find(ctx, kind, ws, key)
+		if err != nil {
+			return false, err
+		}
+		if rec, v, err = edit(old.Clone()); err != nil {
+			return false, err
+		}
+		rec.UpdatedAt = p.now()
+		if !rec.UpdatedAt.After(old.UpdatedAt) {
+			rec.UpdatedAt = old.UpdatedAt.Add(time.Microsecond)
+		}
+		switch err := p.o.Store.UpdateRecord(ctx, old, rec, v); {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, gateway.ErrNotFound):
+			return false, notFound("", "no "+string(kind)+" "+quote(key))
+		case errors.Is(err, gateway.ErrConflict) && rec.Slug != old.Slug:
+			return false, conflict("name", "the workspace already has a "+string(kind)+" "+quote(rec.Slug))
+		case errors.Is(err, gateway.ErrConflict):
+			return false, nil
+		default:
+			return false, err
+		}
+	})
+	if errors.Is(err, httpapi.ErrKeptChanging) {
+		return nil, nil, conflict("", "the "+string(kind)+" kept changing during the update; try again")
+	}
+	return rec, v, err
+}
+
+// create stores rec (with v, its first version, for a versioned kind):
+// a slug taken is a 409 naming slugParam.
+func (p *plane) create(ctx context.Context, rec *Record, v *Version, slugParam string) error {
+	err := p.o.Store.CreateRecord(ctx, rec, v)
+	if errors.Is(err, gateway.ErrConflict) {
+		return conflict(slugParam, "the workspace already has a "+string(rec.Kind)+" "+quote(rec.Slug))
+	}
+	return err
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// empty is the answer of an update or delete: {}.
+var empty = struct{}{}

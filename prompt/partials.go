@@ -1,0 +1,250 @@
+package prompt
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/httpapi"
+)
+
+// servePartials serves the prompt partials (the reference's shapes):
+//
+//	POST   /prompts/partials                   create → {"id","slug","version_id"}
+//	GET    /prompts/partials                   list   → [the partials]
+//	GET    /prompts/partials/{id}              read   → the partial at the version {id} addresses
+//	PUT    /prompts/partials/{id}              update → {"prompt_partial_version_id"}
+//	DELETE /prompts/partials/{id}              delete → {}
+//	GET    /prompts/partials/{id}/versions     the versions, newest first
+//	PUT    /prompts/partials/{id}/makeDefault  pick the default version → {}
+//
+// A template includes a partial by its slug: {{>slug}} places its
+// default version, {{>slug@2}} version 2, {{>slug@latest}} the newest.
+func (p *plane) servePartials(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error {
+	key, sub := r.PathValue("id"), r.PathValue("sub")
+	var m httpapi.Methods
+	switch {
+	case key == "":
+		m = httpapi.Methods{
+			http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return p.listPartials(w, r, ws) },
+			http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return p.createPartial(w, r, id, ws) },
+		}
+	case sub == "":
+		m = httpapi.Methods{
+			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return p.getPartial(w, r, ws, key) },
+			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return p.updatePartial(w, r, ws, key) },
+			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return p.remove(w, r, KindPartial, ws, key) },
+		}
+	case sub == "versions":
+		m = httpapi.Methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
+			return p.listVersions(w, r, KindPartial, ws, key)
+		}}
+	case sub == "makeDefault":
+		m = httpapi.Methods{http.MethodPut: func(w http.ResponseWriter, r *http.Request) error {
+			return p.makeDefault(w, r, KindPartial, ws, key)
+		}}
+	default:
+		noRoute(w, r)
+		return nil
+	}
+	return m.Serve(w, r)
+}
+
+// partialBody is the body of POST /prompts/partials and PUT
+// /prompts/partials/{id}.
+type partialBody struct {
+	WorkspaceID        *string `json:"workspace_id"`
+	Name               *string `json:"name"`
+	String             *string `json:"string"`
+	VersionDescription *string `json:"version_description"` // of a create
+	Description        *string `json:"description"`         // of an update
+	Status             *string `json:"status"`              // of an update
+}
+
+// version returns the version b makes.
+func (b *partialBody) version() (*Version, error) {
+	if b.String == nil {
+		return nil, invalid("string", "string is required")
+	}
+	if err := checkTemplate(*b.String); err != nil {
+		return nil, err
+	}
+	v := &Version{Template: *b.String}
+	for param, d := range map[string]*string{"version_description": b.VersionDescription, "description": b.Description} {
+		if d != nil {
+			if err := checkText(param, *d, maxDescLen); err != nil {
+				return nil, err
+			}
+			v.Description = *d
+		}
+	}
+	return v, nil
+}
+
+func (p *plane) createPartial(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error {
+	var b partialBody
+	if err := decode(w, r, &b, false); err != nil {
+		return err
+	}
+	switch {
+	case b.Description != nil:
+		return invalid("description", "a create takes version_description")
+	case b.Status != nil:
+		return invalid("status", "a partial is created active")
+	}
+	ws, err := bodyWorkspace(r, id, ws, b.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	if err := checkName("name", b.Name, true); err != nil {
+		return err
+	}
+	v, err := b.version()
+	if err != nil {
+		return err
+	}
+	rec, err := p.newVersioned(KindPartial, ws, *b.Name, "", v)
+	if err != nil {
+		return err
+	}
+	if err := p.create(r.Context(), rec, v, "name"); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		ID        string `json:"id"`
+		Slug      string `json:"slug"`
+		VersionID string `json:"version_id"`
+	}{rec.ID, rec.Slug, v.ID})
+	return nil
+}
+
+// updatePartial serves PUT /prompts/partials/{id}: a new name or status
+// changes the partial; a string makes a new version (the default one
+// stays until makeDefault picks another).
+func (p *plane) updatePartial(w http.ResponseWriter, r *http.Request, ws, key string) error {
+	var b partialBody
+	if err := decode(w, r, &b, false); err != nil {
+		return err
+	}
+	switch {
+	case b.WorkspaceID != nil:
+		return invalid("workspace_id", "workspace_id cannot be changed")
+	case b.VersionDescription != nil:
+		return invalid("version_description", "an update takes description")
+	case b.Status != nil && *b.Status != statusActive && *b.Status != "archived":
+		return invalid("status", "status must be active or archived")
+	case b.Description != nil && b.String == nil:
+		return invalid("description", "description describes a new version: send string too")
+	}
+	if err := checkName("name", b.Name, false); err != nil {
+		return err
+	}
+	var nv *Version
+	if b.String != nil {
+		var err error
+		if nv, err = b.version(); err != nil {
+			return err
+		}
+	}
+	rec, v, err := p.change(r.Context(), KindPartial, ws, key, func(rec *Record) (*Record, *Version, error) {
+		if b.Name != nil {
+			rec.Name = *b.Name
+		}
+		if b.Status != nil {
+			rec.Status = *b.Status
+		}
+		if nv == nil {
+			return rec, nil, nil
+		}
+		v := *nv
+		return rec, p.nextVersion(rec, &v), nil
+	})
+	if err != nil {
+		return err
+	}
+	versionID := ""
+	if v != nil {
+		versionID = v.ID
+	} else if cur, err := p.o.Store.Version(r.Context(), rec.ID, rec.DefaultVersion); err == nil {
+		versionID = cur.ID
+	}
+	writeJSON(w, http.StatusOK, struct {
+		VersionID string `json:"prompt_partial_version_id"`
+	}{versionID})
+	return nil
+}
+
+// partialWire is a partial at one version, as GET
+// /prompts/partials/{id} answers it.
+type partialWire struct {
+	ID                 string    `json:"id"`
+	Slug               string    `json:"slug"`
+	Name               string    `json:"name"`
+	CollectionID       *string   `json:"collection_id"`
+	WorkspaceID        string    `json:"workspace_id,omitempty"`
+	String             string    `json:"string"`
+	Version            int       `json:"version"`
+	VersionDescription string    `json:"version_description"`
+	VersionID          string    `json:"prompt_partial_version_id"`
+	DefaultVersion     int       `json:"default_version"`
+	LatestVersion      int       `json:"latest_version"`
+	CreatedAt          time.Time `json:"created_at"`
+	LastUpdatedAt      time.Time `json:"last_updated_at"`
+	Status             string    `json:"status"`
+	Object             string    `json:"object"`
+}
+
+func (p *plane) getPartial(w http.ResponseWriter, r *http.Request, ws, key string) error {
+	rec, v, err := resolve(r.Context(), p.o.Store, KindPartial, ws, key, "")
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, partialWire{ID: rec.ID, Slug: rec.Slug, Name: rec.Name, CollectionID: nullable(rec.CollectionID),
+		WorkspaceID: rec.WorkspaceID, String: v.Template, Version: v.Number, VersionDescription: v.Description, VersionID: v.ID,
+		DefaultVersion: rec.DefaultVersion, LatestVersion: rec.LatestVersion, CreatedAt: rec.CreatedAt,
+		LastUpdatedAt: rec.UpdatedAt, Status: rec.Status, Object: "partial"})
+	return nil
+}
+
+// partialSummary is a partial in GET /prompts/partials.
+type partialSummary struct {
+	ID            string    `json:"id"`
+	Slug          string    `json:"slug"`
+	Name          string    `json:"name"`
+	CollectionID  *string   `json:"collection_id"`
+	CreatedAt     time.Time `json:"created_at"`
+	LastUpdatedAt time.Time `json:"last_updated_at"`
+	Status        string    `json:"status"`
+	Object        string    `json:"object"`
+}
+
+// listPartials serves GET /prompts/partials: every partial of the
+// workspace (of a collection_id, when given), as an array.
+func (p *plane) listPartials(w http.ResponseWriter, r *http.Request, ws string) error {
+	q := r.URL.Query()
+	keep, err := p.listFilter(r.Context(), ws, q.Get("collection_id"), q.Get("search"))
+	if err != nil {
+		return err
+	}
+	all, err := p.o.Store.Records(r.Context(), KindPartial, ws)
+	if err != nil {
+		return err
+	}
+	out := make([]partialSummary, 0, len(all))
+	for i := range all {
+		if rec := &all[i]; keep(rec) {
+			out = append(out, partialSummary{ID: rec.ID, Slug: rec.Slug, Name: rec.Name, CollectionID: nullable(rec.CollectionID),
+				CreatedAt: rec.CreatedAt, LastUpdatedAt: rec.UpdatedAt, Status: rec.Status, Object: "partial"})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// nullable returns s, nil when empty.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
