@@ -326,31 +326,31 @@ func (p *plane) remove(w http.ResponseWriter, r *http.Request, kind Kind, ws, ke
 
 // promptWire is a prompt at one version, as GET /prompts/{id} answers it.
 type promptWire struct {
-	ID                string          `json:"id"`
-	Slug              string          `json:"slug"`
-	Name              string          `json:"name"`
-	CollectionID      string          `json:"collection_id"`
-	WorkspaceID       string          `json:"workspace_id,omitempty"`
-	String            string          `json:"string"`
-	Parameters        json.RawMessage `json:"parameters"`
-	PromptVersion     int             `json:"prompt_version"`
-	PromptVersionID   string          `json:"prompt_version_id"`
-	VersionStatus     string          `json:"prompt_version_status"`
-	VersionDesc       string          `json:"prompt_version_description"`
-	VersionLabelID    *string         `json:"prompt_version_label_id"`
-	VirtualKey        string          `json:"virtual_key"`
-	Model             string          `json:"model"`
-	Functions         json.RawMessage `json:"functions,omitempty"`
-	Tools             json.RawMessage `json:"tools,omitempty"`
-	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
-	TemplateMetadata  json.RawMessage `json:"template_metadata,omitempty"`
-	IsRawTemplate     bool            `json:"is_raw_template"`
-	DefaultVersion    int             `json:"default_version"`
-	LatestVersion     int             `json:"latest_version"`
-	Status            string          `json:"status"`
-	CreatedAt         time.Time       `json:"created_at"`
-	LastUpdatedAt     time.Time       `json:"last_updated_at"`
-	Object            string          `json:"object"`
+	ID               string          `json:"id"`
+	Slug             string          `json:"slug"`
+	Name             string          `json:"name"`
+	CollectionID     string          `json:"collection_id"`
+	WorkspaceID      string          `json:"workspace_id,omitempty"`
+	String           string          `json:"string"`
+	Parameters       json.RawMessage `json:"parameters"`
+	PromptVersion    int             `json:"prompt_version"`
+	PromptVersionID  string          `json:"prompt_version_id"`
+	VersionStatus    string          `json:"prompt_version_status"`
+	VersionDesc      string          `json:"prompt_version_description"`
+	VersionLabelID   *string         `json:"prompt_version_label_id"`
+	VirtualKey       string          `json:"virtual_key"`
+	Model            string          `json:"model"`
+	Functions        json.RawMessage `json:"functions,omitempty"`
+	Tools            json.RawMessage `json:"tools,omitempty"`
+	ToolChoice       json.RawMessage `json:"tool_choice,omitempty"`
+	TemplateMetadata json.RawMessage `json:"template_metadata,omitempty"`
+	IsRawTemplate    bool            `json:"is_raw_template"`
+	DefaultVersion   int             `json:"default_version"`
+	LatestVersion    int             `json:"latest_version"`
+	Status           string          `json:"status"`
+	CreatedAt        time.Time       `json:"created_at"`
+	LastUpdatedAt    time.Time       `json:"last_updated_at"`
+	Object           string          `json:"object"`
 }
 
 // labelOf returns the ID of a label of rec that points at version n,
