@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Handle registers h as a control route of the gateway: a route of a
@@ -13,11 +15,8 @@ import (
 // http.ServeMux pattern whose path is relative to the gateway's prefix:
 // "/virtual-keys/{slug}" or "GET /models" serve /v1/virtual-keys/{slug} and
 // GET /v1/models under the default prefix. Control routes check the
-// caller's scopes themselves (Identity.Can). A control route may serve a
-// data-plane request in process, as a route that runs a stored prompt
-// does: g.ServeHTTP with a request made from its own (r.Clone) runs the
-// whole pipeline as a request of its own, with the caller's identity and
-// trace id, and is logged as such. Handle panics when pattern is
+// caller's scopes themselves (Identity.Can); one may serve a data-plane
+// request of its caller with ServeDataPlane. Handle panics when pattern is
 // not a path from "/" or conflicts with a registered route, as
 // http.ServeMux.Handle does.
 func (g *Gateway) Handle(pattern string, h http.Handler) {
@@ -35,6 +34,26 @@ func (g *Gateway) Handle(pattern string, h http.Handler) {
 		path = g.prefix + path
 	}
 	g.mux.Handle(path, g.control(h))
+}
+
+// ServeDataPlane serves r, a request a control route made from its own
+// (r.Clone, with a data-plane path and body of its choosing), as a
+// data-plane request of the same caller: with the caller's identity and
+// trace id, and opts as its request options in place of x-gateway-*
+// headers (which the control route's request no longer has; start from
+// RequestOptionsFrom). The whole pipeline runs (admissions and budgets,
+// rate limits, routing, translation, cache, execution) and the request is
+// logged as one of its own, with opts.Metadata. A product's route that
+// runs a stored prompt uses it. Outside a control route, r is
+// authenticated by its own headers.
+func (g *Gateway) ServeDataPlane(w http.ResponseWriter, r *http.Request, opts RequestOptions) {
+	st := &requestState{start: time.Now(), opts: opts, parsed: true}
+	if caller := stateFrom(r.Context()); caller != nil {
+		st.traceID, st.identity, st.key, st.badAuth = caller.traceID, caller.identity, caller.key, caller.badAuth
+		st.log.TraceID, st.log.KeyID, st.log.WorkspaceID = caller.log.TraceID, caller.log.KeyID, caller.log.WorkspaceID
+	}
+	st.log.Metadata = opts.Metadata
+	g.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
 }
 
 // Provider returns the provider kind registered under slug: a built-in

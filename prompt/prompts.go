@@ -61,7 +61,7 @@ func (p *plane) servePrompts(w http.ResponseWriter, r *http.Request, id gateway.
 		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return p.render(w, r, ws, key) }}
 	case sub == "completions" && version == "":
 		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error {
-			return p.completions(w, r, id, ws, key)
+			return p.completions(w, r, ws, key)
 		}}
 	default:
 		noRoute(w, r)

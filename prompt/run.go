@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -95,10 +96,8 @@ func (p *plane) render(w http.ResponseWriter, r *http.Request, ws, key string) e
 	return nil
 }
 
-// providerHeaders are the request headers that select a provider: a
-// caller who sends one chooses the provider over the prompt's virtual
-// key.
-var providerHeaders = []string{gateway.HeaderVirtualKey, gateway.HeaderProvider, gateway.HeaderConfig, gateway.HeaderCustomHost}
+// maxMetadataKeys is the bound of a request's metadata.
+const maxMetadataKeys = 64
 
 // completions serves POST /prompts/{id}/completions: the rendered body
 // is sent as POST /chat/completions through the whole data plane, in
@@ -106,7 +105,7 @@ var providerHeaders = []string{gateway.HeaderVirtualKey, gateway.HeaderProvider,
 // provider selection), and the answer, streamed or not, is the
 // provider's. The request log of that chat completion carries the
 // prompt's slug, ID and version as metadata.
-func (p *plane) completions(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws, key string) error {
+func (p *plane) completions(w http.ResponseWriter, r *http.Request, ws, key string) error {
 	rec, v, body, err := p.prepare(w, r, ws, key)
 	if err != nil {
 		return err
@@ -119,32 +118,21 @@ func (p *plane) completions(w http.ResponseWriter, r *http.Request, id gateway.I
 	in.Header.Del("Content-Length")
 	in.Header.Del("Transfer-Encoding")
 	in.Header.Set("Content-Type", "application/json")
-	if v.VirtualKey != "" && !selects(in.Header) {
-		in.Header.Set(gateway.HeaderVirtualKey, v.VirtualKey)
+	opts, _ := gateway.RequestOptionsFrom(r.Context())
+	if v.VirtualKey != "" && opts.VirtualKey == "" && opts.Provider == "" && opts.Config == "" && opts.CustomHost == "" {
+		opts.VirtualKey = v.VirtualKey
 	}
-	md := map[string]string{}
-	if raw := in.Header.Get(gateway.HeaderMetadata); raw != "" {
-		if json.Unmarshal([]byte(raw), &md) != nil {
-			return invalid(gateway.HeaderMetadata, gateway.HeaderMetadata+" must be a JSON object of strings")
-		}
-	}
+	md := make(map[string]string, len(opts.Metadata)+3)
+	maps.Copy(md, opts.Metadata)
 	md[gateway.MetadataPrompt] = rec.Slug
 	md[MetadataPromptID] = rec.ID
 	md[MetadataPromptVersion] = strconv.Itoa(v.Number)
-	mdJSON, _ := json.Marshal(md)
-	in.Header.Set(gateway.HeaderMetadata, string(mdJSON))
-	p.g.ServeHTTP(w, in)
-	return nil
-}
-
-// selects reports whether h selects a provider.
-func selects(h http.Header) bool {
-	for _, name := range providerHeaders {
-		if h.Get(name) != "" {
-			return true
-		}
+	if len(md) > maxMetadataKeys {
+		return invalid(gateway.HeaderMetadata, "with the prompt's own three keys, metadata must have at most 64 keys")
 	}
-	return false
+	opts.Metadata = md
+	p.g.ServeDataPlane(w, in, opts)
+	return nil
 }
 
 // readCloser is a body read from memory.
