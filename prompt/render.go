@@ -9,6 +9,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/jsonscan"
 	"github.com/modelgateway/gateway/internal/mustache"
 )
 
@@ -133,7 +134,7 @@ func (rn *renderer) render(ctx context.Context, ws string, v *Version, vars map[
 		return nil, err
 	}
 	b := []byte(out)
-	if !json.Valid(b) {
+	if !jsonscan.Valid(b) {
 		return nil, invalid("variables", "the rendered template is not valid JSON: a {{{name}}} or {{&name}} tag placed a value unescaped")
 	}
 	return b, nil
