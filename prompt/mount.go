@@ -41,11 +41,13 @@ type plane struct {
 	rn *renderer
 }
 
+// now is the time of a write, in microseconds, as every store keeps it.
 func (p *plane) now() time.Time {
+	t := time.Now()
 	if p.o.Now != nil {
-		return p.o.Now().UTC()
+		t = p.o.Now()
 	}
-	return time.Now().UTC()
+	return t.UTC().Truncate(time.Microsecond)
 }
 
 // Mount registers the prompt routes on g (through g.Handle, so under its

@@ -9,7 +9,9 @@
 // gateway.WorkspaceStore, gateway.AuditStore, gateway.LogStore (with
 // gateway.LogAggregator), gateway.FeedbackStore, gateway.LogExportStore,
 // gateway.UsageLimitsStore and gateway.UsageCounter; pass it as each of
-// those in gateway.Options.
+// those in gateway.Options. It is also the prompt product's prompt.Store
+// (prompts, partials, labels, collections and their versions), which is
+// read from the database on every use rather than from the snapshot.
 //
 // Load applies a store file (admin.Decode) as
 // admin.Apply does, checked by the same rules: each entry it
