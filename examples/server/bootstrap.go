@@ -61,7 +61,7 @@ func loadState(ctx context.Context, st *backend, file *admin.File, path string, 
 		return seedAPIKey(ctx, st, stderr)
 	}
 	if demo {
-		return demoAPIKey(st.mem, stderr), nil
+		return demoAPIKey(st.mem.MemoryStore, stderr), nil
 	}
 	if st.durable() {
 		fmt.Fprintf(stderr, "gateway: using the API keys stored in %s\n", st.name)

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
+	"github.com/modelgateway/gateway/prompt"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
 )
@@ -159,7 +161,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var curl string // the demo's command, once the address is known
 	if *demo {
-		fake, err := startDemo(st.mem)
+		fake, err := startDemo(st.mem.MemoryStore)
 		if err != nil {
 			return err
 		}
@@ -190,6 +192,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	tr.instrument(&opts)
 	g := newGateway(opts, allow, sink, errLog)
 	defer g.Close()
+	prompt.Mount(g, prompt.Options{Store: st.prompts(), Audit: &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}, ErrorLog: errLog})
 	if metrics != nil {
 		metrics.watch(g)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/console"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/prompt"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -114,7 +116,7 @@ func postgresName(dsn string) string {
 // backend is the store the server keeps its state in: a MemoryStore for
 // -db :memory:, else a sqlstore.Store. Exactly one of mem and db is set.
 type backend struct {
-	mem  *gateway.MemoryStore
+	mem  *memstore.Store
 	db   *sqlstore.Store
 	name string // how messages name the database (see dbSpec.name)
 
@@ -133,7 +135,7 @@ type backend struct {
 // deleted by hand).
 func openBackend(ctx context.Context, spec dbSpec, logRetention time.Duration, errLog *slog.Logger, stderr io.Writer) (*backend, error) {
 	if spec.kind == dbMemory {
-		return &backend{mem: &gateway.MemoryStore{}, name: spec.name}, nil
+		return &backend{mem: memstore.New(), name: spec.name}, nil
 	}
 	key, err := masterKey(spec)
 	if err != nil {
@@ -233,6 +235,15 @@ func (b *backend) consoleSessions() console.SessionStore {
 		return b.db
 	}
 	return nil
+}
+
+// prompts returns the store of the prompt routes: the database, or the
+// memory store.
+func (b *backend) prompts() prompt.Store {
+	if b.db != nil {
+		return b.db
+	}
+	return b.mem
 }
 
 // ping reports whether the database answers; a MemoryStore always does.
