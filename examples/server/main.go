@@ -21,10 +21,10 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
-	"github.com/modelgateway/gateway/observe"
-	"github.com/modelgateway/gateway/prompt"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
+	"github.com/modelgateway/gateway/observe"
+	"github.com/modelgateway/gateway/prompt"
 )
 
 func main() {
