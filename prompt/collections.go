@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
@@ -20,23 +19,12 @@ import (
 //
 // {id} is a collection's ID or slug. A collection that holds prompts,
 // partials or child collections cannot be deleted (409).
-func (p *plane) serveCollections(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error {
+func (p *plane) serveCollections(w http.ResponseWriter, r *http.Request, ws string) error {
 	key := r.PathValue("id")
-	m := httpapi.Methods{
-		http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return p.listCollections(w, r, ws) },
-		http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return p.createCollection(w, r, id, ws) },
-	}
-	if key != "" {
-		m = httpapi.Methods{
-			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return p.getCollection(w, r, ws, key) },
-			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return p.renameCollection(w, r, ws, key) },
-			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return p.removeCollection(w, r, ws, key) },
-		}
-	}
-	return m.Serve(w, r)
+	return crud(key, p.listCollections, p.createCollection, p.getCollection, p.renameCollection, p.removeCollection).serve(w, r, ws, key)
 }
 
-func (p *plane) createCollection(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error {
+func (p *plane) createCollection(w http.ResponseWriter, r *http.Request, ws, _ string) error {
 	var b struct {
 		WorkspaceID *string `json:"workspace_id"`
 		Name        *string `json:"name"`
@@ -45,11 +33,8 @@ func (p *plane) createCollection(w http.ResponseWriter, r *http.Request, id gate
 	if err := decode(w, r, &b, false); err != nil {
 		return err
 	}
-	ws, err := bodyWorkspace(r, id, ws, b.WorkspaceID)
+	ws, err := createIn(r, ws, b.WorkspaceID, b.Name)
 	if err != nil {
-		return err
-	}
-	if err := checkName("name", b.Name, true); err != nil {
 		return err
 	}
 	slug := slugOf(*b.Name)
@@ -151,7 +136,7 @@ func (c *contents) details(id string) collectionDetails {
 
 // listCollections serves GET /collections: the workspace's collections,
 // those whose name holds search, in pages.
-func (p *plane) listCollections(w http.ResponseWriter, r *http.Request, ws string) error {
+func (p *plane) listCollections(w http.ResponseWriter, r *http.Request, ws, _ string) error {
 	q := r.URL.Query()
 	page, err := httpapi.ParsePage(q)
 	if err != nil {
@@ -177,12 +162,19 @@ func (p *plane) listCollections(w http.ResponseWriter, r *http.Request, ws strin
 	return nil
 }
 
-func (p *plane) getCollection(w http.ResponseWriter, r *http.Request, ws, key string) error {
-	rec, err := p.find(r.Context(), KindCollection, ws, key)
+// withContents returns the collection key of workspace ws, with what
+// the workspace's collections hold.
+func (p *plane) withContents(ctx context.Context, ws, key string) (*Record, *contents, error) {
+	rec, err := p.find(ctx, KindCollection, ws, key)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	c, err := p.contents(r.Context(), ws)
+	c, err := p.contents(ctx, ws)
+	return rec, c, err
+}
+
+func (p *plane) getCollection(w http.ResponseWriter, r *http.Request, ws, key string) error {
+	rec, c, err := p.withContents(r.Context(), ws, key)
 	if err != nil {
 		return err
 	}
@@ -220,11 +212,7 @@ func (p *plane) renameCollection(w http.ResponseWriter, r *http.Request, ws, key
 }
 
 func (p *plane) removeCollection(w http.ResponseWriter, r *http.Request, ws, key string) error {
-	rec, err := p.find(r.Context(), KindCollection, ws, key)
-	if err != nil {
-		return err
-	}
-	c, err := p.contents(r.Context(), ws)
+	rec, c, err := p.withContents(r.Context(), ws, key)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
@@ -21,20 +20,9 @@ import (
 // staging, development) exist in every workspace and cannot be changed.
 // A label points at one version of each prompt (PUT
 // /prompts/{id}/versions/{versionId}), which {id}@{label} addresses.
-func (p *plane) serveLabels(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error {
+func (p *plane) serveLabels(w http.ResponseWriter, r *http.Request, ws string) error {
 	key := r.PathValue("id")
-	m := httpapi.Methods{
-		http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return p.listLabels(w, r, ws) },
-		http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return p.createLabel(w, r, id, ws) },
-	}
-	if key != "" {
-		m = httpapi.Methods{
-			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return p.getLabel(w, r, ws, key) },
-			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return p.updateLabel(w, r, ws, key) },
-			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return p.removeLabel(w, r, ws, key) },
-		}
-	}
-	return m.Serve(w, r)
+	return crud(key, p.listLabels, p.createLabel, p.getLabel, p.updateLabel, p.removeLabel).serve(w, r, ws, key)
 }
 
 // maxLabelLen bounds a label's name.
@@ -87,12 +75,12 @@ func (b *labelBody) apply(l *Record) error {
 	return nil
 }
 
-func (p *plane) createLabel(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error {
+func (p *plane) createLabel(w http.ResponseWriter, r *http.Request, ws, _ string) error {
 	var b labelBody
 	if err := decode(w, r, &b, false); err != nil {
 		return err
 	}
-	ws, err := bodyWorkspace(r, id, ws, b.WorkspaceID)
+	ws, err := bodyWorkspace(r, ws, b.WorkspaceID)
 	if err != nil {
 		return err
 	}
@@ -155,7 +143,7 @@ func (p *plane) getLabel(w http.ResponseWriter, r *http.Request, ws, key string)
 
 // listLabels serves GET /labels: the universal labels, then the
 // workspace's, those whose name holds search, in pages.
-func (p *plane) listLabels(w http.ResponseWriter, r *http.Request, ws string) error {
+func (p *plane) listLabels(w http.ResponseWriter, r *http.Request, ws, _ string) error {
 	q := r.URL.Query()
 	page, err := httpapi.ParsePage(q)
 	if err != nil {

@@ -73,8 +73,7 @@ func Mount(g *gateway.Gateway, o Options) {
 	if o.Store != nil {
 		p.rn = newRenderer(o.Store)
 	}
-	route := func(resource string, h func(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error,
-		patterns ...string) {
+	route := func(resource string, h func(w http.ResponseWriter, r *http.Request, ws string) error, patterns ...string) {
 		plain := p.serve(h)
 		audited := o.Audit.Wrap(resource, plain)
 		serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -104,7 +103,7 @@ func noRoute(w http.ResponseWriter, r *http.Request) {
 
 // serve checks the caller's scope (read for GET, write otherwise) and
 // the workspace the request acts on, then runs h, answering its error.
-func (p *plane) serve(h func(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error) http.Handler {
+func (p *plane) serve(h func(w http.ResponseWriter, r *http.Request, ws string) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := gateway.IdentityFrom(r.Context())
 		need := gateway.ScopePromptsWrite
@@ -129,7 +128,7 @@ func (p *plane) serve(h func(w http.ResponseWriter, r *http.Request, id gateway.
 			fail(w, r, p.o.ErrorLog, err)
 			return
 		}
-		if err := h(w, r, id, ws); err != nil {
+		if err := h(w, r, ws); err != nil {
 			fail(w, r, p.o.ErrorLog, err)
 		}
 	})
@@ -159,9 +158,71 @@ func actingWorkspace(id gateway.Identity, named string) (string, error) {
 	return id.WorkspaceID, nil
 }
 
+// op is a handler of one method of a route, for the workspace the
+// request acts on and the record its path names (key, "" for none).
+type op func(w http.ResponseWriter, r *http.Request, ws, key string) error
+
+// routes are the handlers of a route by method.
+type routes map[string]op
+
+// serve serves r with the handler of its method, or answers the 405 of
+// a method rs does not hold; nil rs is a path no route serves.
+func (rs routes) serve(w http.ResponseWriter, r *http.Request, ws, key string) error {
+	if rs == nil {
+		noRoute(w, r)
+		return nil
+	}
+	m := make(httpapi.Methods, len(rs))
+	for method, h := range rs {
+		m[method] = func(w http.ResponseWriter, r *http.Request) error { return h(w, r, ws, key) }
+	}
+	return m.Serve(w, r)
+}
+
+// crud returns the routes of a collection of records (key empty: list
+// and create) or of one record (read, update and delete).
+func crud(key string, list, create, read, update, remove op) routes {
+	if key == "" {
+		return routes{http.MethodGet: list, http.MethodPost: create}
+	}
+	return routes{http.MethodGet: read, http.MethodPut: update, http.MethodDelete: remove}
+}
+
+// versioned returns the routes prompts and partials share: their
+// collection, one of them, its versions and makeDefault; nil for another
+// path.
+func (p *plane) versioned(kind Kind, key, sub, version string, list, create, read, update op) routes {
+	switch {
+	case key == "" || sub == "":
+		return crud(key, list, create, read, update, func(w http.ResponseWriter, r *http.Request, ws, key string) error {
+			return p.remove(w, r, kind, ws, key)
+		})
+	case sub == "versions" && version == "":
+		return routes{http.MethodGet: func(w http.ResponseWriter, r *http.Request, ws, key string) error {
+			return p.listVersions(w, r, kind, ws, key)
+		}}
+	case sub == "makeDefault" && version == "":
+		return routes{http.MethodPut: func(w http.ResponseWriter, r *http.Request, ws, key string) error {
+			return p.makeDefault(w, r, kind, ws, key)
+		}}
+	}
+	return nil
+}
+
+// createIn returns the workspace a create whose body names workspace
+// named (nil when absent) acts on, having checked its name.
+func createIn(r *http.Request, ws string, named, name *string) (string, error) {
+	ws, err := bodyWorkspace(r, ws, named)
+	if err != nil {
+		return "", err
+	}
+	return ws, checkName("name", name, true)
+}
+
 // bodyWorkspace returns the workspace a create acts on: the query's ws,
 // unless the body names one (named, nil when absent).
-func bodyWorkspace(r *http.Request, id gateway.Identity, ws string, named *string) (string, error) {
+func bodyWorkspace(r *http.Request, ws string, named *string) (string, error) {
+	id, _ := gateway.IdentityFrom(r.Context())
 	if named == nil {
 		return ws, nil
 	}

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/modelgateway/gateway"
-	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // servePartials serves the prompt partials (the reference's shapes):
@@ -20,34 +18,9 @@ import (
 //
 // A template includes a partial by its slug: {{>slug}} places its
 // default version, {{>slug@2}} version 2, {{>slug@latest}} the newest.
-func (p *plane) servePartials(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error {
-	key, sub := r.PathValue("id"), r.PathValue("sub")
-	var m httpapi.Methods
-	switch {
-	case key == "":
-		m = httpapi.Methods{
-			http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return p.listPartials(w, r, ws) },
-			http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return p.createPartial(w, r, id, ws) },
-		}
-	case sub == "":
-		m = httpapi.Methods{
-			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return p.getPartial(w, r, ws, key) },
-			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return p.updatePartial(w, r, ws, key) },
-			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return p.remove(w, r, KindPartial, ws, key) },
-		}
-	case sub == "versions":
-		m = httpapi.Methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
-			return p.listVersions(w, r, KindPartial, ws, key)
-		}}
-	case sub == "makeDefault":
-		m = httpapi.Methods{http.MethodPut: func(w http.ResponseWriter, r *http.Request) error {
-			return p.makeDefault(w, r, KindPartial, ws, key)
-		}}
-	default:
-		noRoute(w, r)
-		return nil
-	}
-	return m.Serve(w, r)
+func (p *plane) servePartials(w http.ResponseWriter, r *http.Request, ws string) error {
+	return p.versioned(KindPartial, r.PathValue("id"), r.PathValue("sub"), "",
+		p.listPartials, p.createPartial, p.getPartial, p.updatePartial).serve(w, r, ws, r.PathValue("id"))
 }
 
 // partialBody is the body of POST /prompts/partials and PUT
@@ -81,7 +54,7 @@ func (b *partialBody) version() (*Version, error) {
 	return v, nil
 }
 
-func (p *plane) createPartial(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error {
+func (p *plane) createPartial(w http.ResponseWriter, r *http.Request, ws, _ string) error {
 	var b partialBody
 	if err := decode(w, r, &b, false); err != nil {
 		return err
@@ -92,11 +65,8 @@ func (p *plane) createPartial(w http.ResponseWriter, r *http.Request, id gateway
 	case b.Status != nil:
 		return invalid("status", "a partial is created active")
 	}
-	ws, err := bodyWorkspace(r, id, ws, b.WorkspaceID)
+	ws, err := createIn(r, ws, b.WorkspaceID, b.Name)
 	if err != nil {
-		return err
-	}
-	if err := checkName("name", b.Name, true); err != nil {
 		return err
 	}
 	v, err := b.version()
@@ -220,7 +190,7 @@ type partialSummary struct {
 
 // listPartials serves GET /prompts/partials: every partial of the
 // workspace (of a collection_id, when given), as an array.
-func (p *plane) listPartials(w http.ResponseWriter, r *http.Request, ws string) error {
+func (p *plane) listPartials(w http.ResponseWriter, r *http.Request, ws, _ string) error {
 	q := r.URL.Query()
 	keep, err := p.listFilter(r.Context(), ws, q.Get("collection_id"), q.Get("search"))
 	if err != nil {

@@ -29,45 +29,19 @@ import (
 //
 // {id} is a prompt's ID or slug, optionally followed by @ and a version
 // number, a label's name, latest or default.
-func (p *plane) servePrompts(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error {
+func (p *plane) servePrompts(w http.ResponseWriter, r *http.Request, ws string) error {
 	key, sub, version := r.PathValue("id"), r.PathValue("sub"), r.PathValue("versionId")
-	var m httpapi.Methods
+	rs := p.versioned(KindPrompt, key, sub, version, p.listPrompts, p.createPrompt, p.getPrompt, p.updatePrompt)
 	switch {
-	case key == "":
-		m = httpapi.Methods{
-			http.MethodGet:  func(w http.ResponseWriter, r *http.Request) error { return p.listPrompts(w, r, ws) },
-			http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return p.createPrompt(w, r, id, ws) },
-		}
-	case sub == "":
-		m = httpapi.Methods{
-			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return p.getPrompt(w, r, ws, key, "") },
-			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return p.updatePrompt(w, r, ws, key) },
-			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return p.remove(w, r, KindPrompt, ws, key) },
-		}
-	case sub == "versions" && version == "":
-		m = httpapi.Methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
-			return p.listVersions(w, r, KindPrompt, ws, key)
-		}}
+	case rs != nil:
 	case sub == "versions":
-		m = httpapi.Methods{
-			http.MethodGet: func(w http.ResponseWriter, r *http.Request) error { return p.getPrompt(w, r, ws, key, version) },
-			http.MethodPut: func(w http.ResponseWriter, r *http.Request) error { return p.labelVersion(w, r, ws, key, version) },
-		}
-	case sub == "makeDefault" && version == "":
-		m = httpapi.Methods{http.MethodPut: func(w http.ResponseWriter, r *http.Request) error {
-			return p.makeDefault(w, r, KindPrompt, ws, key)
-		}}
+		rs = routes{http.MethodGet: p.getPrompt, http.MethodPut: p.labelVersion}
 	case sub == "render" && version == "":
-		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return p.render(w, r, ws, key) }}
+		rs = routes{http.MethodPost: p.render}
 	case sub == "completions" && version == "":
-		m = httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error {
-			return p.completions(w, r, ws, key)
-		}}
-	default:
-		noRoute(w, r)
-		return nil
+		rs = routes{http.MethodPost: p.completions}
 	}
-	return m.Serve(w, r)
+	return rs.serve(w, r, ws, key)
 }
 
 // versionBody is the content of a version a prompt's create or update
@@ -164,16 +138,13 @@ type createPromptBody struct {
 	TemplateMetadata json.RawMessage `json:"template_metadata"`
 }
 
-func (p *plane) createPrompt(w http.ResponseWriter, r *http.Request, id gateway.Identity, ws string) error {
+func (p *plane) createPrompt(w http.ResponseWriter, r *http.Request, ws, _ string) error {
 	var b createPromptBody
 	if err := decode(w, r, &b, false); err != nil {
 		return err
 	}
-	ws, err := bodyWorkspace(r, id, ws, b.WorkspaceID)
+	ws, err := createIn(r, ws, b.WorkspaceID, b.Name)
 	if err != nil {
-		return err
-	}
-	if err := checkName("name", b.Name, true); err != nil {
 		return err
 	}
 	if b.Parameters == nil {
@@ -379,9 +350,9 @@ func promptWireOf(rec *Record, v *Version) promptWire {
 }
 
 // getPrompt serves GET of the prompt key at the version it addresses, or
-// at version (a version's ID or number) when given.
-func (p *plane) getPrompt(w http.ResponseWriter, r *http.Request, ws, key, version string) error {
-	rec, v, err := p.versionOf(r.Context(), KindPrompt, ws, key, version)
+// at the version its path names (a version's ID or number).
+func (p *plane) getPrompt(w http.ResponseWriter, r *http.Request, ws, key string) error {
+	rec, v, err := p.versionOf(r.Context(), KindPrompt, ws, key, r.PathValue("versionId"))
 	if err != nil {
 		return err
 	}
@@ -436,7 +407,7 @@ type promptSummary struct {
 
 // listPrompts serves GET /prompts: the prompts of the workspace, in
 // pages, those of a collection_id or whose name holds search.
-func (p *plane) listPrompts(w http.ResponseWriter, r *http.Request, ws string) error {
+func (p *plane) listPrompts(w http.ResponseWriter, r *http.Request, ws, _ string) error {
 	q := r.URL.Query()
 	page, err := httpapi.ParsePage(q)
 	if err != nil {
@@ -577,7 +548,8 @@ func (p *plane) makeDefault(w http.ResponseWriter, r *http.Request, kind Kind, w
 // {"label_id"}: the label (its ID or name) points at that version of the
 // prompt from then on, and at no other; a null label_id takes every label
 // off the version.
-func (p *plane) labelVersion(w http.ResponseWriter, r *http.Request, ws, key, version string) error {
+func (p *plane) labelVersion(w http.ResponseWriter, r *http.Request, ws, key string) error {
+	version := r.PathValue("versionId")
 	var b struct {
 		LabelID *string `json:"label_id"`
 	}
