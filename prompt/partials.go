@@ -3,7 +3,6 @@ package prompt
 import (
 	"net/http"
 	"time"
-
 )
 
 // servePartials serves the prompt partials (the reference's shapes):
