@@ -131,12 +131,7 @@ func (p *plane) updatePartial(w http.ResponseWriter, r *http.Request, ws, key st
 	if err != nil {
 		return err
 	}
-	versionID := ""
-	if v != nil {
-		versionID = v.ID
-	} else if cur, err := p.o.Store.Version(r.Context(), rec.ID, rec.DefaultVersion); err == nil {
-		versionID = cur.ID
-	}
+	versionID := p.versionAfter(r.Context(), rec, v)
 	writeJSON(w, http.StatusOK, struct {
 		VersionID string `json:"prompt_partial_version_id"`
 	}{versionID})

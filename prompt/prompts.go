@@ -258,18 +258,25 @@ func (p *plane) updatePrompt(w http.ResponseWriter, r *http.Request, ws, key str
 	if err != nil {
 		return err
 	}
-	versionID := ""
-	if v != nil {
-		versionID = v.ID
-	} else if cur, err := p.o.Store.Version(r.Context(), rec.ID, rec.DefaultVersion); err == nil {
-		versionID = cur.ID
-	}
+	versionID := p.versionAfter(r.Context(), rec, v)
 	writeJSON(w, http.StatusOK, struct {
 		ID              string `json:"id"`
 		Slug            string `json:"slug"`
 		PromptVersionID string `json:"prompt_version_id"`
 	}{rec.ID, rec.Slug, versionID})
 	return nil
+}
+
+// versionAfter returns the ID of the version an update of rec made (v),
+// or of rec's default version when it made none.
+func (p *plane) versionAfter(ctx context.Context, rec *Record, v *Version) string {
+	if v != nil {
+		return v.ID
+	}
+	if cur, err := p.o.Store.Version(ctx, rec.ID, rec.DefaultVersion); err == nil {
+		return cur.ID
+	}
+	return ""
 }
 
 // nextVersion makes v the newest version of rec.
