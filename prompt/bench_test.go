@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +145,38 @@ func FuzzRender(f *testing.F) {
 			t.Fatalf("%q came back as %q", value, got.Messages[1].Content)
 		}
 	})
+}
+
+// BenchmarkCompletions is the cost of POST /prompts/{id}/completions
+// over the POST /chat/completions it makes, end to end over real HTTP
+// against a fake provider: "chat" sends the rendered body itself,
+// "prompt" has the gateway render and send it.
+func BenchmarkCompletions(b *testing.B) {
+	e := newEnv(b)
+	seedStore(b, e.store)
+	vars := map[string]any{"variables": benchVars}
+	body, err := prompt.Builder(e.store)(context.Background(), "ws-1", "support", benchVars, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hdr := http.Header{"X-Gateway-Virtual-Key": {"vk"}}
+	for _, c := range []struct {
+		name, path string
+		body       any
+	}{
+		{"chat", "/chat/completions", string(body)},
+		{"prompt", "/prompts/support/completions", vars},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resp := e.send(keyAdmin, "POST", c.path, c.body, hdr)
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Fatalf("%s: %d", c.path, resp.StatusCode)
+				}
+			}
+		})
+	}
 }
