@@ -331,6 +331,7 @@ type attemptLoop struct {
 	detached      bool // a cache fill: cancellation is not the caller leaving
 	watch         bool // the cache may store the answer: note if it broke off
 	translation   *Translation
+	breaker       *breakerNote // nil: the target has no circuit breaker
 
 	// moveOn reports whether a fallback ancestor would try another
 	// target after this status, so the answer must be held back.
@@ -377,6 +378,7 @@ func (l *attemptLoop) run() outcome {
 			return a.hold(res)
 		}
 		l.g.try(l.w, l.r, a, l.body)
+		opened := l.noteBreaker(a)
 		var out outcome
 		var re errRetryable
 		var te errTimeout
@@ -399,8 +401,8 @@ func (l *attemptLoop) run() outcome {
 		default:
 			return outcome{err: a.err} // the gateway's own refusal: not retried
 		}
-		if !canRetry || (out.held != nil && !retryStatus(l.t.retry, out.held.status)) {
-			return settle(out)
+		if !canRetry || opened || (out.held != nil && !retryStatus(l.t.retry, out.held.status)) {
+			return settle(out) // an open breaker skips its target: no retry
 		}
 		if l.budget.spent() {
 			return settle(out) // no wait for a retry that will not be made

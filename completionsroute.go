@@ -29,6 +29,7 @@ func (g *Gateway) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		model = req.Model
 	}
 	if st := stateFrom(r.Context()); st != nil {
+		st.log.Ingress = ingressCompletions
 		st.log.Model = clipModel(model) // refused below when it is longer
 	}
 	if err != nil {

@@ -76,6 +76,14 @@ type Strategy struct {
 	// condition whose query matches names the target, else Default does.
 	Conditions []Condition `json:"conditions,omitempty"`
 	Default    string      `json:"default,omitempty"`
+
+	// CBConfig gives each target under the node a circuit breaker; nil
+	// means the parent's, if any.
+	CBConfig *BreakerConfig `json:"cb_config,omitempty"`
+
+	// Sticky keeps requests with the same value of a key on one target
+	// of a loadbalance node; nil means a draw by weight for each request.
+	Sticky *StickyConfig `json:"sticky,omitempty"`
 }
 
 // Mode is how a strategy picks among its targets.
@@ -317,6 +325,16 @@ func (v *validator) config(c *Config, path string, depth int, vkFrom string) err
 		}
 		if mode != ModeConditional && (len(s.Conditions) > 0 || s.Default != "") {
 			return configError(join(path, "strategy.conditions"), "are only for strategy mode conditional")
+		}
+		if s.CBConfig != nil {
+			if err := s.CBConfig.validate(join(path, "strategy.cb_config")); err != nil {
+				return err
+			}
+		}
+		if s.Sticky != nil {
+			if err := s.Sticky.validate(join(path, "strategy.sticky"), mode); err != nil {
+				return err
+			}
 		}
 	}
 	if len(c.Targets) == 0 && mode == ModeConditional {

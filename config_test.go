@@ -145,6 +145,9 @@ func FuzzParseConfig(f *testing.F) {
 		`{"virtual_key":"v","targets":[{"targets":[{"api_key":"k"}]},{"provider":"openai","api_key":"k"}]}`,
 		`{"strategy":{"mode":"loadbalance"},"targets":[{"weight":1e308},{"weight":1e308}]}`,
 		`{"strategy":{"mode":"conditional","conditions":[{"query":{"metadata._user":{"$in":["a"],"typo":1}},"then":"a"}]},"targets":[{"name":"a"}]}`,
+		`{"strategy":{"mode":"fallback","cb_config":{"failure_threshold":3,"cooldown_interval":5000,"failure_status_codes":[500,429]}},"targets":[{"virtual_key":"a"},{"virtual_key":"b"}]}`,
+		`{"strategy":{"mode":"loadbalance","sticky":{"key":"metadata.session"},"cb_config":{"failure_threshold":1,"cooldown_interval":1000}},"targets":[{"virtual_key":"a","weight":3},{"strategy":{"mode":"loadbalance","sticky":{"key":"header.x-session"}},"targets":[{"virtual_key":"b"}]}]}`,
+		`{"strategy":{"mode":"fallback","sticky":{"key":"header.bad name"},"cb_config":{"failure_threshold":0,"cooldown_interval":999}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -93,6 +93,18 @@
 // slug in Options.Providers, beside the built-in ones; a Provider rewrites
 // one upstream request (URL, auth, signing). There is no global registry.
 //
+// # Resilience
+//
+// A config's strategy.cb_config gives each target under it a circuit
+// breaker (BreakerConfig): after failure_threshold consecutive failures
+// the target is skipped by fallback and load balancing for
+// cooldown_interval milliseconds, then one request probes it. A
+// loadbalance strategy's sticky (StickyConfig) keeps the requests with
+// one value of a metadata key or header on one target while it is
+// healthy. Breakers live in the process unless Options.Breakers shares
+// them (redis.Breakers); Gateway.BreakerStates reports them, and every
+// skip and trip is in the request log.
+//
 // # Errors
 //
 // Every error the gateway produces is OpenAI-shaped, with all four keys:
@@ -102,7 +114,9 @@
 // Bad headers, bodies and configs are 400 with param naming the field;
 // missing or unknown gateway keys 401; a key that may not do something 403;
 // an expired request timeout 408; rate-limited requests 429 with
-// Retry-After; an unreachable provider 502. A provider's own error
+// Retry-After; an unreachable provider 502; a config whose every target's
+// circuit breaker is open 503 all_targets_unavailable with Retry-After,
+// no provider called. A provider's own error
 // responses are returned as the provider sent them.
 //
 // # Security

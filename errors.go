@@ -54,6 +54,11 @@ const (
 	// stored secret goes (a virtual key's base_url, say) without sending
 	// the secret again.
 	CodeSecretRequired = "secret_required"
+
+	// CodeAllTargetsUnavailable: the 503 of a request whose every target
+	// has an open circuit breaker (see BreakerConfig). No provider was
+	// called.
+	CodeAllTargetsUnavailable = "all_targets_unavailable"
 )
 
 // Error is an error the gateway answers with. Its fields are the four keys
@@ -177,7 +182,7 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 }
 
 // WriteError answers w with the OpenAI-shaped body and status that err maps
-// to. Errors that are not an *Error become a 500 whose message says nothing
+// to (Anthropic-shaped on the gateway's POST /messages routes). Errors that are not an *Error become a 500 whose message says nothing
 // about the cause. It records the error code for the request log when the
 // request went through the gateway's trace stage.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
@@ -196,6 +201,10 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.RetryAfter > 0 {
 		secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))
+	}
+	if anthropicShaped(r, stateFrom(r.Context())) {
+		writeAnthropicError(w, e)
+		return
 	}
 	writeJSON(w, e.Status, e)
 }

@@ -108,7 +108,7 @@ func (x *run) fail(err error) {
 // (the HTTP contract).
 func cacheablePath(path string) bool {
 	switch path {
-	case "/completions", "/chat/completions", "/embeddings":
+	case "/completions", "/chat/completions", "/embeddings", RouteMessages:
 		return true
 	}
 	return false
@@ -136,6 +136,7 @@ type run struct {
 	cacheHit bool // the caller was answered from the cache
 
 	frames   []*planNode   // fallback ancestors that still have targets to try
+	reopen   time.Time     // the soonest end of a cool-down among the targets skipped
 	retries  int           // retries made so far
 	lastHeld *heldResponse // the latest provider answer not sent
 	lastErr  error         // the latest target's failure, when it is later than lastHeld
@@ -248,6 +249,11 @@ type outcome struct {
 	// stop says the request may make no more upstream attempts (see
 	// attemptBudget): no other target is tried. Set by run.leaf.
 	stop bool
+
+	// skipped says no attempt was made: the circuit breakers of the
+	// targets were open. A fallback then tries its next target even when
+	// the body streams. err is the latest failure, if any.
+	skipped bool
 }
 
 // heldResponse is a complete provider answer kept in memory: one held back
@@ -267,21 +273,40 @@ func (x *run) node(n *planNode) outcome {
 	}
 	switch n.mode {
 	case ModeFallback:
+		var out outcome
 		for i, c := range n.children {
 			more := x.replay && i < len(n.children)-1
 			if more {
 				x.frames = append(x.frames, n)
 			}
-			out := x.node(c)
+			out = x.node(c)
 			if more {
 				x.frames = x.frames[:len(x.frames)-1]
+			}
+			if out.skipped {
+				continue // nothing was sent: the next target may go, even with a body that streams
 			}
 			if !more || out.done || out.stop || !n.movesOn(out) {
 				return out
 			}
 		}
+		return out // every target left was skipped
 	case ModeLoadbalance:
-		return x.node(x.pick(n))
+		var skip []bool
+		for {
+			i := x.pick(n, skip)
+			if i < 0 {
+				return x.skippedOutcome() // every target with a weight was skipped
+			}
+			out := x.node(n.children[i])
+			if !out.skipped {
+				return out
+			}
+			if skip == nil {
+				skip = make([]bool, len(n.children))
+			}
+			skip[i] = true
+		}
 	case ModeConditional:
 		c, err := x.choose(n)
 		if err != nil {
@@ -295,24 +320,37 @@ func (x *run) node(n *planNode) outcome {
 	return x.node(n.children[0])
 }
 
-// pick draws a child of a loadbalance node by weight; a child of weight 0
-// is never drawn.
-func (x *run) pick(n *planNode) *planNode {
+// pick returns the index of the child of a loadbalance node the request
+// goes to, among those not in skip (nil: none): the first in the ranking
+// of the request's sticky value when the node has a sticky key and the
+// request the value, else one drawn by weight. A child of weight 0 is
+// never picked; -1 means no child is left.
+func (x *run) pick(n *planNode, skip []bool) int {
+	if n.sticky != "" {
+		if v, ok := stickyValue(n.sticky, x.r, x.st.opts.Metadata); ok {
+			return rendezvous(n, v, skip)
+		}
+	}
 	total := 0.0
-	for _, c := range n.children {
-		total += c.weight
+	for i, c := range n.children {
+		if skip == nil || !skip[i] {
+			total += c.weight
+		}
+	}
+	if !(total > 0) {
+		return -1
 	}
 	v := x.g.random() * total
-	var last *planNode
-	for _, c := range n.children {
-		if c.weight <= 0 {
+	last := -1
+	for i, c := range n.children {
+		if c.weight <= 0 || skip != nil && skip[i] {
 			continue
 		}
 		if v < c.weight {
-			return c
+			return i
 		}
 		v -= c.weight
-		last = c
+		last = i
 	}
 	return last // rounding
 }
@@ -358,6 +396,12 @@ func (x *run) leaf(t *routedTarget) outcome {
 	if x.budget.spent() {
 		return outcome{err: x.lastErr, stop: true}
 	}
+	var brk *breakerNote
+	if t.breaker != nil {
+		if brk = x.allow(t); brk == nil {
+			return x.skippedOutcome()
+		}
+	}
 	l := &x.st.log
 	before := targetLog{l.Provider, l.VirtualKey, l.Model, l.FallbackIndex}
 	made := x.budget.made.Load()
@@ -374,7 +418,20 @@ func (x *run) leaf(t *routedTarget) outcome {
 	}
 	x.logTarget(t, index, body, overridden)
 	var tl *Translation
-	if tr, ok := prov.(Translator); ok && x.translateRoute && body != nil {
+	if in := x.st.ingress; in != nil {
+		var own *heldResponse
+		if tl, own, err = in.translate(prov, &t.Target, body); err != nil {
+			return outcome{err: err}
+		}
+		if own != nil {
+			own.target = t
+			x.lastHeld, x.lastErr, x.lastHeldLog = own, nil, targetLog{l.Provider, l.VirtualKey, l.Model, l.FallbackIndex}
+			return outcome{held: own}
+		}
+		if tl != nil {
+			body = tl.Body
+		}
+	} else if tr, ok := prov.(Translator); ok && x.translateRoute && body != nil {
 		if tl, err = tr.Translate(x.path, &t.Target, body); err != nil {
 			return outcome{err: err}
 		}
@@ -383,6 +440,7 @@ func (x *run) leaf(t *routedTarget) outcome {
 		}
 	}
 	lp := x.loop(t, prov, body)
+	lp.breaker = brk
 	if tl != nil {
 		lp.translation = tl
 		lp.path, lp.rawPath = tl.Path, tl.RawPath
@@ -406,6 +464,9 @@ func (x *run) leaf(t *routedTarget) outcome {
 		x.tried--
 		l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = before.provider, before.virtualKey, before.model, before.index
 		return outcome{err: x.lastErr, stop: true}
+	}
+	if brk != nil && brk.tripped.Load() {
+		l.TrippedTargets = append(l.TrippedTargets, t.breakerKey)
 	}
 	switch {
 	case out.held != nil:
@@ -478,6 +539,10 @@ func (x *run) finish(out outcome) {
 	var te errTimeout
 	switch {
 	case out.err != nil && errors.As(out.err, &te):
+	case out.skipped && out.err == nil && x.lastHeld == nil:
+		// Every target was skipped: no provider was called.
+		x.fail(errAllOpen(time.Until(x.reopen)))
+		return
 	case x.lastHeld != nil:
 		h, l := &x.lastHeldLog, &x.st.log
 		l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = h.provider, h.virtualKey, h.model, h.index

@@ -100,11 +100,24 @@ type Options struct {
 	// itself). Nil means a random key per process.
 	URLSigningKey []byte
 
+	// Responses keeps the responses of POST /responses that the gateway
+	// translated for a provider kind without a Responses API, for
+	// previous_response_id and GET /responses/{id}. Nil keeps none: those
+	// requests are answered but not stored. memstore.Store implements it,
+	// and so does sqlstore.Store.
+	Responses ResponseStore
+
 	// Limiter keeps the buckets of rate-limits policies and of API keys'
 	// rate_limits (APIKey.RateLimits). Nil means a MemoryLimiter of this
 	// gateway's own; replicas that must share limits need a shared
 	// Limiter.
 	Limiter Limiter
+
+	// Breakers keeps the circuit breakers of targets under a config's
+	// cb_config (see BreakerConfig). Nil means breakers of this gateway's
+	// own, in memory; replicas that must see one breaker per target need
+	// shared ones (redis.Breakers).
+	Breakers Breakers
 
 	// Providers adds provider kinds, or replaces built-in ones, by slug.
 	// The built-in kinds are openai, azure-openai, vertex-ai, anthropic and
@@ -282,6 +295,7 @@ type Gateway struct {
 
 	authFailures authFailureCounts // requests refused by the authentication stage (AuthFailures)
 
+	breakers   Breakers      // Options.Breakers, else in memory
 	limits     *limits       // the limits stage
 	budgets    *budgets      // the usage-limits stage: the first of admissions
 	admissions []Admission   // budgets, then Options.Admissions
@@ -305,6 +319,9 @@ func New(opts Options) *Gateway {
 	}
 	if g.opts.Limiter == nil {
 		g.opts.Limiter = &MemoryLimiter{}
+	}
+	if g.breakers = opts.Breakers; g.breakers == nil {
+		g.breakers = &memoryBreakers{}
 	}
 	g.providers = builtinProviders()
 	for slug, p := range opts.Providers {
@@ -449,6 +466,7 @@ func (g *Gateway) routes() {
 	g.Handle("/feedback", http.HandlerFunc(g.serveFeedback))
 	g.Handle("/feedback/{id}", http.HandlerFunc(g.serveFeedback))
 	none("/feedback/")
+	g.protocolRoutes(p)
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {
 		g.mux.HandleFunc("/", g.notFound)

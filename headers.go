@@ -161,7 +161,7 @@ type RequestOptions struct {
 	VirtualKey string // x-gateway-virtual-key
 	Config     string // x-gateway-config: an id or inline JSON
 	CustomHost string // x-gateway-custom-host
-	Token      string // the bearer token of Authorization; a secret
+	Token      string // the bearer token of Authorization, else x-api-key; a secret
 
 	Host HostSettings
 }
@@ -398,6 +398,9 @@ func (o *RequestOptions) parse(h http.Header, defaults map[string]string) (badAu
 		} else {
 			o.Token = strings.TrimSpace(tok)
 		}
+	} else if k := h["X-Api-Key"]; len(k) == 1 && strings.TrimSpace(k[0]) != "" {
+		// Anthropic's SDKs and agents send the provider token so.
+		o.Token = strings.TrimSpace(k[0])
 	}
 	o.Host = HostSettings{
 		ResourceName:    get(hHostAResourceName),

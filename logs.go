@@ -32,8 +32,11 @@ type RequestLog struct {
 	Method      string            `json:"method"`
 	Path        string            `json:"path"`
 	Query       string            `json:"query,omitempty"`
-	Status      int               `json:"status"` // 499: the caller went away first
-	Latency     time.Duration     `json:"latency"`
+	// Ingress names the protocol the caller spoke: chat_completions,
+	// completions, embeddings, messages, responses or pass_through.
+	Ingress string        `json:"ingress,omitempty"`
+	Status  int           `json:"status"` // 499: the caller went away first
+	Latency time.Duration `json:"latency"`
 	// TTFB is the time from the request's arrival to the first byte of
 	// the provider's answer body; zero when no answer body came.
 	TTFB     time.Duration `json:"ttfb,omitempty"`
@@ -69,6 +72,13 @@ type RequestLog struct {
 	Rescued       bool   `json:"rescued,omitempty"`
 	ErrorCode     string `json:"error_code,omitempty"`
 	Aborted       bool   `json:"aborted,omitempty"` // the response was cut mid-stream
+
+	// SkippedTargets are the targets the request passed over because
+	// their circuit breakers were open, and TrippedTargets those whose
+	// breakers its failed attempts opened, each named by its breaker key
+	// (see Breakers), in the order it happened.
+	SkippedTargets []string `json:"skipped_targets,omitempty"`
+	TrippedTargets []string `json:"tripped_targets,omitempty"`
 
 	// RequestBody and ResponseBody are the bodies of the request and of
 	// its answer, kept only when the operator opts in (Options.LogBodies):
@@ -164,6 +174,12 @@ func (s SlogSink) Log(rec *RequestLog) {
 	}
 	if rec.Aborted {
 		attrs = append(attrs, slog.Bool("aborted", true))
+	}
+	if len(rec.SkippedTargets) > 0 {
+		attrs = append(attrs, slog.Any("skipped_targets", rec.SkippedTargets))
+	}
+	if len(rec.TrippedTargets) > 0 {
+		attrs = append(attrs, slog.Any("tripped_targets", rec.TrippedTargets))
 	}
 	if len(rec.Metadata) > 0 {
 		md := make([]any, 0, len(rec.Metadata))

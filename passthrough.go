@@ -16,7 +16,24 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, r, "GET, POST, PUT, DELETE")
 		return
 	}
+	if st := stateFrom(r.Context()); st != nil {
+		st.log.Ingress = ingressOf(r.Method, strings.TrimPrefix(r.URL.Path, g.prefix))
+	}
 	g.forward(w, r, nil)
+}
+
+// ingressOf names the protocol of a request to a provider path that is
+// passed through or translated (RequestLog.Ingress).
+func ingressOf(method, path string) string {
+	if method == http.MethodPost {
+		switch path {
+		case RouteChatCompletions:
+			return ingressChatCompletions
+		case RouteEmbeddings:
+			return ingressEmbeddings
+		}
+	}
+	return ingressPassThrough
 }
 
 func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {

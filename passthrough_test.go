@@ -409,7 +409,7 @@ func TestRequestLogs(t *testing.T) {
 	}
 	got.Latency, got.Time, got.ID, got.TTFB = 0, time.Time{}, "", 0
 	want := RequestLog{TraceID: "tr-1", Metadata: map[string]string{"_user": "u1"}, KeyID: "key-member", WorkspaceID: "ws-1",
-		VirtualKey: "vk-up", Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Query: "api_key=REDACTED&x=1", Status: 200,
+		VirtualKey: "vk-up", Provider: "openai", Method: "POST", Path: "/v1/chat/completions", Query: "api_key=REDACTED&x=1", Ingress: "chat_completions", Status: 200,
 		BytesIn: 5, BytesOut: 10, CacheStatus: CacheDisabled}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("log record (-want +got):\n%s", diff)

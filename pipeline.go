@@ -243,6 +243,7 @@ type requestState struct {
 	result          result // what route and execute came to, for that Limits stage
 
 	limited *limitWriter // the policies that admitted the request: they count its extra upstream attempts
+	ingress *ingress     // an agents' protocol (Messages, Responses): how it goes to each target
 
 	// The answer's usage, read as it goes to the caller through rw (see
 	// usageStart), for the request log and for tokens policies.

@@ -15,6 +15,7 @@ type planNode struct {
 	onStatusCodes []int
 	conditions    []Condition
 	def           string
+	sticky        string // the sticky key of a loadbalance node; "": none
 	name          string
 	weight        float64
 	children      []*planNode
@@ -81,4 +82,8 @@ type routedTarget struct {
 	idleTimeout    time.Duration // the wait for each next piece of an answer; 0: Options.StreamIdleTimeout
 	retry          *RetryConfig
 	cache          *CacheConfig
+
+	breaker    *BreakerConfig // nil: the target has no circuit breaker
+	breakerKey string         // the target's identity (see Breakers), when breaker is set
+	workspace  string         // the workspace of its virtual key
 }

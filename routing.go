@@ -89,7 +89,7 @@ func (g *Gateway) virtualKeyTarget(ctx context.Context, id Identity, slug, param
 	if _, err := g.provider(vk.Provider, param); err != nil {
 		return nil, err
 	}
-	t := &routedTarget{Target: Target{Provider: vk.Provider, APIKey: vk.APIKey, VirtualKey: vk.Slug, Host: vk.HostSettings}}
+	t := &routedTarget{Target: Target{Provider: vk.Provider, APIKey: vk.APIKey, VirtualKey: vk.Slug, Host: vk.HostSettings}, workspace: vk.WorkspaceID}
 	if vk.BaseURL != "" {
 		if vk.Tenant {
 			// A tenant's host is guarded like a caller's: checked here,
@@ -257,6 +257,7 @@ type inherited struct {
 	cache             *CacheConfig
 	timeout           time.Duration
 	idleTimeout       time.Duration
+	breaker           *BreakerConfig
 }
 
 func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path string, inh inherited, trusted bool) (*planNode, error) {
@@ -307,8 +308,14 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 	}
 
 	n := &planNode{mode: c.mode(), name: c.Name, weight: c.weight()}
-	if c.Strategy != nil {
-		n.onStatusCodes, n.conditions, n.def = c.Strategy.OnStatusCodes, c.Strategy.Conditions, c.Strategy.Default
+	if s := c.Strategy; s != nil {
+		n.onStatusCodes, n.conditions, n.def = s.OnStatusCodes, s.Conditions, s.Default
+		if s.CBConfig != nil {
+			inh.breaker = s.CBConfig
+		}
+		if s.Sticky != nil {
+			n.sticky = s.Sticky.Key
+		}
 	}
 	if len(c.Targets) > 0 {
 		n.children = make([]*planNode, len(c.Targets))
@@ -394,6 +401,9 @@ func (g *Gateway) leafTarget(ctx context.Context, id Identity, inh inherited, pa
 	t.cache = inh.cache
 	t.requestTimeout = inh.timeout
 	t.idleTimeout = inh.idleTimeout
+	if inh.breaker != nil {
+		t.breaker, t.breakerKey = inh.breaker, breakerKey(&t.Target, t.workspace)
+	}
 	return t, nil
 }
 

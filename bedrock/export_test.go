@@ -42,3 +42,7 @@ func ConverseStream(body io.ReadCloser) io.ReadCloser {
 	req := &chat.Request{Model: "m", Stream: true, StreamOptions: &chat.StreamOptions{IncludeUsage: true}}
 	return converseStream(req, "chatcmpl-test", body)
 }
+
+// ClaudeStream decodes an InvokeModelWithResponseStream body of a Claude
+// model into the Messages event stream.
+func ClaudeStream(body io.ReadCloser) io.ReadCloser { return claudeStream(body) }

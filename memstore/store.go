@@ -14,7 +14,8 @@ import "github.com/modelgateway/gateway"
 type Store struct {
 	*gateway.MemoryStore
 
-	prompts prompts
+	prompts   prompts   // prompt.Store: see prompts.go
+	responses responses // gateway.ResponseStore: see responses.go
 }
 
 // New returns an empty Store.

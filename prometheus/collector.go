@@ -1,8 +1,11 @@
 package prometheus
 
 import (
+	"context"
 	"net/http"
+	"sort"
 	"sync"
+	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -63,6 +66,8 @@ type Collector struct {
 	cost        *prom.CounterVec
 	rateLimited prom.Counter
 	budget      prom.Counter
+	skipped     prom.Counter
+	tripped     prom.Counter
 	all         []prom.Collector
 
 	mu     sync.Mutex // guards models, series and the fields of each series
@@ -141,7 +146,11 @@ func NewCollector(opts Options) *Collector {
 		budget: prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "budget_exhausted_requests_total",
 			Help: "Requests the gateway refused with 412 because a usage-limits policy's budget was spent."}),
 	}
-	c.all = []prom.Collector{c.requests, c.duration, c.ttfb, c.prompt, c.completion, c.cost, c.rateLimited, c.budget}
+	c.skipped = prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "breaker_skipped_targets_total",
+		Help: "Targets requests passed over because their circuit breakers were open (gateway.RequestLog.SkippedTargets)."})
+	c.tripped = prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "breaker_trips_total",
+		Help: "Circuit breakers opened by requests' failed attempts (gateway.RequestLog.TrippedTargets)."})
+	c.all = []prom.Collector{c.requests, c.duration, c.ttfb, c.prompt, c.completion, c.cost, c.rateLimited, c.budget, c.skipped, c.tripped}
 	return c
 }
 
@@ -196,6 +205,12 @@ func (c *Collector) count(rec *gateway.RequestLog) {
 			s.cost = c.cost.WithLabelValues(k.provider, k.model)
 		}
 		s.cost.Add(rec.Cost)
+	}
+	if n := len(rec.SkippedTargets); n > 0 {
+		c.skipped.Add(float64(n))
+	}
+	if n := len(rec.TrippedTargets); n > 0 {
+		c.tripped.Add(float64(n))
 	}
 	switch {
 	case rec.Status == http.StatusTooManyRequests && rec.ErrorCode == gateway.CodeRateLimitExceeded:
@@ -310,6 +325,62 @@ func (a *authFailures) Collect(ch chan<- prom.Metric) {
 	ch <- prom.MustNewConstMetric(a.desc, prom.CounterValue, float64(f.Missing), "missing_api_key")
 	ch <- prom.MustNewConstMetric(a.desc, prom.CounterValue, float64(f.Invalid), "invalid_api_key")
 	ch <- prom.MustNewConstMetric(a.desc, prom.CounterValue, float64(f.Error), "key_store_error")
+}
+
+// maxBreakerSeries caps the targets Breakers exports, so that a scrape
+// stays small whatever the number of targets.
+const maxBreakerSeries = 1000
+
+// Breakers returns a collector of g's circuit breakers
+// (gateway.Gateway.BreakerStates), read at each scrape: the gauges
+// <namespace>_breaker_open{target} (1 while open or half open, else 0)
+// and <namespace>_breaker_consecutive_failures{target}, target being the
+// breaker key (a virtual key, or provider, host and credential digest;
+// never a credential). At most 1,000 targets are exported, open ones
+// first. A scrape whose breakers cannot be read exports none and counts
+// the error in promhttp's own metrics. Register it once g exists, as
+// DroppedLogs. It panics if g is nil.
+func (c *Collector) Breakers(g *gateway.Gateway) prom.Collector {
+	if g == nil {
+		panic("prometheus: Breakers of a nil *gateway.Gateway")
+	}
+	return &breakers{g: g,
+		open: prom.NewDesc(prom.BuildFQName(c.ns, "", "breaker_open"),
+			"1 while the target's circuit breaker is open or half open, 0 while it is closed.", []string{"target"}, nil),
+		failures: prom.NewDesc(prom.BuildFQName(c.ns, "", "breaker_consecutive_failures"),
+			"Consecutive failures the target's circuit breaker counts.", []string{"target"}, nil)}
+}
+
+// breakers exports a gateway's breaker states.
+type breakers struct {
+	g              *gateway.Gateway
+	open, failures *prom.Desc
+}
+
+// Describe implements prometheus.Collector.
+func (b *breakers) Describe(ch chan<- *prom.Desc) { ch <- b.open; ch <- b.failures }
+
+// Collect implements prometheus.Collector.
+func (b *breakers) Collect(ch chan<- prom.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	states, err := b.g.BreakerStates(ctx)
+	if err != nil {
+		ch <- prom.NewInvalidMetric(b.open, err)
+		return
+	}
+	if len(states) > maxBreakerSeries {
+		sort.SliceStable(states, func(i, j int) bool { return !states[i].OpenUntil.IsZero() && states[j].OpenUntil.IsZero() })
+		states = states[:maxBreakerSeries]
+	}
+	for _, s := range states {
+		open := 0.0
+		if !s.OpenUntil.IsZero() {
+			open = 1
+		}
+		ch <- prom.MustNewConstMetric(b.open, prom.GaugeValue, open, s.Key)
+		ch <- prom.MustNewConstMetric(b.failures, prom.GaugeValue, float64(s.Failures), s.Key)
+	}
 }
 
 // NewRegistry returns a prometheus.Registry holding the Go runtime

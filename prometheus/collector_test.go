@@ -267,6 +267,12 @@ func TestCollectorSeries(t *testing.T) {
 		col.Log(&rec)
 	}
 	const want = `
+# HELP gw_breaker_skipped_targets_total Targets requests passed over because their circuit breakers were open (gateway.RequestLog.SkippedTargets).
+# TYPE gw_breaker_skipped_targets_total counter
+gw_breaker_skipped_targets_total 0
+# HELP gw_breaker_trips_total Circuit breakers opened by requests' failed attempts (gateway.RequestLog.TrippedTargets).
+# TYPE gw_breaker_trips_total counter
+gw_breaker_trips_total 0
 # HELP gw_requests_total Requests served, by provider, model, status class (1xx to 5xx, 499: the caller went away) and cache status.
 # TYPE gw_requests_total counter
 gw_requests_total{cache_status="",model="gpt-4o",provider="",status_class="4xx"} 1
@@ -450,5 +456,52 @@ func TestNewRegistry(t *testing.T) {
 		if c, err := testutil.GatherAndCount(gwprom.NewRegistry(), n); err != nil || c != 1 {
 			t.Errorf("%s: %d series (err %v), want 1", n, c, err)
 		}
+	}
+}
+
+// TestBreakers: a target whose breaker a failure opened is exported as
+// open with its failures, and the trip and the skip that followed are
+// counted from the request logs.
+func TestBreakers(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+	}))
+	defer up.Close()
+	store := &gateway.MemoryStore{}
+	store.AddAPIKey(gateway.APIKey{ID: "key-member", Digest: gateway.HashAPIKey(memberKey), WorkspaceID: "ws-1"})
+	store.AddVirtualKey(gateway.VirtualKey{Slug: "down", Provider: "openai", APIKey: "sk-test", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
+	col := gwprom.NewCollector(gwprom.Options{})
+	gw := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, LogSink: col})
+	defer gw.Close()
+	reg := prom.NewRegistry()
+	reg.MustRegister(col, col.Breakers(gw))
+	for _, want := range []int{502, 503} {
+		r := httptest.NewRequest("POST", chatPath, strings.NewReader(`{"model":"m"}`))
+		r.Header.Set(gateway.HeaderAPIKey, memberKey)
+		r.Header.Set(gateway.HeaderConfig, `{"strategy":{"cb_config":{"failure_threshold":1,"cooldown_interval":60000}},"virtual_key":"down"}`)
+		rec := httptest.NewRecorder()
+		gw.ServeHTTP(rec, r)
+		if rec.Code != want {
+			t.Fatalf("status %d, want %d", rec.Code, want)
+		}
+	}
+	gw.Close() // hands every queued record to the collector
+	want := `
+# HELP gateway_breaker_consecutive_failures Consecutive failures the target's circuit breaker counts.
+# TYPE gateway_breaker_consecutive_failures gauge
+gateway_breaker_consecutive_failures{target="virtual_key:ws-1/down"} 1
+# HELP gateway_breaker_open 1 while the target's circuit breaker is open or half open, 0 while it is closed.
+# TYPE gateway_breaker_open gauge
+gateway_breaker_open{target="virtual_key:ws-1/down"} 1
+# HELP gateway_breaker_skipped_targets_total Targets requests passed over because their circuit breakers were open (gateway.RequestLog.SkippedTargets).
+# TYPE gateway_breaker_skipped_targets_total counter
+gateway_breaker_skipped_targets_total 1
+# HELP gateway_breaker_trips_total Circuit breakers opened by requests' failed attempts (gateway.RequestLog.TrippedTargets).
+# TYPE gateway_breaker_trips_total counter
+gateway_breaker_trips_total 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gateway_breaker_open", "gateway_breaker_consecutive_failures",
+		"gateway_breaker_skipped_targets_total", "gateway_breaker_trips_total"); err != nil {
+		t.Error(err)
 	}
 }

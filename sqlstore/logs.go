@@ -192,8 +192,8 @@ func scanLog(row scanner, more ...any) (*gateway.RequestLog, error) {
 const logDeleteBatch = 5000
 
 // DeleteLogsBefore deletes the request logs older than t, in batches of
-// 5,000 rows, and returns how many it deleted. It deletes too the log
-// exports created before t (but for one running), and on SQLite the
+// 5,000 rows, and returns how many it deleted. It deletes too the stored
+// responses and the log exports created before t (but for one running), and on SQLite the
 // latency digests and daily rollups of the hours and days before t's.
 // Options.LogRetention runs it in the background; a host may call it
 // itself.
@@ -213,6 +213,10 @@ func (s *Store) DeleteLogsBefore(ctx context.Context, t time.Time) (int64, error
 		if n < logDeleteBatch {
 			break
 		}
+	}
+	// Stored responses live as long as request logs.
+	if _, err := s.db.ExecContext(ctx, s.dialect.rebind(`DELETE FROM responses WHERE created_us < $1`), t.UnixMicro()); err != nil {
+		return total, fmt.Errorf("sqlstore: deleting old responses: %w", err)
 	}
 	// Exports hold copies of records: those made before t go too, but for
 	// one still running.

@@ -110,10 +110,16 @@
 // echo it). It is off by default: bodies carry what callers send their
 // models.
 // -admin-addr serves /metrics (Prometheus: requests, durations, tokens,
-// cost, refusals, unauthenticated requests, dropped logs, the Go
-// runtime) and /debug/pprof/ on a
+// cost, refusals, unauthenticated requests, dropped logs, circuit
+// breakers, the Go runtime), /readyz and /debug/pprof/ on a
 // listener of its own; it asks for no key, so keep it on a private
-// address. -prices FILE replaces the built-in price table that gives
+// address. There /readyz?verbose answers, with the status of /readyz,
+// the circuit breaker of each target as JSON: {"status":"ok","targets":
+// [{"target":"virtual_key:ws-1/openai-prod","state":"open",
+// "consecutive_failures":5,"open_until":"…"}]}, state being closed, open
+// or half_open (its cool-down over: one request may probe it). With
+// -redis the breakers are those every replica shares, and only those
+// that count a failure are listed. -prices FILE replaces the built-in price table that gives
 // each request log its cost. -otel-endpoint URL (an OpenTelemetry
 // collector's OTLP/HTTP endpoint, such as http://localhost:4318) traces
 // every request: a server span with the GenAI attributes (package

@@ -90,7 +90,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	logBodyMax := fs.Int("log-body-max", 16<<10, "the most `bytes` of each body -log-bodies keeps")
 	logRetention := fs.Duration("log-retention", 720*time.Hour, "how long a database keeps request logs; older ones are deleted in batches (0: kept until deleted by hand)")
 	otelEndpoint := fs.String("otel-endpoint", "", "`URL` of an OpenTelemetry collector's OTLP/HTTP endpoint, such as http://localhost:4318, to which a span per request is exported (empty: no tracing)")
-	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets, the budget counters and the response cache, shared by every replica using it (empty: in memory, per process)")
+	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets, the budget counters, the response cache and the circuit breakers, shared by every replica using it (empty: in memory, per process)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -225,7 +225,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		// stream at once instead of letting it finish.
 	}
 	if *adminAddr != "" {
-		admin, err := serveAdmin(*adminAddr, metrics.handler(), stderr)
+		admin, err := serveAdmin(*adminAddr, metrics.handler(), adminReadyz(&ready, st.ping, g), stderr)
 		if err != nil {
 			return err
 		}
@@ -486,10 +486,11 @@ func readConfig(path string, stderr io.Writer) (*admin.File, error) {
 
 // serveAdmin serves the operators' endpoints on their own listener, kept
 // apart from the gateway's so that it can stay on a private address:
-// /metrics for Prometheus (see gatewayMetrics) and /debug/pprof/, which
+// /metrics for Prometheus (see gatewayMetrics), /readyz (with ?verbose,
+// the health of each target: see adminReadyz) and /debug/pprof/, which
 // profiles the running server. It asks for no key; whoever reaches the
-// address may read the metrics and profile the process.
-func serveAdmin(addr string, metrics http.Handler, stderr io.Writer) (*http.Server, error) {
+// address may read the metrics and target health and profile the process.
+func serveAdmin(addr string, metrics, readyz http.Handler, stderr io.Writer) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: -admin-addr: %w", err)
@@ -501,6 +502,7 @@ func serveAdmin(addr string, metrics http.Handler, stderr io.Writer) (*http.Serv
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("GET /metrics", metrics)
+	mux.Handle("/readyz", readyz)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ErrorLog: log.New(stderr, "gateway: admin: ", 0)}
 	fmt.Fprintf(stderr, "gateway: admin listening on http://%s\n", ln.Addr())
 	go srv.Serve(ln)

@@ -124,6 +124,9 @@ type logRecord struct {
 	Model       string  `json:"model"`
 	TotalTokens int64   `json:"total_tokens"`
 	Cost        float64 `json:"cost"`
+
+	SkippedTargets []string `json:"skipped_targets"`
+	TrippedTargets []string `json:"tripped_targets"`
 }
 
 // logFor waits for the request-log line of traceID on stdout.

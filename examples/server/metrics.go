@@ -28,9 +28,9 @@ func newGatewayMetrics(next gateway.LogSink) *gatewayMetrics {
 }
 
 // watch adds g's own counters (dropped request logs, requests refused
-// for failing authentication).
+// for failing authentication) and the state of its circuit breakers.
 func (m *gatewayMetrics) watch(g *gateway.Gateway) {
-	m.reg.MustRegister(m.collector.DroppedLogs(g), m.collector.AuthFailures(g))
+	m.reg.MustRegister(m.collector.DroppedLogs(g), m.collector.AuthFailures(g), m.collector.Breakers(g))
 }
 
 // handler serves the metrics in Prometheus's text format; nil m serves 404.

@@ -42,11 +42,12 @@ func openRedis(ctx context.Context, rawURL string) (*goredis.Client, error) {
 	return client, nil
 }
 
-// setRedis makes o keep its rate-limit buckets, its budget counters and
-// its response cache in the Redis of client, shared with every replica
-// that uses it.
+// setRedis makes o keep its rate-limit buckets, its budget counters, its
+// response cache and its circuit breakers in the Redis of client, shared
+// with every replica that uses it.
 func setRedis(o *gateway.Options, client goredis.UniversalClient) {
 	o.Limiter = redis.NewLimiter(client, redis.LimiterOptions{})
+	o.Breakers = redis.NewBreakers(client, redis.BreakersOptions{})
 	o.UsageCounter = redis.NewBudget(client, redis.BudgetOptions{})
 	o.Cache = redis.NewCache(client, redis.CacheOptions{})
 }

@@ -113,8 +113,9 @@ func postgresName(dsn string) string {
 	return "postgres://" + u.Host + u.Path
 }
 
-// backend is the store the server keeps its state in: a MemoryStore for
-// -db :memory:, else a sqlstore.Store. Exactly one of mem and db is set.
+// backend is the store the server keeps its state in: a memstore.Store
+// for -db :memory:, else a sqlstore.Store. Exactly one of mem and db is
+// set.
 type backend struct {
 	mem  *memstore.Store
 	db   *sqlstore.Store
@@ -297,6 +298,9 @@ func setStores(o *gateway.Options, st any) {
 	}
 	if s, ok := st.(gateway.UsageLimitsStore); ok {
 		o.UsageLimits = s
+	}
+	if s, ok := st.(gateway.ResponseStore); ok {
+		o.Responses = s // the responses kept for previous_response_id and GET /responses/{id}
 	}
 	if s, ok := st.(gateway.UsageCounter); ok && o.UsageCounter == nil {
 		o.UsageCounter = s // budget counters in the database, unless -redis keeps them
