@@ -2,6 +2,8 @@ package prompt_test
 
 import (
 	"net/http"
+	"strconv"
+	"sync"
 	"testing"
 )
 
@@ -187,4 +189,59 @@ func TestCollectionRoutes(t *testing.T) {
 	if list.Total != 0 {
 		t.Fatalf("after deletes: %+v", list)
 	}
+}
+
+// TestConcurrentUpdates: racing updates of one prompt each make a
+// version of their own, numbered without gaps, and render meanwhile.
+func TestConcurrentUpdates(t *testing.T) {
+	e := newEnv(t)
+	e.seed(greeterV1)
+	const writers = 8
+	errs := make(chan string, 2*writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			body := map[string]any{"patch": true, "string": `[{"role":"user","content":"w` + strconv.Itoa(i) + ` {{question}}"}]`}
+			if status, b := e.do(keyAdmin, "PUT", "/prompts/greeter", body); status != 200 {
+				errs <- string(b)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			vars := map[string]any{"variables": map[string]any{"company": "a", "question": "q"}}
+			if status, b := e.do(keyAdmin, "POST", "/prompts/greeter@latest/render", vars); status != 200 {
+				errs <- string(b)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for msg := range errs {
+		t.Error(msg)
+	}
+	var versions []struct {
+		Version int `json:"prompt_version"`
+	}
+	e.ok(keyAdmin, "GET", "/prompts/greeter/versions", nil, &versions)
+	if len(versions) != writers+1 {
+		t.Fatalf("%d versions, want %d", len(versions), writers+1)
+	}
+	for i, v := range versions {
+		if v.Version != writers+1-i {
+			t.Fatalf("versions %+v are not numbered without gaps", versions)
+		}
+	}
+}
+
+// TestPartialsStayInTheirWorkspace: a template includes the partials of
+// its own workspace only.
+func TestPartialsStayInTheirWorkspace(t *testing.T) {
+	e := newEnv(t)
+	e.ok(keyAdmin, "POST", "/prompts/partials", map[string]any{"name": "Tone", "string": "secret of ws-1"}, nil)
+	e.ok(keyOther, "POST", "/collections", map[string]any{"name": "C"}, nil)
+	e.ok(keyOther, "POST", "/prompts", map[string]any{"name": "P", "collection_id": "c", "parameters": map[string]any{},
+		"string": `[{"role":"user","content":"{{>tone}}"}]`}, nil)
+	e.fails(keyOther, "POST", "/prompts/p/render", map[string]any{}, http.StatusBadRequest, "string")
 }
