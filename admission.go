@@ -9,9 +9,10 @@ import (
 // Admission is a stage a product adds to the data plane (Options.Admissions):
 // it decides whether an authenticated request may go on, before the
 // request is rate-limited and routed, and learns how the request ended.
-// Budgets are one: they refuse a request whose budget is spent and charge
-// the tokens or cost its record reports. An Admission that needs the
-// request's body or API key reads them with RequestBody and APIKeyFrom.
+// The budget package's Stage is one: it refuses a request whose budget
+// is spent and charges the tokens or cost its record reports. An
+// Admission that needs the request's body or API key reads them with
+// RequestBody and APIKeyFrom.
 //
 // Admit is called once per request, after its endpoint accepted it, with
 // the caller's Identity (IdentityFrom), RequestOptions (RequestOptionsFrom)
@@ -28,9 +29,6 @@ import (
 // Admissions run in the order of Options.Admissions; the first refusal
 // stops the others, and those admitted before it are settled with the
 // refusal's record. Implementations must be safe for concurrent use.
-//
-// The budgets of Options.UsageLimits and of the keys' and workspaces'
-// usage_limits are the first Admission, before those of Options.Admissions.
 type Admission interface {
 	Admit(r *http.Request) (settle func(rec *RequestLog), err error)
 }

@@ -112,14 +112,6 @@ func auditActedIn(r *http.Request, ws string) {
 	}
 }
 
-// auditDetail records what the control-plane write r changed that its
-// route does not say (never a secret), for its audit record.
-func auditDetail(r *http.Request, detail string) {
-	if n, ok := r.Context().Value(auditNoteKey{}).(*auditNote); ok {
-		n.detail = detail
-	}
-}
-
 // auditRecord describes the request r, answered as bw holds.
 func (g *Gateway) auditRecord(r *http.Request, bw *auditWriter) AuditRecord {
 	id, _ := IdentityFrom(r.Context())
@@ -249,7 +241,7 @@ func (w *auditWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // control marks the requests next serves as control-plane requests: the
 // audit log records their writes, and they are not request logs of the
-// LogStore (nor, so, in analytics). The LogSink still gets their line.
+// LogSinks (nor, so, in analytics). The LogSink still gets their line.
 func (g *Gateway) control(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if st := stateFrom(r.Context()); st != nil {

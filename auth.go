@@ -120,22 +120,6 @@ type APIKey struct {
 	PreviousValidUntil time.Time         `json:"-"`
 }
 
-// keyType returns k's type, KeyWorkspace for the zero value.
-func (k *APIKey) keyType() KeyType {
-	if k.Type == "" {
-		return KeyWorkspace
-	}
-	return k.Type
-}
-
-// keySubType returns k's sub-type, KeyService for the zero value.
-func (k *APIKey) keySubType() KeySubType {
-	if k.SubType == "" {
-		return KeyService
-	}
-	return k.SubType
-}
-
 // HashAPIKey returns the SHA-256 digest of a gateway API key, the form in
 // which keys are stored and looked up.
 func HashAPIKey(key string) [sha256.Size]byte { return sha256.Sum256([]byte(key)) }
@@ -250,7 +234,7 @@ func invalidKey() error {
 
 // AuthFailures counts the requests a Gateway refused because they failed
 // authentication, by what the caller was told. Such requests are not
-// request logs (neither the LogSink's nor the LogStore's, so neither the
+// request logs (neither the LogSink's nor those of LogSinks, so neither the
 // analytics'): an anonymous flood must not fill the store nor crowd real
 // records out of the log queues (docs/architecture.md, Trust). These counts are how they
 // are seen; the prometheus sub-module exports them.

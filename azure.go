@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/modelgateway/gateway/internal/bounds"
 	"net/url"
 	"strings"
 )
@@ -32,7 +33,7 @@ type azureOpenAI struct{}
 func (azureOpenAI) Rewrite(pr *ProxyRequest) error {
 	h := &pr.Target.Host
 	base := pr.Target.BaseURL
-	if h.ResourceName != "" && !dnsLabel(h.ResourceName) {
+	if h.ResourceName != "" && !bounds.DNSLabel(h.ResourceName) {
 		return invalidHeader(HeaderHostAResourceName, "must be a DNS label: 1 to 63 letters, digits or hyphens, not starting or ending with a hyphen")
 	}
 	if base == nil {
@@ -88,21 +89,6 @@ func azureInference(path string) bool {
 // a virtual key or config target that may carry it instead).
 func missingSetting(header, field, provider string) *Error {
 	return badRequest(CodeInvalidHeader, header, provider+" needs "+header+" (or "+field+" on the virtual key or config target)")
-}
-
-// dnsLabel reports whether s is a DNS host label: 1 to 63 ASCII letters,
-// digits and hyphens, not starting or ending with a hyphen.
-func dnsLabel(s string) bool {
-	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // azureToken reports whether s is 1 to max letters, digits, '.', '_' and

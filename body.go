@@ -1,10 +1,9 @@
 package gateway
 
 import (
-	"encoding/json"
+	"github.com/modelgateway/gateway/internal/httpapi"
 	"io"
 	"net/http"
-	"strconv"
 )
 
 // readBody reads the whole request body, at most limit bytes; a longer
@@ -19,20 +18,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 }
 
-// writeJSON answers w with status and the JSON encoding of v, ended by a
-// newline, with its Content-Type and Content-Length: the one way the
-// gateway writes a JSON body of its own (control-plane answers, errors).
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		body, status = []byte(`{"error":{"message":"internal gateway error","type":"gateway_error","param":null,"code":"internal_error"}}`), http.StatusInternalServerError
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
-}
+// writeJSON answers w with status and the JSON encoding of v (see
+// httpapi.WriteJSON).
+func writeJSON(w http.ResponseWriter, status int, v any) { httpapi.WriteJSON(w, status, v) }
 
 // readAll reads r to its end, at most limit bytes. A declared length n
 // (-1: unknown) sizes the buffer, so that a body of known length is read

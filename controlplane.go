@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"github.com/modelgateway/gateway/internal/bounds"
 	"net/http"
 	"net/url"
-	"strings"
+	"time"
 
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
@@ -33,16 +36,6 @@ func writeAPIError(w http.ResponseWriter, r *http.Request, err error) {
 	WriteError(w, r, err)
 }
 
-// allowOnly answers r with a 405 listing methods unless its method is one
-// of them, and reports whether r may go on.
-func allowOnly(w http.ResponseWriter, r *http.Request, methods ...string) bool {
-	if err := httpapi.Only(r, methods...); err != nil {
-		writeAPIError(w, r, err)
-		return false
-	}
-	return true
-}
-
 // apiError is the one translation of internal/httpapi's errors into the
 // gateway's: a *httpapi.FieldError is the 400 invalid_parameter naming its
 // field; others, a *httpapi.MethodError among them (which
@@ -62,33 +55,6 @@ func workspaceParam(q url.Values) (string, error) {
 	return ws, apiError(err)
 }
 
-// actingWorkspace returns the workspace a control-plane request acts on:
-// named is the workspace_id the request gives ("" for none). An
-// organisation key acts on named (no workspace when empty); a workspace
-// key on its own, and naming another is a 403.
-func actingWorkspace(id Identity, named string) (string, error) {
-	if id.Type == KeyOrganisation {
-		return named, nil
-	}
-	if id.WorkspaceID == "" {
-		return "", &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
-			Message: "a key of no workspace may not manage virtual keys or configs"}
-	}
-	if named != "" && named != id.WorkspaceID {
-		return "", otherWorkspace()
-	}
-	return id.WorkspaceID, nil
-}
-
-// queryWorkspace is actingWorkspace for the workspace_id of the query.
-func queryWorkspace(id Identity, r *http.Request) (string, error) {
-	named, err := workspaceParam(r.URL.Query())
-	if err != nil {
-		return "", err
-	}
-	return actingWorkspace(id, named)
-}
-
 // pageParams reads page_size (1–100, default 20) and current_page (from 0).
 func pageParams(q url.Values) (size, page int, err error) {
 	p, err := httpapi.ParsePage(q)
@@ -98,91 +64,6 @@ func pageParams(q url.Values) (size, page int, err error) {
 // pageOf returns the page of all that page_size and current_page select.
 func pageOf[T any](all []T, size, page int) []T {
 	return httpapi.Of(all, httpapi.Page{Size: size, Number: page})
-}
-
-// slugOf derives a slug from a name: lower case, every run of other
-// characters than a-z and 0-9 made one '-', no '-' at either end, at most
-// maxSlugLen bytes.
-func slugOf(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, c := range strings.ToLower(name) {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			dash = false
-			b.WriteRune(c)
-			if b.Len() >= maxSlugLen {
-				break
-			}
-			continue
-		}
-		dash = true
-	}
-	return b.String()
-}
-
-// validSlug reports whether s is a slug: 1 to maxSlugLen characters of
-// a-z, 0-9 and '-', not starting or ending with '-'.
-func validSlug(s string) bool {
-	if s == "" || len(s) > maxSlugLen || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// newSlug returns the slug of a created record: given (checked) or
-// derived from name.
-func newSlug(given *string, name string) (string, error) {
-	if given != nil {
-		if !validSlug(*given) {
-			return "", policyInvalid("slug", "slug must be 1 to 64 characters of a-z, 0-9 and '-', not starting or ending with '-'")
-		}
-		return *given, nil
-	}
-	s := slugOf(name)
-	if s == "" {
-		return "", policyInvalid("name", "name must hold a letter or digit to derive a slug from; or give slug")
-	}
-	return s, nil
-}
-
-// checkName checks a name (required when req).
-func checkName(name *string, req bool) error {
-	switch {
-	case name == nil && req:
-		return policyInvalid("name", "name is required")
-	case name == nil:
-		return nil
-	case strings.TrimSpace(*name) == "":
-		return policyInvalid("name", "name must not be empty")
-	}
-	return checkLabel("name", *name)
-}
-
-// maskSecret returns what reads show in place of a secret: its first 2
-// and last 2 characters with '*' between, or only '*' when it is shorter
-// than 8 characters, so that a short secret is not revealed whole.
-func maskSecret(s string) string {
-	if s == "" {
-		return ""
-	}
-	rs := []rune(s)
-	if len(rs) < 8 {
-		return strings.Repeat("*", len(rs))
-	}
-	return string(rs[:2]) + strings.Repeat("*", len(rs)-4) + string(rs[len(rs)-2:])
-}
-
-// listPage is one page of a control-plane list (see httpapi.Filter).
-func listPage[T, W any](all []T, keep func(*T) bool, wire func(*T) W, size, page int) (data []W, total int) {
-	return httpapi.Filter(all, keep, wire, httpapi.Page{Size: size, Number: page})
 }
 
 // decodeStrict decodes a control-plane body into v, refusing unknown
@@ -196,4 +77,132 @@ func (g *Gateway) decodeStrict(w http.ResponseWriter, r *http.Request, v any, op
 		return nil
 	}
 	return apiError(httpapi.DecodeStrict(data, v))
+}
+
+func (g *Gateway) clock() time.Time {
+	if g.now != nil {
+		return g.now()
+	}
+	return time.Now()
+}
+
+func otherWorkspace() *Error {
+	return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "workspace_id",
+		Message: "only an organisation key may name another workspace"}
+}
+
+// limitsJSON checks rate_limits (an array) or usage_limits (an object):
+// nil for absent or null.
+func limitsJSON(name string, raw json.RawMessage, open byte) (json.RawMessage, error) {
+	rl, err := bounds.Limits(name, raw, open)
+	return rl, apiError(err)
+}
+
+// actsIn reports whether a policy of workspace ws is within the reach of
+// the key id: any workspace's for an organisation key, its own for a
+// workspace key, never the operator's (ws empty).
+func (id Identity) actsIn(ws string) bool {
+	return ws != "" && (id.Type == KeyOrganisation || ws == id.WorkspaceID)
+}
+
+// policyListWorkspace returns the workspace whose policies a list shows:
+// the workspace_id of the query, or the key's own; "" for every workspace
+// (an organisation key naming none; a workspace key of no workspace, which
+// the caller's filter leaves with nothing). A workspace key naming another
+// workspace is a 403.
+func policyListWorkspace(id Identity, q url.Values) (string, error) {
+	ws, err := workspaceParam(q)
+	if err != nil {
+		return "", err
+	}
+	if id.Type == KeyOrganisation {
+		return ws, nil
+	}
+	if ws != "" && ws != id.WorkspaceID {
+		return "", &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "workspace_id",
+			Message: "a key may list policies only in its own workspace"}
+	}
+	return id.WorkspaceID, nil
+}
+
+// policyCreateWorkspace returns the workspace of a policy created by id
+// with workspace_id named in the body: named, required of an organisation
+// key (400 naming workspace_id), or the key's own (403 for another one).
+func policyCreateWorkspace(id Identity, named string) (string, error) {
+	switch {
+	case id.Type == KeyOrganisation && named == "":
+		return "", policyInvalid("workspace_id", "workspace_id is required: an organisation key names the workspace of the policy")
+	case id.Type == KeyOrganisation:
+		if err := checkLabel("workspace_id", named); err != nil {
+			return "", err
+		}
+		return named, nil
+	case id.WorkspaceID == "":
+		// Its policy would have no workspace: the operator's kind, which
+		// applies to every workspace.
+		return "", &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
+			Message: "a key without a workspace cannot create policies"}
+	case named != "" && named != id.WorkspaceID:
+		return "", &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied, Param: "workspace_id",
+			Message: "a key may create policies only in its own workspace"}
+	}
+	return id.WorkspaceID, nil
+}
+
+// eachWorkspace calls f with the id of every workspace Options.Workspaces
+// registers (none without it).
+func (g *Gateway) eachWorkspace(ctx context.Context, f func(ws string) error) error {
+	if g.opts.Workspaces == nil {
+		return nil
+	}
+	wss, err := g.opts.Workspaces.Workspaces(ctx)
+	if err != nil {
+		return err
+	}
+	for _, w := range wss {
+		if err := f(w.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// policyEnum reads query parameter name, which must be one of values when
+// present.
+func policyEnum(q url.Values, name, def string, values ...string) (string, error) {
+	v, err := httpapi.Enum(q, name, def, values...)
+	return v, apiError(err)
+}
+
+// readPolicyBody reads a control-plane body of at most MaxBodyBytes.
+func (g *Gateway) readPolicyBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, policyInvalid("", "a JSON body is required")
+	}
+	data, err := readBody(w, r, g.opts.MaxBodyBytes)
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, policyInvalid("", "the body could not be read")
+	}
+	return data, nil
+}
+
+// policyBodyError turns a JSON decoding error of a create body into a 400
+// naming the field.
+func policyBodyError(err error) *Error {
+	fe := httpapi.BodyError(err)
+	return policyInvalid(fe.Param, fe.Message)
+}
+
+// policyNow returns the time in the fixed-width RFC 3339 form stored in
+// created_at and last_updated_at, so that the strings sort by time.
+func policyNow() string {
+	return time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// listPage is one page of a control-plane list (see httpapi.Filter).
+func listPage[T, W any](all []T, keep func(*T) bool, wire func(*T) W, size, page int) (data []W, total int) {
+	return httpapi.Filter(all, keep, wire, httpapi.Page{Size: size, Number: page})
 }

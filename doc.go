@@ -28,20 +28,19 @@
 //
 // POST /completions is validated against the bounds of the API before it is
 // forwarded; GET /fine_tuning/jobs, GET /fine_tuning/jobs/{id} and
-// GET /files are typed routes. The control plane serves
-// /policies/rate-limits, /api-keys (when Options.Keys is an APIKeyStore),
-// /virtual-keys (a VirtualKeyAdmin), /configs with their versions (a
-// ConfigAdmin), /admin/workspaces (Options.Workspaces), /audit-logs
-// (Options.Audit, which records every control-plane write) and /logs
-// (Options.Logs, which keeps every data-plane request's record, to be
-// filtered by trace id, metadata, status, model, keys and time, exported
-// as JSON Lines through /logs/exports with Options.LogExports). The
+// GET /files are typed routes. The administration routes (/api-keys,
+// /virtual-keys, /configs with their versions, /admin/workspaces and
+// /policies/rate-limits) are package admin's: a host mounts them with
+// admin.Mount beside New, and a gateway without them passes those paths
+// through to a provider like any other. The observe package mounts the
+// observability routes (observe.Mount): /audit-logs, /logs with the
+// stored request logs (filtered by trace id, metadata, status, model,
+// keys and time, exported as JSON Lines through /logs/exports), the
 // analytics routes (/analytics/graphs/*, /analytics/summary/cache,
-// /analytics/groups/*) count the same records, aggregated in place by a
-// LogStore that is a LogAggregator; /feedback scores a trace
-// (Options.Feedback). /policies/usage-limits holds budgets
-// (Options.UsageLimits, counted by Options.UsageCounter): once an entity
-// has used its credit_limit of tokens or USD its requests get 412
+// /analytics/groups/*) and /feedback; its Sink keeps the records of
+// Options.LogSinks in its store. /policies/usage-limits holds budgets
+// when the host wires the budget package (an Admission it mounts): once
+// an entity has used its credit_limit of tokens or USD its requests get 412
 // budget_exhausted until the period or an operator resets it. Each area
 // needs its <area>.read or <area>.write scope, a workspace key sees only
 // its own workspace (another's records are 404), and secrets are masked
@@ -84,8 +83,8 @@
 // # Stores and providers
 //
 // KeyStore, VirtualKeyStore, ConfigStore and PolicyStore are small
-// interfaces, with optional ones for the control plane's writes;
-// MemoryStore implements them all and loads the JSON document of
+// interfaces of what the data plane reads; the writes of the
+// administration routes are package admin's interfaces. MemoryStore implements them all and loads the JSON document of
 // examples/server (admin.Decode). The sqlstore sub-module keeps them,
 // the workspaces, the audit log and the request logs in SQLite or
 // Postgres, secrets sealed, hot-path lookups served from an in-process

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 )
 
 // A MemoryLimiter bucket remembers what was consumed: it drains at the
@@ -52,6 +53,7 @@ func Example_rateLimitsPolicy() {
 	store.AddAPIKey(gateway.APIKey{ID: "key-admin", Digest: gateway.HashAPIKey("gw-admin"), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "openai", Provider: "openai", APIKey: "sk-…", BaseURL: provider.URL + "/v1", WorkspaceID: "ws-1"})
 	gw := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Policies: store})
+	admin.Mount(gw, admin.Options{Keys: store, VirtualKeys: store, Policies: store})
 	defer gw.Close()
 	srv := httptest.NewServer(gw)
 	defer srv.Close()

@@ -60,8 +60,8 @@ func (q *quota) Admit(r *http.Request) (func(*gateway.RequestLog), error) {
 	}
 	json.Unmarshal(body, &req)
 	if req.MaxTokens > 100 {
-		return nil, &gateway.Error{Status: http.StatusPreconditionFailed, Type: gateway.TypeUsageLimit,
-			Code: gateway.CodeBudgetExhausted, Message: k.ID + " may ask for 100 tokens at most"}
+		return nil, &gateway.Error{Status: http.StatusPreconditionFailed, Type: "usage_limit_exceeded",
+			Code: "budget_exhausted", Message: k.ID + " may ask for 100 tokens at most"}
 	}
 	return func(rec *gateway.RequestLog) {
 		q.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,69 +37,22 @@ type Options struct {
 	Configs     ConfigStore
 	Policies    PolicyStore
 
-	// Workspaces keeps the workspaces of /admin/workspaces. Nil means
-	// workspaces are not managed: those routes answer 404. Workspace ids
-	// that keys, virtual keys and configs name need not be registered
-	// here. MemoryStore implements it.
-	Workspaces WorkspaceStore
+	// Workspaces looks up the registered workspaces (package admin
+	// registers them through /admin/workspaces): a workspace's
+	// usage_limits bound every key of it together, and an organisation
+	// key's list of usage-limits policies shows those of these workspaces
+	// when Options.UsageLimits cannot list every workspace's. Nil means
+	// none is registered. Workspace ids that keys, virtual keys and
+	// configs name need not be registered. MemoryStore implements it.
+	Workspaces WorkspaceLookup
 
-	// Audit receives one record per control-plane write (POST, PUT or
-	// DELETE of policies, API keys, virtual keys, configs and
-	// workspaces), and serves GET /audit-logs. Nil means no audit log:
+	// Audit receives one record per write of the gateway's own control
+	// routes (POST, PUT or DELETE of usage-limits policies), and serves
+	// GET /audit-logs; the routes of package admin record theirs through
+	// admin.Options.Audit, usually over the same store. Nil means no audit log:
 	// writes are not recorded and /audit-logs answers 404. MemoryStore
 	// implements it.
 	Audit AuditStore
-
-	// Logs keeps every authenticated data-plane request's record (one
-	// that failed authentication is counted by AuthFailures instead), to
-	// be asked later
-	// through GET /logs and GET /logs/{id}, and takes custom logs from
-	// POST /logs (nil: those routes answer 404). Records reach it in
-	// batches from a goroutine of the gateway's, through a queue of
-	// LogQueueSize records of its own: a store that cannot keep up makes
-	// records be dropped and counted (DroppedLogs), never a request wait.
-	// A record waits at most 5 ms for its batch, 50 ms under load (800
-	// requests a second and more), which is what a crash of the process
-	// may lose of them besides the batch being written.
-	Logs LogStore
-
-	// Feedback keeps the feedback of POST /feedback and PUT /feedback/{id},
-	// which the analytics routes read with the request logs of its trace
-	// (nil: those routes answer 404, and analytics count only what a Logs
-	// store that aggregates itself keeps). MemoryStore implements it.
-	Feedback FeedbackStore
-
-	// UsageLimits holds the usage-limits policies (budgets) of
-	// /policies/usage-limits, enforced on every data-plane request of
-	// their workspace. Nil means none: those routes answer 404. The
-	// usage_limits of API keys and of workspaces (Workspaces) are
-	// enforced with or without it. MemoryStore implements it.
-	UsageLimits UsageLimitsStore
-
-	// UsageCounter keeps the usage of the budgets' entities. Nil means a
-	// MemoryUsageCounter of this gateway's own; replicas that must share
-	// budgets need a shared UsageCounter (sqlstore.Store, redis.Budget).
-	UsageCounter UsageCounter
-
-	// LogExports keeps the log exports of /logs/exports and the records
-	// each produced (nil: those routes answer 404, as they do without
-	// Logs). A started export runs in a goroutine of the gateway's,
-	// paging through Logs; replicas sharing the store see each other's
-	// exports and serve each other's downloads. MemoryStore implements it.
-	LogExports LogExportStore
-
-	// PublicURL is where clients reach the gateway, such as
-	// https://gateway.example.com (an absolute URL without query), which
-	// the signed URLs it hands out start with (a log export's
-	// signed_url). Empty means relative URLs. It is never taken from a
-	// request's Host or X-Forwarded-* headers, which callers choose.
-	PublicURL string
-
-	// URLSigningKey is the HMAC-SHA256 key of those signed URLs. Replicas
-	// that serve each other's URLs need the same key; it must be secret
-	// and should be derived for this use alone (never a master key
-	// itself). Nil means a random key per process.
-	URLSigningKey []byte
 
 	// Responses keeps the responses of POST /responses that the gateway
 	// translated for a provider kind without a Responses API, for
@@ -202,13 +156,21 @@ type Options struct {
 	// request log: AuthFailures counts it.
 	LogSink LogSink
 
-	// LogSinks receive the records of data-plane requests (control-plane
-	// requests are audited, not logged), each from a queue and goroutine
-	// of its own, so that one slow sink never holds up another, nor a
-	// response: a BatchLogSink gets them a batch at a time. A record a
+	// LogSinks receive the records of authenticated data-plane requests
+	// (control-plane requests are audited, not logged; a request that
+	// failed authentication is counted by AuthFailures), each from a
+	// queue of LogQueueSize records and a goroutine of its own, so that
+	// one slow sink never holds up another, nor a response. A record a
 	// full queue cannot take is dropped and counted (DroppedLogs). A
 	// product that keeps request logs (a store, an exporter) is one of
 	// these; LogSink above is the line per request of every request.
+	//
+	// A BatchLogSink gets its records a batch at a time: a record waits at
+	// most 5 ms for its batch, 50 ms under load (800 requests a second and
+	// more), so that a store pays for a write once per window; that is
+	// what a crash of the process may lose of them besides the batch
+	// being written. A batch it fails to keep is counted by DroppedLogs,
+	// and the first failure of a run, and the recovery, are logged.
 	LogSinks []LogSink
 
 	// Admissions decide, in order, whether an authenticated data-plane
@@ -262,9 +224,9 @@ type Resolver interface {
 
 // Gateway is an http.Handler serving the gateway's routes under its prefix:
 // typed endpoints (translated for providers that do not speak OpenAI's
-// API), the control plane (rate-limits policies, API keys, virtual keys,
-// configs, workspaces, audit logs; each area served when its store
-// supports it), and pass-through of every other path to the selected
+// API), the control routes products add with Handle (package admin's API
+// keys, virtual keys, configs, workspaces and rate-limits policies,
+// package observe's logs, package budget's usage limits, …), and pass-through of every other path to the selected
 // provider. It is safe for concurrent use. Close stops its log goroutine.
 type Gateway struct {
 	opts      Options
@@ -276,12 +238,9 @@ type Gateway struct {
 	base      http.RoundTripper // trusted hosts
 	custom    http.RoundTripper // caller-supplied hosts, through guard
 	logs      *logQueue
-	sinks     []*logQueue // Options.LogSinks'
-	// storedLogs queues records for Options.Logs, apart from logs so
-	// that a slow database never holds up the LogSink, nor it the store.
-	storedLogs *logQueue
-	exports    exportRunner // the log exports started here
-	errLog     *slog.Logger
+	sinks     []*logQueue                                                   // Options.LogSinks'
+	signed    []func(w http.ResponseWriter, r *http.Request) (string, bool) // HandleSigned's
+	errLog    *slog.Logger
 
 	cache         *responseCache // nil: caching disabled
 	inlineConfigs *lru.Cache[[sha256.Size]byte, *Config]
@@ -297,8 +256,7 @@ type Gateway struct {
 
 	breakers   Breakers      // Options.Breakers, else in memory
 	limits     *limits       // the limits stage
-	budgets    *budgets      // the usage-limits stage: the first of admissions
-	admissions []Admission   // budgets, then Options.Admissions
+	admissions []Admission   // Options.Admissions
 	streamIdle time.Duration // Options.StreamIdleTimeout resolved; 0: no limit
 	handler    http.Handler  // the pipeline: see Gateway.pipeline
 }
@@ -359,24 +317,18 @@ func New(opts Options) *Gateway {
 		if sink == nil {
 			panic("gateway: Options.LogSinks[" + strconv.Itoa(i) + "] is nil")
 		}
-		g.sinks = append(g.sinks, newLogQueue(sink, opts.LogQueueSize))
+		g.sinks = append(g.sinks, newSinkQueue(sink, opts.LogQueueSize, g.errLog))
 	}
 	for i, a := range opts.Admissions {
 		if a == nil {
 			panic("gateway: Options.Admissions[" + strconv.Itoa(i) + "] is nil")
 		}
 	}
-	if opts.Logs != nil {
-		sink := &storeSink{store: opts.Logs, errLog: g.errLog}
-		g.storedLogs = newLogQueueWindow(sink, opts.LogQueueSize, storeBatchDelay)
-		sink.dropped = &g.storedLogs.dropped
-	}
 	g.limits = newLimits(opts.Policies, g.opts.Limiter, g.errLog)
 	if g.prices = maps.Clone(opts.Prices); g.prices == nil {
 		g.prices = DefaultPrices()
 	}
-	g.budgets = newBudgets(g)
-	g.admissions = append([]Admission{g.budgets}, opts.Admissions...)
+	g.admissions = slices.Clone(opts.Admissions)
 	switch {
 	case opts.StreamIdleTimeout == 0:
 		g.streamIdle = defaultStreamIdleTimeout
@@ -394,10 +346,6 @@ func New(opts Options) *Gateway {
 // transports the gateway made itself. Requests still being served after
 // Close are not logged. Close is safe to call more than once.
 func (g *Gateway) Close() error {
-	g.exports.close()
-	if g.storedLogs != nil {
-		g.storedLogs.close()
-	}
 	for _, q := range g.sinks {
 		q.close()
 	}
@@ -421,51 +369,8 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs/{fine_tuning_job_id}", g.getOnly(g.serveFineTuningJob))
 	g.mux.HandleFunc("GET "+p+"/fine_tuning/jobs", g.getOnly(g.serveFineTuningJobs))
 	g.mux.HandleFunc("GET "+p+"/files", g.getOnly(g.serveFiles))
-	// Control-plane routes are registered as a product registers its own
-	// (Handle): behind the trace, key and header stages, never limited,
-	// routed or request-logged. Writes of configuration go through
-	// g.audit, which records each.
-	cp := func(pattern string, h http.HandlerFunc) { g.Handle(pattern, g.audit(h)) }
-	none := func(pattern string) { g.Handle(pattern, http.HandlerFunc(g.notFound)) }
-	cp("/policies/rate-limits", g.servePolicies)
-	cp("/policies/rate-limits/{id}", g.servePolicies)
-	none("/policies/rate-limits/") // the control plane's namespace is never passed through
-	cp("/policies/usage-limits", g.serveUsageLimits)
-	cp("/policies/usage-limits/{id}", g.serveUsageLimits)
-	cp("/policies/usage-limits/{id}/entities", g.serveUsageLimits)
-	cp("/policies/usage-limits/{id}/entities/{entityId}/reset", g.serveUsageLimits)
-	none("/policies/usage-limits/")
-	cp("/api-keys", g.serveAPIKeys)
-	cp("/api-keys/{id}", g.serveAPIKeys)
-	cp("/api-keys/{id}/rotate", g.serveAPIKeys)
-	cp("/api-keys/{type}/{subtype}", g.serveAPIKeys)
-	none("/api-keys/")
-	cp("/virtual-keys", g.serveVirtualKeys)
-	cp("/virtual-keys/{slug}", g.serveVirtualKeys)
-	none("/virtual-keys/")
-	cp("/configs", g.serveConfigs)
-	cp("/configs/{slug}", g.serveConfigs)
-	cp("/configs/{slug}/versions", g.serveConfigs)
-	none("/configs/")
-	cp("/admin/workspaces", g.serveWorkspaces)
-	cp("/admin/workspaces/{workspaceId}", g.serveWorkspaces)
-	none("/admin/workspaces/") // …/users and the rest: the gateway has no user accounts
-	// Reads of the logs, and custom logs, are not audited writes of
-	// configuration.
-	g.Handle("/audit-logs", http.HandlerFunc(g.serveAuditLogs))
-	g.Handle("/logs", http.HandlerFunc(g.serveLogs))
-	g.Handle("/logs/{id}", http.HandlerFunc(g.serveLogs))
-	g.logExportRoutes(p)
-	none("/logs/")
-	// Analytics read the logs; feedback is the callers' scoring of
-	// answers: neither is an audited write of configuration.
-	for path, route := range analyticsRoutes {
-		g.Handle(path, g.analytics(route))
-	}
-	none("/analytics/")
-	g.Handle("/feedback", http.HandlerFunc(g.serveFeedback))
-	g.Handle("/feedback/{id}", http.HandlerFunc(g.serveFeedback))
-	none("/feedback/")
+	// The control plane is the products': each registers its routes
+	// with Handle (package admin, observe, budget, …).
 	g.protocolRoutes(p)
 	g.mux.HandleFunc(p+"/", g.passThrough)
 	if p != "" {

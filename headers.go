@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/modelgateway/gateway/internal/bounds"
 	"maps"
 	"net/http"
 	"net/textproto"
@@ -90,8 +91,8 @@ const (
 // Bounds on gateway headers.
 const (
 	maxTraceIDLen        = 128
-	maxMetadataKeys      = 64
-	maxMetadataBytes     = 8 << 10
+	maxMetadataKeys      = bounds.MaxMetadataKeys
+	maxMetadataBytes     = bounds.MaxMetadataBytes
 	maxCacheNamespaceLen = 256
 	maxForwardHeaders    = 64
 )

@@ -76,10 +76,11 @@ func parseKeyRateLimits(raw []byte) ([]keyRateLimit, *Error) {
 	return out, nil
 }
 
-// rateLimitsJSON checks the rate_limits of a create or update body and
-// returns what to store: the JSON as given, unchanged (nil for absent or
-// null).
-func rateLimitsJSON(raw json.RawMessage) (json.RawMessage, error) {
+// RateLimitsJSON checks the rate_limits a product writes on an API key
+// (APIKey.RateLimits) as the data plane reads them, and returns what to
+// store: the JSON as given, unchanged (nil for absent or null). A bad
+// value is a 400 *Error naming the field (rate_limits[0].unit, say).
+func RateLimitsJSON(raw json.RawMessage) (json.RawMessage, error) {
 	rl, err := limitsJSON("rate_limits", raw, '[')
 	if err != nil || rl == nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
-	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
@@ -472,27 +471,4 @@ func credentialName(name string) bool {
 		}
 	}
 	return false
-}
-
-// logBodyWire is a kept body as GET /logs/{id} shows it: the JSON itself
-// when it is JSON, else a string.
-type logBodyWire struct {
-	Body          json.RawMessage `json:"body"`
-	BodyTruncated bool            `json:"body_truncated,omitempty"`
-}
-
-// wireBodies returns rec's kept bodies in their wire form, nil for one
-// not kept.
-func wireBodies(rec *RequestLog) (req, resp *logBodyWire) {
-	wire := func(body string, cut bool) *logBodyWire {
-		if body == "" && !cut {
-			return nil
-		}
-		w := &logBodyWire{Body: json.RawMessage(body), BodyTruncated: cut}
-		if !json.Valid(w.Body) {
-			w.Body, _ = json.Marshal(body)
-		}
-		return w
-	}
-	return wire(rec.RequestBody, rec.RequestBodyTruncated), wire(rec.ResponseBody, rec.ResponseBodyTruncated)
 }

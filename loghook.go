@@ -10,7 +10,7 @@ type logHookKey struct{}
 // finished log record, synchronously on the request's goroutine, before
 // ServeHTTP returns and just before the record is handed to the log
 // sinks, whether or not the Gateway has any (Options.LogSink,
-// Options.Logs). It is called for a request that failed authentication
+// Options.LogSinks). It is called for a request that failed authentication
 // too, whose record then goes to no sink (see Gateway.AuthFailures). It is called for an aborted answer too (rec.Aborted),
 // before the abort panic goes on.
 //

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/modelgateway/gateway/internal/uuid"
 )
 
 // RequestLog is the record of one request. It never holds a credential:
@@ -86,7 +87,7 @@ type RequestLog struct {
 	// deflate, credentials redacted; a note in brackets for a body of
 	// another type (audio, images, multipart uploads). The Truncated flags
 	// say more was sent than was kept. GET /logs/{id} shows them;
-	// LogStore.Logs may leave them out.
+	// a store's list of logs may leave them out.
 	RequestBody           string `json:"request_body,omitempty"`
 	RequestBodyTruncated  bool   `json:"request_body_truncated,omitempty"`
 	ResponseBody          string `json:"response_body,omitempty"`
@@ -271,33 +272,36 @@ func (f LogFilter) matches(r *RequestLog) bool {
 // wake-up per request cost a third of a pass-through's time on two
 // cores). When max records are waiting, new ones are dropped and counted.
 //
-// A queue with a longer window (the LogStore's) lets records gather for
-// it instead once a batch came with logBusyBatch records or more: under
-// load a store pays its per-batch costs (a transaction, its commit, the
-// rollups' upserts) once per window rather than every few milliseconds,
-// while a lone record still waits only logBatchDelay.
+// A queue with a longer window (a BatchLogSink's of Options.LogSinks)
+// lets records gather for it instead once a batch came with logBusyBatch
+// records or more: under load a store pays its per-batch costs (a
+// transaction, its commit, the rollups' upserts) once per window rather
+// than every few milliseconds, while a lone record still waits only
+// logBatchDelay.
 type logQueue struct {
-	sink LogSink
-	max  int
-	long time.Duration // the window under load; 0: always logBatchDelay
-	wake chan struct{} // a record arrived while the goroutine was idle
-	stop chan struct{} // closed by close: log what is waiting, then exit
-	done chan struct{} // closed by the goroutine when it exits
-	once sync.Once
+	sink   LogSink
+	max    int
+	long   time.Duration // the window under load; 0: always logBatchDelay
+	errLog *slog.Logger  // where a BatchLogSink's failures go; nil: they are only counted
+	wake   chan struct{} // a record arrived while the goroutine was idle
+	stop   chan struct{} // closed by close: log what is waiting, then exit
+	done   chan struct{} // closed by the goroutine when it exits
+	once   sync.Once
 
 	mu      sync.Mutex // guards buf and closed
 	buf     []*RequestLog
 	closed  bool
 	dropped atomic.Int64
+	failing bool // the last batch the sink was given failed; only the goroutine reads and writes it
 }
 
 // logBatchDelay is how long the log goroutine lets records gather after
 // the first one woke it: the most a record waits for its LogSink.
 const logBatchDelay = 5 * time.Millisecond
 
-// storeBatchDelay is the LogStore queue's window under load: the most of
-// a busy gateway's request logs a crash of the process loses beyond
-// those waiting for a write already under way.
+// storeBatchDelay is the window under load of a BatchLogSink's queue: the
+// most of a busy gateway's request logs a crash of the process loses
+// beyond those waiting for a write already under way.
 const storeBatchDelay = 50 * time.Millisecond
 
 // logBusyBatch is the size of a batch after which a queue with a longer
@@ -306,6 +310,18 @@ const logBusyBatch = 4
 
 func newLogQueue(sink LogSink, size int) *logQueue {
 	return newLogQueueWindow(sink, size, 0)
+}
+
+// newSinkQueue returns the queue of a sink of Options.LogSinks: with the
+// longer window under load, and its failures logged to errLog, when the
+// sink is a BatchLogSink.
+func newSinkQueue(sink LogSink, size int, errLog *slog.Logger) *logQueue {
+	if _, ok := sink.(BatchLogSink); !ok {
+		return newLogQueue(sink, size)
+	}
+	q := newLogQueueWindow(sink, size, storeBatchDelay)
+	q.errLog = errLog
+	return q
 }
 
 // newLogQueueWindow returns a queue whose window under load is long (0:
@@ -346,7 +362,7 @@ func (q *logQueue) run() {
 			window = q.long
 		}
 		if b, ok := q.sink.(BatchLogSink); ok && len(batch) > 0 {
-			b.LogBatch(batch)
+			q.settle(len(batch), b.LogBatch(batch))
 		} else {
 			for _, rec := range batch {
 				q.sink.Log(rec)
@@ -357,6 +373,25 @@ func (q *logQueue) run() {
 			// close set closed before it closed stop: no record came in
 			// after the batch was taken.
 			return
+		}
+	}
+}
+
+// settle counts the n records of a batch its BatchLogSink failed to keep
+// (err) as dropped, and logs the first failure of a run and the recovery.
+func (q *logQueue) settle(n int, err error) {
+	switch {
+	case err != nil:
+		q.dropped.Add(int64(n))
+		if !q.failing && q.errLog != nil {
+			q.errLog.Error("gateway: a log sink failed to keep request logs; dropping them until it works again",
+				"records", n, "err", err)
+		}
+		q.failing = true
+	case q.failing:
+		q.failing = false
+		if q.errLog != nil {
+			q.errLog.Info("gateway: the log sink keeps request logs again")
 		}
 	}
 }
@@ -393,11 +428,11 @@ func (q *logQueue) close() {
 }
 
 // DroppedLogs returns how many request logs were dropped because the
-// LogSink, a sink of LogSinks or the LogStore of Options.Logs could not
-// keep up.
+// LogSink or a sink of LogSinks could not keep up, or a BatchLogSink
+// failed to keep them.
 func (g *Gateway) DroppedLogs() int64 {
 	var n int64
-	for _, q := range append([]*logQueue{g.logs, g.storedLogs}, g.sinks...) {
+	for _, q := range append([]*logQueue{g.logs}, g.sinks...) {
 		if q != nil {
 			n += q.dropped.Load()
 		}
@@ -405,10 +440,10 @@ func (g *Gateway) DroppedLogs() int64 {
 	return n
 }
 
-// logging reports whether request log records are queued: for a
-// LogSink, a LogStore, or both.
+// logging reports whether request log records are queued: for the
+// LogSink, the LogSinks, or both.
 func (g *Gateway) logging() bool {
-	return g.logs != nil || g.storedLogs != nil || len(g.sinks) > 0
+	return g.logs != nil || len(g.sinks) > 0
 }
 
 // logUsage fills in what the answer's usage says of the request: tokens,
@@ -433,7 +468,7 @@ func (g *Gateway) logUsage(st *requestState, rec *RequestLog) {
 }
 
 // sendLog queues rec for the LogSink and, when store says it is a
-// data-plane request's, for the LogStore, each a copy of its own, since
+// data-plane request's, for the LogSinks, each a copy of its own, since
 // a sink may keep and change its record.
 func (g *Gateway) sendLog(rec *RequestLog, store bool) {
 	// Each queue gets a record of its own, the last one rec itself.
@@ -445,52 +480,35 @@ func (g *Gateway) sendLog(rec *RequestLog, store bool) {
 			}
 			last = q
 		}
-		if g.storedLogs != nil {
-			if last != nil {
-				last.send(cloneLog(rec))
-			}
-			last = g.storedLogs
-		}
 	}
 	if last != nil {
 		last.send(rec)
 	}
 }
 
-// uuidGen makes request log ids: UUIDv7 (RFC 9562), whose first 48 bits
-// are the Unix time in milliseconds, the 12 after the version the
-// fraction of that millisecond (method 3 of RFC 9562 §6.2), and the last
-// 62 random, from crypto/rand. The 60 bits of time never repeat nor go
-// back within one generator: a time not after the last one given is
-// replaced by the next value, so that ids sort in the order they were
-// made. It is safe for concurrent use; its zero value is ready.
-type uuidGen struct {
-	last atomic.Uint64 // the time bits of the latest id
+// cloneLog returns a copy of rec sharing no memory with it.
+func cloneLog(rec *RequestLog) *RequestLog {
+	c := *rec
+	c.Metadata = maps.Clone(rec.Metadata)
+	return &c
 }
 
-// next returns a new id for time t.
-func (u *uuidGen) next(t time.Time) string {
-	ms := t.UnixMilli()
-	frac := uint64(t.Nanosecond()%1e6) * 4096 / 1e6
-	v := uint64(ms)<<12 | frac
-	for {
-		last := u.last.Load()
-		if v <= last {
-			v = last + 1
-		}
-		if u.last.CompareAndSwap(last, v) {
-			break
-		}
-	}
-	var b [16]byte
-	rand.Read(b[8:])
-	ts := v >> 12
-	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ts>>40), byte(ts>>32), byte(ts>>24), byte(ts>>16), byte(ts>>8), byte(ts)
-	b[6] = 0x70 | byte(v>>8)&0x0f
-	b[7] = byte(v)
-	b[8] = b[8]&0x3f | 0x80
-	return formatUUID(&b)
+// BatchLogSink is a LogSink that takes the records of its queue a batch at
+// a time, in order, as a store writes them best: LogBatch is called in
+// place of Log for every batch. The slice is the sink's only for the
+// call; the records are its to keep. An error says the batch was not
+// kept: its records are counted by Gateway.DroppedLogs.
+type BatchLogSink interface {
+	LogSink
+	LogBatch(recs []*RequestLog) error
 }
+
+// uuidGen makes request log ids (see uuid.V7). It is safe for
+// concurrent use; its zero value is ready.
+type uuidGen struct{ v7 uuid.V7 }
+
+// next returns a new id for time t.
+func (u *uuidGen) next(t time.Time) string { return u.v7.Next(t) }
 
 // redactQuery returns the raw query with the values of key-like
 // parameters (key, token, secret, signature, password, auth) replaced.

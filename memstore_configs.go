@@ -38,7 +38,7 @@ func (s *MemoryStore) Config(_ context.Context, id string) (*SavedConfig, error)
 	return found, nil
 }
 
-// ConfigIn implements ConfigAdmin. The config returned is shared and must
+// ConfigIn implements admin.ConfigStore. The config returned is shared and must
 // not be modified.
 func (s *MemoryStore) ConfigIn(_ context.Context, workspaceID, id string) (*SavedConfig, error) {
 	s.mu.RLock()
@@ -49,7 +49,7 @@ func (s *MemoryStore) ConfigIn(_ context.Context, workspaceID, id string) (*Save
 	return nil, ErrNotFound
 }
 
-// Configs implements ConfigAdmin: copies of the current configs of
+// Configs implements admin.ConfigStore: copies of the current configs of
 // workspaceID (of every workspace and of none when workspaceID is empty),
 // oldest first.
 func (s *MemoryStore) Configs(_ context.Context, workspaceID string) ([]SavedConfig, error) {
@@ -75,7 +75,7 @@ func (s *MemoryStore) Configs(_ context.Context, workspaceID string) ([]SavedCon
 	return out, nil
 }
 
-// ConfigVersions implements ConfigAdmin: copies of every version, newest
+// ConfigVersions implements admin.ConfigStore: copies of every version, newest
 // first.
 func (s *MemoryStore) ConfigVersions(_ context.Context, workspaceID, id string) ([]SavedConfig, error) {
 	s.mu.RLock()
@@ -91,7 +91,7 @@ func (s *MemoryStore) ConfigVersions(_ context.Context, workspaceID, id string) 
 	return out, nil
 }
 
-// CreateConfig implements ConfigAdmin: it stores a copy of c as its first
+// CreateConfig implements admin.ConfigStore: it stores a copy of c as its first
 // version, or returns ErrConflict if its workspace already holds its id.
 func (s *MemoryStore) CreateConfig(_ context.Context, c *SavedConfig) error {
 	v := cloneSavedConfig(c)
@@ -104,7 +104,7 @@ func (s *MemoryStore) CreateConfig(_ context.Context, c *SavedConfig) error {
 	return nil
 }
 
-// UpdateConfig implements ConfigAdmin: it adds a copy of c as the newest
+// UpdateConfig implements admin.ConfigStore: it adds a copy of c as the newest
 // version if the current one still has old's Version and UpdatedAt.
 func (s *MemoryStore) UpdateConfig(_ context.Context, old, c *SavedConfig) error {
 	v := cloneSavedConfig(c)
@@ -125,7 +125,7 @@ func (s *MemoryStore) UpdateConfig(_ context.Context, old, c *SavedConfig) error
 	return nil
 }
 
-// DeleteConfig implements ConfigAdmin: the config and its versions are
+// DeleteConfig implements admin.ConfigStore: the config and its versions are
 // gone at once.
 func (s *MemoryStore) DeleteConfig(_ context.Context, workspaceID, id string) error {
 	s.mu.Lock()

@@ -8,7 +8,7 @@ import (
 	"sort"
 )
 
-// APIKeyByID implements APIKeyStore. It returns a copy the caller may
+// APIKeyByID implements admin.KeyStore. It returns a copy the caller may
 // change. The lookup walks every key: the control plane is not a hot
 // path.
 func (s *MemoryStore) APIKeyByID(_ context.Context, id string) (*APIKey, error) {
@@ -20,7 +20,7 @@ func (s *MemoryStore) APIKeyByID(_ context.Context, id string) (*APIKey, error) 
 	return nil, ErrNotFound
 }
 
-// APIKeys implements APIKeyStore: copies of the keys of workspaceID (of
+// APIKeys implements admin.KeyStore: copies of the keys of workspaceID (of
 // every workspace and of none when workspaceID is empty), oldest first.
 func (s *MemoryStore) APIKeys(_ context.Context, workspaceID string) ([]APIKey, error) {
 	s.mu.RLock()
@@ -40,7 +40,7 @@ func (s *MemoryStore) APIKeys(_ context.Context, workspaceID string) ([]APIKey, 
 	return out, nil
 }
 
-// CreateAPIKey implements APIKeyStore: it stores a copy of k, or returns
+// CreateAPIKey implements admin.KeyStore: it stores a copy of k, or returns
 // ErrConflict if k.ID or k.Digest is taken.
 func (s *MemoryStore) CreateAPIKey(_ context.Context, k *APIKey) error {
 	c := cloneAPIKey(k)
@@ -57,7 +57,7 @@ func (s *MemoryStore) CreateAPIKey(_ context.Context, k *APIKey) error {
 	return nil
 }
 
-// UpdateAPIKey implements APIKeyStore: it replaces the stored key old.ID
+// UpdateAPIKey implements admin.KeyStore: it replaces the stored key old.ID
 // with a copy of k if the stored key still has old's Digest and UpdatedAt.
 func (s *MemoryStore) UpdateAPIKey(_ context.Context, old, k *APIKey) error {
 	c := cloneAPIKey(k)
@@ -77,7 +77,7 @@ func (s *MemoryStore) UpdateAPIKey(_ context.Context, old, k *APIKey) error {
 	return nil
 }
 
-// DeleteAPIKey implements APIKeyStore: the key stops working at once,
+// DeleteAPIKey implements admin.KeyStore: the key stops working at once,
 // its previous digest too.
 func (s *MemoryStore) DeleteAPIKey(_ context.Context, id string) error {
 	s.mu.Lock()

@@ -29,7 +29,7 @@ func (s *MemoryStore) VirtualKey(_ context.Context, slug string) (*VirtualKey, e
 	return found, nil
 }
 
-// VirtualKeyIn implements VirtualKeyAdmin. The key returned is shared and
+// VirtualKeyIn implements admin.VirtualKeyStore. The key returned is shared and
 // must not be modified.
 func (s *MemoryStore) VirtualKeyIn(_ context.Context, workspaceID, slug string) (*VirtualKey, error) {
 	s.mu.RLock()
@@ -40,7 +40,7 @@ func (s *MemoryStore) VirtualKeyIn(_ context.Context, workspaceID, slug string) 
 	return nil, ErrNotFound
 }
 
-// VirtualKeys implements VirtualKeyAdmin: copies of the virtual keys of
+// VirtualKeys implements admin.VirtualKeyStore: copies of the virtual keys of
 // workspaceID (of every workspace and of none when workspaceID is empty),
 // oldest first.
 func (s *MemoryStore) VirtualKeys(_ context.Context, workspaceID string) ([]VirtualKey, error) {
@@ -68,7 +68,7 @@ func (s *MemoryStore) VirtualKeys(_ context.Context, workspaceID string) ([]Virt
 	return out, nil
 }
 
-// CreateVirtualKey implements VirtualKeyAdmin: it stores a copy of vk, or
+// CreateVirtualKey implements admin.VirtualKeyStore: it stores a copy of vk, or
 // returns ErrConflict if its workspace already holds its slug.
 func (s *MemoryStore) CreateVirtualKey(_ context.Context, vk *VirtualKey) error {
 	c := *vk
@@ -82,7 +82,7 @@ func (s *MemoryStore) CreateVirtualKey(_ context.Context, vk *VirtualKey) error 
 	return nil
 }
 
-// UpdateVirtualKey implements VirtualKeyAdmin: it replaces the stored
+// UpdateVirtualKey implements admin.VirtualKeyStore: it replaces the stored
 // virtual key with a copy of vk if the stored one still has old's
 // UpdatedAt.
 func (s *MemoryStore) UpdateVirtualKey(_ context.Context, old, vk *VirtualKey) error {
@@ -101,7 +101,7 @@ func (s *MemoryStore) UpdateVirtualKey(_ context.Context, old, vk *VirtualKey) e
 	return nil
 }
 
-// DeleteVirtualKey implements VirtualKeyAdmin: the key stops working at
+// DeleteVirtualKey implements admin.VirtualKeyStore: the key stops working at
 // once.
 func (s *MemoryStore) DeleteVirtualKey(_ context.Context, workspaceID, slug string) error {
 	s.mu.Lock()

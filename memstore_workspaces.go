@@ -5,7 +5,7 @@ import (
 	"sort"
 )
 
-// Workspace implements WorkspaceStore: a copy the caller may change.
+// Workspace implements admin.WorkspaceStore: a copy the caller may change.
 func (s *MemoryStore) Workspace(_ context.Context, id string) (*Workspace, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -15,7 +15,7 @@ func (s *MemoryStore) Workspace(_ context.Context, id string) (*Workspace, error
 	return nil, ErrNotFound
 }
 
-// Workspaces implements WorkspaceStore: copies of every workspace, oldest
+// Workspaces implements admin.WorkspaceStore: copies of every workspace, oldest
 // first.
 func (s *MemoryStore) Workspaces(_ context.Context) ([]Workspace, error) {
 	s.mu.RLock()
@@ -33,7 +33,7 @@ func (s *MemoryStore) Workspaces(_ context.Context) ([]Workspace, error) {
 	return out, nil
 }
 
-// CreateWorkspace implements WorkspaceStore: it stores a copy of w, or
+// CreateWorkspace implements admin.WorkspaceStore: it stores a copy of w, or
 // returns ErrConflict if w.ID is taken.
 func (s *MemoryStore) CreateWorkspace(_ context.Context, w *Workspace) error {
 	c := cloneWorkspace(w)
@@ -49,7 +49,7 @@ func (s *MemoryStore) CreateWorkspace(_ context.Context, w *Workspace) error {
 	return nil
 }
 
-// UpdateWorkspace implements WorkspaceStore: it replaces the stored
+// UpdateWorkspace implements admin.WorkspaceStore: it replaces the stored
 // workspace old.ID with a copy of w if it still has old's UpdatedAt.
 func (s *MemoryStore) UpdateWorkspace(_ context.Context, old, w *Workspace) error {
 	c := cloneWorkspace(w)
@@ -66,7 +66,7 @@ func (s *MemoryStore) UpdateWorkspace(_ context.Context, old, w *Workspace) erro
 	return nil
 }
 
-// DeleteWorkspace implements WorkspaceStore.
+// DeleteWorkspace implements admin.WorkspaceStore.
 func (s *MemoryStore) DeleteWorkspace(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

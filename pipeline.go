@@ -23,7 +23,7 @@ func Chain(mws ...func(http.Handler) http.Handler) func(http.Handler) http.Handl
 // pipeline composes the Gateway's stages once, in the order of docs/architecture.md, The path of a request:
 //
 //	begin → trace → key → headers → path check → mux → endpoint
-//	      → admissions (budgets first) → limits → route → execute  (forward, on the data plane)
+//	      → admissions (budgets, say) → limits → route → execute  (forward, on the data plane)
 //
 // Each stage is a middleware a host can also run by hand (Trace,
 // Authenticate, ParseHeaders, Limits); one that ran in front of the
@@ -85,8 +85,8 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := stateFrom(r.Context())
 		if st.identity.KeyID == "" {
-			if g.serveSignedExport(w, r, st) {
-				return // a signed URL stands for the key (logexportsign.go)
+			if g.serveSigned(w, r, st) {
+				return // a credential of a product's own stands for the key (HandleSigned)
 			}
 			if err := authenticate(r, g.opts.Keys, st); err != nil {
 				st.unauthenticated = true
@@ -156,7 +156,7 @@ func cleanPath(p string) string {
 //
 // A request that failed authentication reaches the log hook only: it is
 // counted (AuthFailures), never queued for the LogSink nor stored, so
-// that anonymous callers can neither fill the LogStore nor crowd the
+// that anonymous callers can neither fill a store nor crowd the
 // records of real requests out of the log queues (docs/architecture.md, Trust).
 func (g *Gateway) finish(ctx context.Context, st *requestState) {
 	p := recover()
@@ -237,7 +237,7 @@ type requestState struct {
 	upgraded *upgradedConn // the provider's side of a switched protocol, once answered 101
 	idleCut  atomic.Bool   // the answer was cut: the provider went silent past the stream idle timeout
 
-	control         bool   // a control-plane request: audited, not a request log of the LogStore
+	control         bool   // a control-plane request: audited, not a request log of the LogSinks
 	unauthenticated bool   // it failed authentication: counted (AuthFailures), not a request log
 	admitted        bool   // a Limits stage in front of the Gateway applied the policies
 	result          result // what route and execute came to, for that Limits stage

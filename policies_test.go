@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // Gateway API keys of the policy tests. Admin and member keys of ws-1 and
@@ -87,6 +88,7 @@ func newPolEnv(t *testing.T, up http.HandlerFunc, mod func(*gateway.Options)) *p
 		mod(&opts)
 	}
 	e.gw = gateway.New(opts)
+	mountAdmin(e.gw, opts)
 	e.srv = httptest.NewServer(e.gw)
 	t.Cleanup(func() { e.srv.Close(); e.gw.Close() })
 	return e
@@ -1648,4 +1650,19 @@ func TestPolicyPutGivesUp(t *testing.T) {
 	if res.StatusCode != http.StatusConflict {
 		t.Errorf("status %d, want 409", res.StatusCode)
 	}
+}
+
+// mountAdmin mounts the admin routes on gw over the stores of opts that
+// keep what they serve, audited into opts.Audit.
+func mountAdmin(gw *gateway.Gateway, opts gateway.Options) {
+	var o admin.Options
+	o.Keys, _ = opts.Keys.(admin.KeyStore)
+	o.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
+	o.Configs, _ = opts.Configs.(admin.ConfigStore)
+	o.Workspaces, _ = opts.Workspaces.(admin.WorkspaceStore)
+	o.Policies, _ = opts.Policies.(admin.PolicyStore)
+	if opts.Audit != nil {
+		o.Audit = &observe.Auditor{Store: opts.Audit}
+	}
+	admin.Mount(gw, o)
 }

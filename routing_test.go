@@ -198,20 +198,6 @@ func TestStoredCredentialNotRedirectedByHeaders(t *testing.T) {
 	}
 }
 
-func TestControlPlaneNamespaceNotPassedThrough(t *testing.T) {
-	up := newCoreUpstream(t, nil)
-	e := newCoreEnv(t, up, nil)
-	for _, path := range []string{"/v1/policies/rate-limits/", "/v1/policies/rate-limits/a/b"} {
-		res := e.do("GET", path, nil, "x-gateway-api-key: "+coreAdminKey, "x-gateway-virtual-key: vk-up")
-		if res.StatusCode != 404 {
-			t.Errorf("%s: status %d, want 404", path, res.StatusCode)
-		}
-	}
-	if n := len(up.received()); n != 0 {
-		t.Errorf("provider received %d control-plane requests", n)
-	}
-}
-
 // TestConfigWithoutTargets: a config with empty or absent targets is the
 // single target of its own top level whatever its mode (the server's
 // sample config among them), filled from the request's headers when it

@@ -79,36 +79,3 @@ func scopedIdentity(w http.ResponseWriter, r *http.Request, read, write Scope) (
 	}
 	return id, true
 }
-
-// effectiveScopes returns what key k may do: its Scopes, or its Role's
-// preset when it names none (the member preset for no role), as
-// Authenticate grants them. The slice is shared and must not be modified.
-func (k *APIKey) effectiveScopes() []Scope {
-	if len(k.Scopes) > 0 {
-		return k.Scopes
-	}
-	return RoleScopes(k.Role)
-}
-
-// mayActOn checks that the caller may create, update, rotate or delete
-// key k, which it sees (docs/architecture.md, Trust, keys are ordered by scope): k's
-// effective scopes must be a subset of the caller's, and an organisation
-// key is acted on only by an organisation key. Otherwise it is the 403
-// naming what k holds that the caller lacks. What a key may not change
-// of itself is checked apart (see selfChange).
-func (id Identity) mayActOn(k *APIKey) *Error {
-	refuse := func(why string) *Error {
-		return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
-			Message: "this key may not change API key " + quoteShort(k.ID) + ": it " + why +
-				" (a key acts only on keys whose scopes are a subset of its own)"}
-	}
-	if k.keyType() == KeyOrganisation && id.Type != KeyOrganisation {
-		return refuse("is an organisation key")
-	}
-	for _, s := range k.effectiveScopes() {
-		if !id.Can(s) {
-			return refuse("holds the " + string(s) + " scope, which this key lacks")
-		}
-	}
-	return nil
-}

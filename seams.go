@@ -16,7 +16,9 @@ import (
 // "/virtual-keys/{slug}" or "GET /models" serve /v1/virtual-keys/{slug} and
 // GET /v1/models under the default prefix. Control routes check the
 // caller's scopes themselves (Identity.Can); one may serve a data-plane
-// request of its caller with ServeDataPlane. Handle panics when pattern is
+// request of its caller with ServeDataPlane. The body of a request to h
+// is capped at Options.MaxBodyBytes: reading past it fails with an
+// *http.MaxBytesError, which WriteError answers 413. Handle panics when pattern is
 // not a path from "/" or conflicts with a registered route, as
 // http.ServeMux.Handle does.
 func (g *Gateway) Handle(pattern string, h http.Handler) {
@@ -33,7 +35,13 @@ func (g *Gateway) Handle(pattern string, h http.Handler) {
 	} else {
 		path = g.prefix + path
 	}
-	g.mux.Handle(path, g.control(h))
+	limit := g.opts.MaxBodyBytes
+	g.mux.Handle(path, g.control(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		h.ServeHTTP(w, r)
+	})))
 }
 
 // ServeDataPlane serves r, a request a control route made from its own
@@ -75,3 +83,37 @@ func (g *Gateway) CheckHost(rawURL string) error {
 	_, err := g.guard.checkURL(rawURL, "")
 	return err
 }
+
+// HandleSigned registers serve to be asked about each request that no
+// stage in front of the gateway authenticated, before the gateway looks
+// for its API key: serve answers a request that carries, in place of a
+// key, a credential of the product's own (the signature of a signed URL,
+// say), and returns true with the workspace the request acted in, for its
+// request log line; for any other request it writes nothing and returns
+// false, and the gateway authenticates it as usual. serve runs behind the
+// trace stage only: it must check the request's credential itself, and
+// should remove any API key header it leaves unread. A request it answers
+// is a control-plane request: never rate-limited, admitted, routed or
+// given to the LogSinks. HandleSigned must be called before the gateway
+// serves its first request.
+func (g *Gateway) HandleSigned(serve func(w http.ResponseWriter, r *http.Request) (workspace string, ok bool)) {
+	g.signed = append(g.signed, serve)
+}
+
+// serveSigned asks the HandleSigned functions about r, and reports
+// whether one answered it.
+func (g *Gateway) serveSigned(w http.ResponseWriter, r *http.Request, st *requestState) bool {
+	for _, serve := range g.signed {
+		if ws, ok := serve(w, r); ok {
+			st.control = true
+			st.log.WorkspaceID = ws
+			return true
+		}
+	}
+	return false
+}
+
+// Prefix returns the path the gateway serves under: Options.Prefix
+// without its trailing slash, "/v1" by default, "" at the root. A product
+// builds with it the absolute paths it hands out (a signed URL, say).
+func (g *Gateway) Prefix() string { return g.prefix }

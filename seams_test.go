@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -87,13 +89,40 @@ func (s *recordingSink) records() []*RequestLog {
 	return append([]*RequestLog(nil), s.recs...)
 }
 
-type batchingSink struct{ recordingSink }
+type batchingSink struct {
+	recordingSink
+	fail error // what LogBatch returns
+}
 
-func (s *batchingSink) LogBatch(recs []*RequestLog) {
+func (s *batchingSink) LogBatch(recs []*RequestLog) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches++
 	s.recs = append(s.recs, recs...)
+	return s.fail
+}
+
+// TestBatchLogSinkFailureCounted: the records of a batch a BatchLogSink
+// fails to keep are counted by DroppedLogs, and the failure is logged
+// once, not once per batch.
+func TestBatchLogSinkFailureCounted(t *testing.T) {
+	up := newCoreUpstream(t, nil)
+	var logged bytes.Buffer
+	b := &batchingSink{fail: errors.New("store down")}
+	e := newCoreEnv(t, up, func(o *Options) {
+		o.LogSinks = []LogSink{b}
+		o.ErrorLog = slog.New(slog.NewTextHandler(&logged, nil))
+	})
+	for range 3 {
+		e.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`), "x-gateway-api-key: "+coreKey, "x-gateway-virtual-key: vk-up")
+	}
+	e.gw.Close()
+	if got, want := e.gw.DroppedLogs(), int64(len(b.records())); got != want || want != 3 {
+		t.Errorf("DroppedLogs = %d, want the %d records the sink failed to keep (3)", got, want)
+	}
+	if n := strings.Count(logged.String(), "failed to keep request logs"); n != 1 {
+		t.Errorf("the failure was logged %d times, want once: %s", n, logged.String())
+	}
 }
 
 // TestLogSinks: every sink of Options.LogSinks gets each data-plane
@@ -104,11 +133,12 @@ func TestLogSinks(t *testing.T) {
 	up := newCoreUpstream(t, nil)
 	a, b := &recordingSink{}, &batchingSink{}
 	e := newCoreEnv(t, up, func(o *Options) { o.LogSinks = []LogSink{a, b} })
+	e.gw.Handle("GET /control-probe", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{}) }))
 	for range 3 {
 		e.do("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m"}`), "x-gateway-api-key: "+coreKey, "x-gateway-virtual-key: vk-up")
 	}
-	e.do("GET", "/v1/api-keys", nil, "x-gateway-api-key: "+coreAdminKey)     // control plane
-	e.do("POST", "/v1/chat/completions", nil, "x-gateway-api-key: gw-wrong") // unauthenticated
+	e.do("GET", "/v1/control-probe", nil, "x-gateway-api-key: "+coreAdminKey) // control plane
+	e.do("POST", "/v1/chat/completions", nil, "x-gateway-api-key: gw-wrong")  // unauthenticated
 	e.gw.Close()
 	ra, rb := a.records(), b.records()
 	if len(ra) != 3 || len(rb) != 3 {
@@ -169,7 +199,7 @@ func TestAdmissions(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`)
 	})
-	first := &countingAdmission{max: 3, refuse: &Error{Status: 412, Type: TypeUsageLimit, Code: CodeBudgetExhausted, Message: "spent"}}
+	first := &countingAdmission{max: 3, refuse: &Error{Status: 412, Type: "usage_limit_exceeded", Code: "budget_exhausted", Message: "spent"}}
 	second := &countingAdmission{max: 2, refuse: errors.New("counter store down")}
 	e := newCoreEnv(t, up, func(o *Options) { o.Admissions = []Admission{first, second}; o.LogSink = nil })
 	send := func() *http.Response {

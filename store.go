@@ -40,65 +40,65 @@ type ConfigStore interface {
 	Config(ctx context.Context, id string) (*SavedConfig, error)
 }
 
-// PolicyStore holds rate-limits policies. Implementations must be safe for
-// concurrent use; Policy and DeletePolicy return ErrNotFound for an unknown
-// id. Policies returns every policy of a workspace and every policy of no
+// PolicyStore gives the data plane the rate-limits policies it enforces
+// (Options.Policies). Implementations must be safe for concurrent use.
+// Policies returns every policy of a workspace and every policy of no
 // workspace (an empty WorkspaceID: the operator's, which apply to all
-// workspaces), archived ones included, ordered by creation time.
-//
-// Ids are UUIDs, which the gateway always passes in lower case (it lowers
-// the ids of requests and of store files), so a store may compare them
-// exactly.
-//
-// The control plane's PUT reads a policy, changes it and writes it back.
-// With PutPolicy alone that is not atomic: a PUT racing a DELETE of the
-// same policy may write it back after it was deleted, and of two racing
-// PUTs the later write wins whole. A store that also implements
-// PolicyCompareAndSwapper (as MemoryStore does) closes that window.
+// workspaces), archived ones included, ordered by creation time. The
+// admin package writes them (admin.PolicyStore).
 type PolicyStore interface {
 	Policies(ctx context.Context, workspaceID string) ([]RateLimitsPolicy, error)
-	Policy(ctx context.Context, id string) (*RateLimitsPolicy, error)
-	PutPolicy(ctx context.Context, p *RateLimitsPolicy) error
-	DeletePolicy(ctx context.Context, id string) error
 }
 
-// PolicyCompareAndSwapper is an optional capability of a PolicyStore, found
-// by type assertion: replacing a policy only if it is still the one read.
-// The control plane's PUT uses it when the store has it, so that a PUT
-// never brings back a policy deleted meanwhile, nor undoes another PUT.
-//
-// CompareAndSwapPolicy replaces the stored policy old.ID with p (whose ID
-// is the same) if the stored policy still equals old in every field, and
-// reports whether it did. It returns ErrNotFound if no policy old.ID is
-// stored. It must be atomic with respect to every other method of the
-// store. A PUT gives up with 409 after 16 failed swaps.
-//
-// A store that embeds *MemoryStore and overrides PutPolicy (to write
-// through to a database, say) must override CompareAndSwapPolicy too:
-// the promoted method would otherwise take the PUT's write, and the
-// store's own PutPolicy would never see it.
-type PolicyCompareAndSwapper interface {
-	CompareAndSwapPolicy(ctx context.Context, old, p *RateLimitsPolicy) (bool, error)
-}
-
-// WorkspaceStore keeps the workspaces of /admin/workspaces (Options.Workspaces).
-// MemoryStore implements it.
-//
-// Implementations must be safe for concurrent use, and each method atomic
-// with respect to the others. Workspace, UpdateWorkspace and
-// DeleteWorkspace return ErrNotFound for an unknown id; CreateWorkspace
-// returns ErrConflict when w.ID is taken. UpdateWorkspace replaces the
-// stored workspace old.ID with w only if the stored one still has old's
-// UpdatedAt, and returns ErrConflict otherwise: the control plane reads,
-// changes and writes back, and this keeps two racing PUTs from losing
-// each other's fields. Workspaces returns every workspace ordered by
-// CreatedAt then ID. Workspaces returned are the caller's to change.
-type WorkspaceStore interface {
+// WorkspaceLookup reads the registered workspaces (Options.Workspaces),
+// whose usage_limits are budgets of the whole workspace. Implementations
+// must be safe for concurrent use. Workspace returns ErrNotFound for an
+// unknown id; Workspaces returns every workspace ordered by CreatedAt
+// then ID. Workspaces returned are the caller's to change. The admin
+// package writes them (admin.WorkspaceStore).
+type WorkspaceLookup interface {
 	Workspace(ctx context.Context, id string) (*Workspace, error)
 	Workspaces(ctx context.Context) ([]Workspace, error)
-	CreateWorkspace(ctx context.Context, w *Workspace) error
-	UpdateWorkspace(ctx context.Context, old, w *Workspace) error
-	DeleteWorkspace(ctx context.Context, id string) error
+}
+
+// virtualKeyIn and configIn are the optional capabilities of
+// Options.VirtualKeys and Options.Configs that keep records per
+// workspace (see admin.VirtualKeyStore and admin.ConfigStore): the data
+// plane finds the slug or id a caller names in the caller's workspace
+// first, then through VirtualKey or Config, which should prefer the
+// record of no workspace. A record of another workspace found that way
+// answers as an unknown one, so that no caller learns it exists.
+type (
+	virtualKeyIn interface {
+		VirtualKeyIn(ctx context.Context, workspaceID, slug string) (*VirtualKey, error)
+	}
+	configIn interface {
+		ConfigIn(ctx context.Context, workspaceID, id string) (*SavedConfig, error)
+	}
+)
+
+// findVirtualKey is the data plane's lookup of slug for a caller of
+// workspace ws.
+func findVirtualKey(ctx context.Context, st VirtualKeyStore, ws, slug string) (*VirtualKey, error) {
+	if a, ok := st.(virtualKeyIn); ok && ws != "" {
+		vk, err := a.VirtualKeyIn(ctx, ws, slug)
+		if !errors.Is(err, ErrNotFound) {
+			return vk, err
+		}
+	}
+	return st.VirtualKey(ctx, slug)
+}
+
+// findConfig is the data plane's lookup of id for a caller of workspace
+// ws.
+func findConfig(ctx context.Context, st ConfigStore, ws, id string) (*SavedConfig, error) {
+	if a, ok := st.(configIn); ok && ws != "" {
+		c, err := a.ConfigIn(ctx, ws, id)
+		if !errors.Is(err, ErrNotFound) {
+			return c, err
+		}
+	}
+	return st.Config(ctx, id)
 }
 
 // AuditStore keeps the audit log of the control plane (Options.Audit):
@@ -161,7 +161,7 @@ type VirtualKey struct {
 // Name, Version, VersionID, CreatedAt and UpdatedAt are kept by the
 // control plane (their zero values change nothing on the data plane) and
 // are not part of an admin.File. Version counts from 1 and grows by one with
-// every update; a stored version (see ConfigAdmin) has the Version,
+// every update; a stored version (see admin.ConfigStore) has the Version,
 // VersionID, Name, Config and UpdatedAt it was written with.
 type SavedConfig struct {
 	ID          string          `json:"id"`
@@ -184,9 +184,10 @@ type SavedConfig struct {
 	Tenant bool `json:"-"`
 }
 
-// MemoryStore is an in-memory KeyStore, APIKeyStore, VirtualKeyStore,
-// VirtualKeyAdmin, ConfigStore, ConfigAdmin, PolicyStore, PolicyCompareAndSwapper, WorkspaceStore and
-// AuditStore (which keeps the newest 10,000 records). Its zero value is empty and
+// MemoryStore is an in-memory KeyStore, VirtualKeyStore, ConfigStore,
+// PolicyStore, WorkspaceLookup and AuditStore (which keeps the newest
+// 10,000 records), and implements the admin package's stores of them by
+// their write methods. Its zero value is empty and
 // ready to use; it is safe for concurrent use. Policy ids are compared
 // without regard to case.
 type MemoryStore struct {
@@ -196,18 +197,9 @@ type MemoryStore struct {
 	vkeys    map[string]map[string]*VirtualKey    // by slug, then workspace id (see memstore_vks.go)
 	configs  map[string]map[string]*configHistory // by id, then workspace id (see memstore_configs.go)
 	policies map[string]*RateLimitsPolicy
-	budgets  map[string]*UsageLimitsPolicy // usage-limits policies, by lower-case id (see memstore_usagelimits.go)
 
 	workspaces map[string]*Workspace // see memstore_workspaces.go
 	audit      []AuditRecord         // oldest first, at most memoryAuditMax (see memstore_audit.go)
-
-	logMu sync.RWMutex  // guards logs, apart from the lookups of the request path
-	logs  []*RequestLog // oldest added first, at most memoryLogsMax (see memstore_logs.go)
-	// exports are the log exports, by id (see memstore_logexports.go); logMu guards them too.
-	exports map[string]*memoryExport
-
-	feedbackMu sync.RWMutex // guards feedback
-	feedback   []*Feedback  // oldest added first, at most memoryFeedbackMax (see memstore_feedback.go)
 }
 
 var (
@@ -216,13 +208,10 @@ var (
 	_ ConfigStore     = (*MemoryStore)(nil)
 	_ PolicyStore     = (*MemoryStore)(nil)
 
-	_ PolicyCompareAndSwapper = (*MemoryStore)(nil)
-	_ APIKeyStore             = (*MemoryStore)(nil)
-	_ VirtualKeyAdmin         = (*MemoryStore)(nil)
-	_ ConfigAdmin             = (*MemoryStore)(nil)
-	_ WorkspaceStore          = (*MemoryStore)(nil)
-	_ AuditStore              = (*MemoryStore)(nil)
-	_ LogStore                = (*MemoryStore)(nil)
+	_ virtualKeyIn    = (*MemoryStore)(nil)
+	_ configIn        = (*MemoryStore)(nil)
+	_ WorkspaceLookup = (*MemoryStore)(nil)
+	_ AuditStore      = (*MemoryStore)(nil)
 )
 
 // AddAPIKey stores k under k.Digest.
@@ -323,7 +312,7 @@ func (s *MemoryStore) PutPolicy(_ context.Context, p *RateLimitsPolicy) error {
 	return nil
 }
 
-// CompareAndSwapPolicy implements PolicyCompareAndSwapper.
+// CompareAndSwapPolicy implements admin.PolicyCompareAndSwapper.
 func (s *MemoryStore) CompareAndSwapPolicy(_ context.Context, old, p *RateLimitsPolicy) (bool, error) {
 	id := strings.ToLower(old.ID)
 	if strings.ToLower(p.ID) != id {
@@ -375,12 +364,8 @@ func policyEqual(a, b *RateLimitsPolicy) bool {
 		a.CreatedAt == b.CreatedAt && a.LastUpdatedAt == b.LastUpdatedAt
 }
 
-// policyOrder and usagePolicyOrder order policies as the stores list them:
-// by creation time (RFC 3339 in UTC, which sorts as text), then id.
+// policyOrder orders policies as the stores list them: by creation time
+// (RFC 3339 in UTC, which sorts as text), then id.
 func policyOrder(a, b RateLimitsPolicy) int {
-	return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
-}
-
-func usagePolicyOrder(a, b UsageLimitsPolicy) int {
 	return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
 }

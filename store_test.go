@@ -108,3 +108,18 @@ func TestMemoryStorePolicies(t *testing.T) {
 		t.Fatalf("deleted policy found: %v", err)
 	}
 }
+
+func TestMemoryAuditBounded(t *testing.T) {
+	var s MemoryStore
+	for i := range memoryAuditMax + 5 {
+		s.AddAuditRecord(t.Context(), &AuditRecord{Status: i})
+	}
+	recs, total, err := s.AuditRecords(t.Context(), AuditQuery{Limit: 1})
+	if err != nil || total != memoryAuditMax || len(recs) != 1 || recs[0].Status != memoryAuditMax+4 {
+		t.Fatalf("AuditRecords = %d records (first %+v), total %d, %v", len(recs), recs, total, err)
+	}
+	recs, _, _ = s.AuditRecords(t.Context(), AuditQuery{Offset: memoryAuditMax - 1})
+	if len(recs) != 1 || recs[0].Status != 5 {
+		t.Fatalf("oldest kept = %+v, want status 5", recs)
+	}
+}

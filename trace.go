@@ -2,11 +2,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"strings"
-	"time"
+
+	"github.com/modelgateway/gateway/internal/uuid"
 )
 
 // TraceIDFrom returns the request's trace id.
@@ -116,36 +115,7 @@ func visibleASCII(s string) bool {
 // order keeps a store's index of trace ids growing at its end, where
 // random ids would land on a random page each (in SQLite, about 20 µs of
 // CPU more per stored record past 200,000 records).
-func newTraceID() string {
-	var b [16]byte
-	rand.Read(b[6:])
-	ms := uint64(time.Now().UnixMilli())
-	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
-	b[6] = b[6]&0x0f | 0x70
-	b[8] = b[8]&0x3f | 0x80
-	return formatUUID(&b)
-}
+func newTraceID() string { return uuid.NewV7() }
 
 // newUUID returns a random (version 4) UUID.
-func newUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return formatUUID(&b)
-}
-
-// formatUUID returns b in the canonical form, 8-4-4-4-12 hex digits.
-func formatUUID(b *[16]byte) string {
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:], b[10:])
-	return string(out[:])
-}
+func newUUID() string { return uuid.New() }

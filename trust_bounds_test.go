@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -427,29 +426,5 @@ func TestAttemptsCountedThroughTheCache(t *testing.T) {
 	}
 	if got.Status != 503 || got.Body != `{"from":"a"}` || got.Cache != string(CacheMiss) {
 		t.Errorf("got %d %s (cache %s), want a's 503, a MISS", got.Status, got.Body, got.Cache)
-	}
-}
-
-// TestCustomLogModelClipped: the model of a custom log record (POST
-// /v1/logs), which the gateway only records, is clipped to 256 bytes like
-// a pass-through body's: it is a log field and a metrics label.
-func TestCustomLogModelClipped(t *testing.T) {
-	e := newLogsEnv(t)
-	for _, body := range []string{
-		`{"request":{"url":"/v1/x","body":{"model":"` + strings.Repeat("m", 1<<20) + `"}},"response":{"body":{}}}`,
-		`{"request":{"url":"/v1/x","body":{}},"response":{"body":{"model":"` + strings.Repeat("m", 1<<20) + `"}}}`,
-	} {
-		res := e.do("POST", "/v1/logs", strings.NewReader(body), HeaderAPIKey+": "+coreAdminKey, "Content-Type: application/json")
-		var created struct{ Data []struct{ ID string } }
-		if err := json.NewDecoder(res.Body).Decode(&created); err != nil || res.StatusCode != 200 || len(created.Data) != 1 {
-			t.Fatalf("POST /logs: %d %v", res.StatusCode, err)
-		}
-		var rec logWire
-		if st, b := e.getJSON(coreAdminKey, "/v1/logs/"+created.Data[0].ID, &rec); st != 200 {
-			t.Fatalf("GET the custom log: %d %s", st, b)
-		}
-		if len(rec.AIModel) != maxModelBytes {
-			t.Errorf("the custom log's model has %d bytes, want %d", len(rec.AIModel), maxModelBytes)
-		}
 	}
 }

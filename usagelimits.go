@@ -2,291 +2,95 @@ package gateway
 
 import (
 	"encoding/json"
-	"errors"
+	"maps"
 	"math"
-	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
-// Usage-limits policy types: what a budget counts.
+// An API key's usage_limits (APIKey.UsageLimits, a JSON object) and a
+// workspace's (Workspace.UsageLimits, a JSON array of such objects) are
+// budgets the budget package enforces when the host wires it in; the
+// root only checks their shape where they are written (UsageLimitsJSON).
+
+// What a usage limit counts, and its calendar resets.
 const (
-	// UsageCost counts the cost of the requests in USD, priced by the
-	// gateway's PriceTable (Options.Prices) from the tokens the answers
-	// report.
-	UsageCost = "cost"
-	// UsageTokens counts the total tokens the answers report.
-	UsageTokens = "tokens"
+	usageCost    = "cost"
+	usageTokens  = "tokens"
+	resetWeekly  = "weekly"
+	resetMonthly = "monthly"
 )
 
-// Periodic resets of a usage-limits policy: the calendar period after
-// which every entity's usage starts again from zero.
-const (
-	// ResetWeekly starts a new period every Monday at 00:00 UTC.
-	ResetWeekly = "weekly"
-	// ResetMonthly starts a new period on the 1st of every month at 00:00
-	// UTC.
-	ResetMonthly = "monthly"
-)
-
-// Statuses of a usage-limits entity.
-const (
-	EntityActive    = "active"
-	EntityExhausted = "exhausted"
-)
-
-// CodeBudgetExhausted is the error code of a request refused because a
-// usage-limits policy's budget is spent; its type is TypeUsageLimit and
-// its status 412, which OpenAI's SDKs do not retry.
-const CodeBudgetExhausted = "budget_exhausted"
-
-// TypeUsageLimit is the error type of a request refused by a usage-limits
-// policy.
-const TypeUsageLimit = "usage_limit_exceeded"
-
-// UsageLimitsPolicy is a budget: the requests that match all of its
-// Conditions may use at most CreditLimit tokens or USD (Type) per entity
-// named by the values of its GroupBy keys (e.g. one entity per API key),
-// over the current period (PeriodicReset or PeriodicResetDays) or in all
-// (neither). Once an entity's usage reaches CreditLimit its requests are
-// refused with 412 budget_exhausted until the period ends or the usage is
-// reset. Condition and group keys are those of RateLimitsPolicy, with the
-// same security stance.
-//
-// Its JSON form is the UsageLimitsPolicy schema of the public API.
-type UsageLimitsPolicy struct {
-	// ID is a UUID, kept in lower case.
-	ID          string
-	Name        string
-	Conditions  []PolicyCondition
-	GroupBy     []PolicyGroupBy
-	Type        string  // UsageCost or UsageTokens
-	CreditLimit float64 // ≥ 0; 0 refuses every matching request
-	// AlertThreshold, when not nil, is the usage (≤ CreditLimit) whose
-	// crossing by an entity writes one warning to the error log and one
-	// record to the audit log.
-	AlertThreshold *float64
-	// PeriodicReset is ResetWeekly, ResetMonthly or empty;
-	// PeriodicResetDays (1–365, exclusive with it) starts a new period
-	// every so many days from CreatedAt. Neither: usage is cumulative.
-	PeriodicReset     string
-	PeriodicResetDays int
-	// LastResetAt is when usage was last reset by hand (RFC 3339), empty
-	// if never; reads report the start of the current period when later.
-	LastResetAt    string
-	Status         string // PolicyActive or PolicyArchived
-	WorkspaceID    string
-	OrganisationID string
-	CreatedAt      string // RFC 3339, UTC
-	LastUpdatedAt  string // RFC 3339, UTC
+// usageLimitEntry is one usage limit of an API key or a workspace.
+type usageLimitEntry struct {
+	typ   string
+	reset string
+	days  int
 }
 
-// usageLimitsWire is the JSON form of a UsageLimitsPolicy.
-type usageLimitsWire struct {
-	ID                string                   `json:"id"`
-	Name              *string                  `json:"name"`
-	Conditions        []PolicyCondition        `json:"conditions"`
-	GroupBy           []PolicyGroupBy          `json:"group_by"`
-	Type              string                   `json:"type"`
-	CreditLimit       float64                  `json:"credit_limit"`
-	AlertThreshold    *float64                 `json:"alert_threshold"`
-	PeriodicReset     *string                  `json:"periodic_reset"`
-	PeriodicResetDays *int                     `json:"periodic_reset_days"`
-	NextUsageResetAt  *string                  `json:"next_usage_reset_at"`
-	LastResetAt       *string                  `json:"last_reset_at"`
-	Status            string                   `json:"status"`
-	WorkspaceID       string                   `json:"workspace_id"`
-	OrganisationID    string                   `json:"organisation_id"`
-	CreatedAt         string                   `json:"created_at"`
-	LastUpdatedAt     string                   `json:"last_updated_at"`
-	ValueKeyUsageMap  map[string]ValueKeyUsage `json:"value_key_usage_map,omitempty"`
-	Object            string                   `json:"object,omitempty"`
-}
+// usageLimitFields are the fields an entry of usage_limits may have (the
+// reference's UsageLimits schema); next_usage_reset_at is worked out by
+// the gateway and accepted only to be ignored.
+var usageLimitFields = []string{"credit_limit", "type", "alert_threshold", "periodic_reset", "periodic_reset_days", "next_usage_reset_at"}
 
-// ValueKeyUsage is the usage of one entity of a policy, as the
-// value_key_usage_map of a policy read with include_usage shows it.
-type ValueKeyUsage struct {
-	CurrentUsage          float64 `json:"current_usage"`
-	Status                string  `json:"status"`
-	IsThresholdAlertsSent bool    `json:"is_threshold_alerts_sent"`
-	IsExhaustedAlertsSent bool    `json:"is_exhausted_alerts_sent"`
-}
-
-// MarshalJSON writes p in its public shape, next_usage_reset_at as of now.
-func (p UsageLimitsPolicy) MarshalJSON() ([]byte, error) {
-	return json.Marshal(p.wire(time.Now()))
-}
-
-// UnmarshalJSON reads p from its public shape (next_usage_reset_at and
-// value_key_usage_map, which are worked out, are ignored).
-func (p *UsageLimitsPolicy) UnmarshalJSON(b []byte) error {
-	var w usageLimitsWire
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
+// parseUsageLimit checks one usage_limits object, whose fields are named
+// in a 400 after p (e.g. "usage_limits" or "usage_limits[1]"). type is
+// cost when absent; credit_limit is required.
+func parseUsageLimit(p string, raw json.RawMessage) (usageLimitEntry, *Error) {
+	var e usageLimitEntry
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return e, policyInvalid(p, p+" must be an object of type, credit_limit, alert_threshold and periodic_reset")
 	}
-	*p = UsageLimitsPolicy{ID: w.ID, Conditions: w.Conditions, GroupBy: w.GroupBy, Type: w.Type,
-		CreditLimit: w.CreditLimit, AlertThreshold: w.AlertThreshold, Status: w.Status, WorkspaceID: w.WorkspaceID,
-		OrganisationID: w.OrganisationID, CreatedAt: w.CreatedAt, LastUpdatedAt: w.LastUpdatedAt}
-	if w.Name != nil {
-		p.Name = *w.Name
-	}
-	if w.PeriodicReset != nil {
-		p.PeriodicReset = *w.PeriodicReset
-	}
-	if w.PeriodicResetDays != nil {
-		p.PeriodicResetDays = *w.PeriodicResetDays
-	}
-	if w.LastResetAt != nil {
-		p.LastResetAt = *w.LastResetAt
-	}
-	return nil
-}
-
-func (p *UsageLimitsPolicy) wire(now time.Time) usageLimitsWire {
-	w := usageLimitsWire{ID: p.ID, Conditions: p.Conditions, GroupBy: p.GroupBy, Type: p.Type,
-		CreditLimit: p.CreditLimit, AlertThreshold: p.AlertThreshold, Status: p.Status, WorkspaceID: p.WorkspaceID,
-		OrganisationID: p.OrganisationID, CreatedAt: p.CreatedAt, LastUpdatedAt: p.LastUpdatedAt}
-	if w.Conditions == nil {
-		w.Conditions = []PolicyCondition{}
-	}
-	if w.GroupBy == nil {
-		w.GroupBy = []PolicyGroupBy{}
-	}
-	if p.Name != "" {
-		w.Name = &p.Name
-	}
-	if p.PeriodicReset != "" {
-		w.PeriodicReset = &p.PeriodicReset
-	}
-	if p.PeriodicResetDays > 0 {
-		w.PeriodicResetDays = &p.PeriodicResetDays
-	}
-	start, next := p.period(now)
-	if !next.IsZero() {
-		s := next.Format(time.RFC3339)
-		w.NextUsageResetAt = &s
-	}
-	last := p.LastResetAt
-	if created, err := time.Parse(time.RFC3339, p.CreatedAt); !start.IsZero() && err == nil && start.After(created) {
-		if s := start.Format(time.RFC3339); last == "" || laterTime(s, last) {
-			last = s
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !slices.Contains(usageLimitFields, k) {
+			return e, policyInvalid(p+"."+k, "unknown field "+quoteShort(k)+": usage limits have type, credit_limit, alert_threshold, periodic_reset and periodic_reset_days")
 		}
 	}
-	if last != "" {
-		w.LastResetAt = &last
+	e.typ = usageCost
+	if v, ok := fields["type"]; ok && json.Unmarshal(v, &e.typ) != nil {
+		return e, policyInvalid(p+".type", p+".type must be cost or tokens")
 	}
-	return w
-}
-
-// laterTime reports whether RFC 3339 time a is after b (false when either
-// does not parse).
-func laterTime(a, b string) bool {
-	ta, err1 := time.Parse(time.RFC3339, a)
-	tb, err2 := time.Parse(time.RFC3339, b)
-	return err1 == nil && err2 == nil && ta.After(tb)
-}
-
-// period returns the start of the usage period of p that holds now, and
-// the start of the next one: zero times for cumulative usage.
-func (p *UsageLimitsPolicy) period(now time.Time) (start, next time.Time) {
-	return usagePeriod(p.PeriodicReset, p.PeriodicResetDays, p.CreatedAt, now)
-}
-
-// usagePeriod returns the period of a reset rule holding now: weekly
-// periods start on Mondays, monthly ones on the 1st, both at 00:00 UTC;
-// periods of days run from anchor (an RFC 3339 time; the Unix epoch when
-// it does not parse).
-func usagePeriod(reset string, days int, anchor string, now time.Time) (start, next time.Time) {
-	now = now.UTC()
-	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	switch {
-	case reset == ResetWeekly:
-		back := (int(midnight.Weekday()) + 6) % 7 // days since Monday
-		start = midnight.AddDate(0, 0, -back)
-		return start, start.AddDate(0, 0, 7)
-	case reset == ResetMonthly:
-		start = time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-		return start, start.AddDate(0, 1, 0)
-	case days > 0:
-		a, err := time.Parse(time.RFC3339, anchor)
-		if err != nil {
-			a = time.Unix(0, 0)
-		}
-		a = a.UTC()
-		span := time.Duration(days) * 24 * time.Hour
-		n := now.Sub(a) / span
-		if now.Before(a) {
-			n = 0
-		}
-		start = a.Add(n * span)
-		return start, start.Add(span)
+	v, ok := fields["credit_limit"]
+	var credit *float64
+	if !ok || json.Unmarshal(v, &credit) != nil || credit == nil {
+		return e, policyInvalid(p+".credit_limit", p+".credit_limit must be a number of at least 0")
 	}
-	return time.Time{}, time.Time{}
-}
-
-// periodKey names a period for a UsageCounter: the reset rule and the
-// period's start, or "" for cumulative usage.
-func periodKey(reset string, days int, start time.Time) string {
-	if start.IsZero() {
-		return ""
+	var alert *float64
+	if v, ok := fields["alert_threshold"]; ok && json.Unmarshal(v, &alert) != nil {
+		return e, policyInvalid(p+".alert_threshold", p+".alert_threshold must be a number of at least 0, or null")
 	}
-	rule := reset
-	if rule == "" {
-		rule = strconv.Itoa(days) + "d"
+	var reset *string
+	if v, ok := fields["periodic_reset"]; ok && json.Unmarshal(v, &reset) != nil {
+		return e, policyInvalid(p+".periodic_reset", p+".periodic_reset must be weekly, monthly or null")
 	}
-	return rule + "@" + start.Format(time.RFC3339)
-}
-
-// Validate checks every field of p: a UUID id, a known type and status,
-// and what the control plane checks (see check).
-func (p *UsageLimitsPolicy) Validate() error {
-	if !uuidRE.MatchString(p.ID) {
-		return errors.New("gateway: usage-limits policy id must be a UUID")
+	if reset != nil {
+		e.reset = *reset
 	}
-	if p.Status != PolicyActive && p.Status != PolicyArchived {
-		return errors.New("gateway: usage-limits policy status must be active or archived")
+	var days *int
+	if v, ok := fields["periodic_reset_days"]; ok && (json.Unmarshal(v, &days) != nil || days != nil && *days < 1) {
+		return e, policyInvalid(p+".periodic_reset_days", p+".periodic_reset_days must be an integer from 1 to 365, or null")
 	}
-	if e := p.check(); e != nil {
-		return e
+	if days != nil {
+		e.days = *days
 	}
-	return nil
-}
-
-// check validates the fields a caller of the control plane sets, naming
-// the offending one in Param.
-func (p *UsageLimitsPolicy) check() *Error {
-	if len(p.Name) > maxPolicyName {
-		return policyInvalid("name", "policy name must be at most 255 bytes")
+	var next *time.Time
+	if v, ok := fields["next_usage_reset_at"]; ok && json.Unmarshal(v, &next) != nil {
+		return e, policyInvalid(p+".next_usage_reset_at", p+".next_usage_reset_at must be an RFC 3339 date-time or null")
 	}
-	if e := checkUsageLimit("", p.Type, p.CreditLimit, p.AlertThreshold, p.PeriodicReset, p.PeriodicResetDays); e != nil {
-		return e
+	if err := checkUsageLimit(p+".", e.typ, *credit, alert, e.reset, e.days); err != nil {
+		return e, err
 	}
-	for i, c := range p.Conditions {
-		if !policyKeyValid(c.Key) {
-			return policyInvalid("conditions["+strconv.Itoa(i)+"].key", "policy key "+quoteShort(c.Key)+" is not api_key, workspace_id, organisation_id or metadata.<name>")
-		}
-	}
-	for i, g := range p.GroupBy {
-		if !policyKeyValid(g.Key) {
-			return policyInvalid("group_by["+strconv.Itoa(i)+"].key", "policy key "+quoteShort(g.Key)+" is not api_key, workspace_id, organisation_id or metadata.<name>")
-		}
-		for _, o := range p.GroupBy[:i] {
-			if o.Key == g.Key {
-				return policyInvalid("group_by["+strconv.Itoa(i)+"].key", "group key "+quoteShort(g.Key)+" is given twice")
-			}
-		}
-	}
-	return nil
+	return e, nil
 }
 
 // checkUsageLimit checks the fields a usage limit has wherever it is set
-// (a policy, an API key's or a workspace's usage_limits); prefix is put
-// before the names of the fields in the 400 (e.g. "usage_limits.").
+// (an API key's or a workspace's usage_limits); prefix is put before the
+// names of the fields in the 400 (e.g. "usage_limits.").
 func checkUsageLimit(prefix, typ string, credit float64, alert *float64, reset string, days int) *Error {
 	switch {
-	case typ != UsageCost && typ != UsageTokens:
+	case typ != usageCost && typ != usageTokens:
 		return policyInvalid(prefix+"type", prefix+"type must be cost or tokens")
 	case !(credit >= 0) || math.IsInf(credit, 0):
 		return policyInvalid(prefix+"credit_limit", prefix+"credit_limit must be a number of at least 0")
@@ -294,7 +98,7 @@ func checkUsageLimit(prefix, typ string, credit float64, alert *float64, reset s
 		return policyInvalid(prefix+"alert_threshold", prefix+"alert_threshold must be a number of at least 0, or null")
 	case alert != nil && *alert > credit:
 		return policyInvalid(prefix+"alert_threshold", prefix+"alert_threshold must not be above credit_limit")
-	case reset != "" && reset != ResetWeekly && reset != ResetMonthly:
+	case reset != "" && reset != resetWeekly && reset != resetMonthly:
 		return policyInvalid(prefix+"periodic_reset", prefix+"periodic_reset must be weekly, monthly or null")
 	case days < 0 || days > 365:
 		return policyInvalid(prefix+"periodic_reset_days", prefix+"periodic_reset_days must be an integer from 1 to 365, or null")
@@ -304,63 +108,43 @@ func checkUsageLimit(prefix, typ string, credit float64, alert *float64, reset s
 	return nil
 }
 
-// matches reports whether every condition of p holds for the request.
-func (p *UsageLimitsPolicy) matches(id Identity, md map[string]string) bool {
-	for _, c := range p.Conditions {
-		if v, ok := conditionValue(id, md, c.Key); !ok || v != c.Value {
-			return false
+// UsageLimitsJSON checks the usage_limits of an API key (workspace false:
+// one object) or of a workspace (an array of objects, no two of the same
+// type and reset period, which would share a counter) in a create or
+// update body, and returns what to store: the JSON as given (nil for
+// absent or null), or a 400 naming the field at fault, e.g.
+// usage_limits.credit_limit. The budget package checks a usage-limits
+// policy's fields with it too.
+func UsageLimitsJSON(raw json.RawMessage, workspace bool) (json.RawMessage, error) {
+	open := byte('{')
+	if workspace {
+		open = '['
+	}
+	ul, err := limitsJSON("usage_limits", raw, open)
+	if err != nil || ul == nil {
+		return nil, err
+	}
+	if !workspace {
+		if _, e := parseUsageLimit("usage_limits", ul); e != nil {
+			return nil, e
 		}
+		return ul, nil
 	}
-	return true
-}
-
-// valueKey names the entity of p the request counts in: with one group
-// key, its value (the API key's id for api_key); with several,
-// "key:value" pairs joined by commas, values escaped as in a URL query.
-// A request lacking a group key's value counts in the entity of the empty
-// value.
-func (p *UsageLimitsPolicy) valueKey(id Identity, md map[string]string) string {
-	if len(p.GroupBy) == 1 {
-		v, _ := conditionValue(id, md, p.GroupBy[0].Key)
-		return v
+	var elems []json.RawMessage
+	if err := json.Unmarshal(ul, &elems); err != nil {
+		return nil, policyInvalid("usage_limits", "usage_limits must be an array of objects, or null")
 	}
-	var b strings.Builder
-	for i, g := range p.GroupBy {
-		v, _ := conditionValue(id, md, g.Key)
-		if i > 0 {
-			b.WriteByte(',')
+	seen := make([]usageLimitEntry, 0, len(elems))
+	for i, el := range elems {
+		p := "usage_limits[" + strconv.Itoa(i) + "]"
+		e, err := parseUsageLimit(p, el)
+		if err != nil {
+			return nil, err
 		}
-		b.WriteString(g.Key)
-		b.WriteByte(':')
-		b.WriteString(url.QueryEscape(v))
+		if j := slices.Index(seen, e); j >= 0 {
+			return nil, policyInvalid(p, p+" has the type and period of usage_limits["+strconv.Itoa(j)+"]: give one limit per type and period")
+		}
+		seen = append(seen, e)
 	}
-	return b.String()
-}
-
-// cloneUsageLimits returns a copy of p sharing no memory with it, its id
-// in lower case.
-func cloneUsageLimits(p *UsageLimitsPolicy) *UsageLimitsPolicy {
-	c := *p
-	c.ID = strings.ToLower(c.ID)
-	c.Conditions = slices.Clone(c.Conditions)
-	c.GroupBy = slices.Clone(c.GroupBy)
-	if p.AlertThreshold != nil {
-		a := *p.AlertThreshold
-		c.AlertThreshold = &a
-	}
-	return &c
-}
-
-// UsageLimitsEqual reports whether a and b are the same in every field
-// but the case of their ids: the comparison of a compare-and-swap.
-func UsageLimitsEqual(a, b *UsageLimitsPolicy) bool {
-	return strings.EqualFold(a.ID, b.ID) && a.Name == b.Name &&
-		slices.Equal(a.Conditions, b.Conditions) && slices.Equal(a.GroupBy, b.GroupBy) &&
-		a.Type == b.Type && a.CreditLimit == b.CreditLimit &&
-		(a.AlertThreshold == nil) == (b.AlertThreshold == nil) &&
-		(a.AlertThreshold == nil || *a.AlertThreshold == *b.AlertThreshold) &&
-		a.PeriodicReset == b.PeriodicReset && a.PeriodicResetDays == b.PeriodicResetDays &&
-		a.LastResetAt == b.LastResetAt && a.Status == b.Status &&
-		a.WorkspaceID == b.WorkspaceID && a.OrganisationID == b.OrganisationID &&
-		a.CreatedAt == b.CreatedAt && a.LastUpdatedAt == b.LastUpdatedAt
+	return ul, nil
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"github.com/modelgateway/gateway/internal/bounds"
 	"net/http"
 	"net/url"
 	"strings"
@@ -39,11 +40,11 @@ func (vertexAI) Rewrite(pr *ProxyRequest) error {
 	switch {
 	case h.ProjectID == "":
 		return missingSetting(HeaderHostBProjectID, "project_id", ProviderVertexAI)
-	case !gcpProjectID(h.ProjectID):
+	case !bounds.ProjectID(h.ProjectID):
 		return invalidHeader(HeaderHostBProjectID, "must be a project id or number: 1 to 63 lower-case letters, digits or hyphens")
 	case h.Region == "":
 		return missingSetting(HeaderHostBRegion, "region", ProviderVertexAI)
-	case !cloudRegion(h.Region):
+	case !bounds.Region(h.Region):
 		return invalidHeader(HeaderHostBRegion, "must be a region name such as us-central1, or global")
 	}
 	base := pr.Target.BaseURL
@@ -64,31 +65,6 @@ func (vertexAI) Rewrite(pr *ProxyRequest) error {
 	}
 	pr.CopyHeaders("X-Vertex-Ai-Llm-Request-Type")
 	return nil
-}
-
-// gcpProjectID reports whether s can be a Google Cloud project id (6 to 30
-// lower-case letters, digits and hyphens) or project number, checked
-// loosely as a lower-case DNS label: what matters here is that it is one
-// safe path segment.
-func gcpProjectID(s string) bool {
-	return dnsLabel(s) && lowerLabel(s)
-}
-
-// cloudRegion reports whether s is a plausible region name of a cloud
-// host: a lower-case DNS label that starts with a letter, e.g. us-central1,
-// europe-west4, us-east-1 or global.
-func cloudRegion(s string) bool {
-	return dnsLabel(s) && lowerLabel(s) && s[0] >= 'a' && s[0] <= 'z'
-}
-
-// lowerLabel reports whether s has no upper-case ASCII letters.
-func lowerLabel(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 'A' && s[i] <= 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // Translate turns an OpenAI chat completion for a Gemini model (an id

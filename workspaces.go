@@ -13,8 +13,9 @@ import (
 //
 // Metadata (defaults.metadata) and RateLimits are stored and read back as
 // given; the gateway does not yet apply them to requests. UsageLimits (a
-// JSON array of usage limits) are enforced as budgets of the whole
-// workspace when Options.Workspaces holds it (see budget_keys.go).
+// JSON array of usage limits, checked by UsageLimitsJSON) are enforced
+// as budgets of the whole workspace by the budget package, when the host
+// wires it with the workspaces.
 type Workspace struct {
 	ID          string
 	Name        string

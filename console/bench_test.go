@@ -11,11 +11,14 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // benchLogs fills st with n request logs of ws-1 spread over the last
 // 30 days.
-func benchLogs(b *testing.B, st gateway.LogStore, n int) {
+func benchLogs(b *testing.B, st observe.Store, n int) {
 	b.Helper()
 	now := time.Now()
 	batch := make([]*gateway.RequestLog, 0, 1000)
@@ -63,11 +66,13 @@ func benchSignIn(b *testing.B, h http.Handler, key string) *http.Cookie {
 
 // benchPages renders each path of the console over a gateway whose log
 // store is logs (holding its records already), as key, b.N times.
-func benchPages(b *testing.B, logs gateway.LogStore, key string, paths map[string]string) {
+func benchPages(b *testing.B, logs observe.Store, key string, paths map[string]string) {
 	st := &gateway.MemoryStore{}
 	st.AddAPIKey(gateway.APIKey{ID: "key-ws1", Digest: gateway.HashAPIKey(ws1Key), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
-	g := gateway.New(gateway.Options{Keys: st, Logs: logs, Audit: st, Policies: st, VirtualKeys: st, Configs: st})
-	b.Cleanup(func() { g.Close() })
+	g := gateway.New(gateway.Options{Keys: st, Policies: st, VirtualKeys: st, Configs: st})
+	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, Audit: &observe.Auditor{Store: st}})
+	routes := observe.Mount(g, observe.Options{Logs: logs, Audit: &observe.Auditor{Store: st}})
+	b.Cleanup(func() { routes.Close(); g.Close() })
 	h := New(g, Options{})
 	session := benchSignIn(b, h, key)
 	for name, path := range paths {
@@ -93,7 +98,7 @@ func benchPages(b *testing.B, logs gateway.LogStore, key string, paths map[strin
 // logs page (50 rows) over a MemoryStore full of request logs (10,000,
 // its bound).
 func BenchmarkPages(b *testing.B) {
-	st := &gateway.MemoryStore{}
+	st := memstore.New()
 	benchLogs(b, st, 10000)
 	benchPages(b, st, ws1Key, map[string]string{
 		"overview-24h": "/console/?range=24h",

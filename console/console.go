@@ -4,6 +4,7 @@
 // gateway, the way net/http/pprof is mounted:
 //
 //	g := gateway.New(opts)
+//	admin.Mount(g, admin.Options{Keys: store, ...}) // the routes of the key, virtual key and config pages
 //	mux := http.NewServeMux()
 //	mux.Handle("/console/", console.New(g, console.Options{}))
 //	mux.Handle("/", g)
@@ -13,7 +14,9 @@
 // the signed-in key, so the API's scopes and workspace rules apply exactly
 // (a workspace key sees only its workspace; a key without a scope sees
 // the API's 403 on that page), and no number can differ from the API's
-// answer for the same filters.
+// answer for the same filters. The pages of keys, virtual keys and
+// configs call the routes that package admin mounts on the gateway: a host
+// that offers those pages mounts them too.
 //
 // # Security
 //

@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/gatewaytest"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // Keys of the test gateway: an organisation admin, an admin of each of
@@ -50,7 +53,7 @@ func (c *clock) add(d time.Duration) {
 // /console/, served over HTTP.
 type env struct {
 	t     *testing.T
-	store *gateway.MemoryStore
+	store *memstore.Store
 	gw    *gateway.Gateway
 	srv   *httptest.Server
 	clock *clock
@@ -66,7 +69,7 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	t.Helper()
 	up := gatewaytest.NewServer()
 	t.Cleanup(up.Close)
-	st := &gateway.MemoryStore{}
+	st := memstore.New()
 	st.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(orgKey), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin, Name: "org admin"})
 	st.AddAPIKey(gateway.APIKey{ID: "key-ws1", Digest: gateway.HashAPIKey(ws1Key), WorkspaceID: "ws-1", Role: gateway.RoleAdmin, Name: "ws-1 admin"})
 	st.AddAPIKey(gateway.APIKey{ID: "key-ws2", Digest: gateway.HashAPIKey(ws2Key), WorkspaceID: "ws-2", Role: gateway.RoleAdmin, Name: "ws-2 admin"})
@@ -74,12 +77,18 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-1", Provider: "openai", APIKey: "sk-upstream-secret-1", BaseURL: up.URL, WorkspaceID: "ws-1"})
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-2", Provider: "openai", APIKey: "sk-upstream-secret-2", BaseURL: up.URL, WorkspaceID: "ws-2"})
 	var o gateway.Options
-	o.Keys, o.VirtualKeys, o.Configs, o.Policies, o.Workspaces, o.Audit, o.Logs = st, st, st, st, st, st, st
+	o.Keys, o.VirtualKeys, o.Configs, o.Policies, o.Workspaces, o.Audit = st, st, st, st, st, st
+	o.LogSinks = []gateway.LogSink{observe.Sink(st)}
+	ob := observe.Options{Logs: st, Audit: &observe.Auditor{Store: st}}
 	u, _ := url.Parse(up.URL)
 	o.CustomHostAllow = []string{u.Host}
-	setOptionalStores(&o, st)
+	mount := setOptionalStores(&o, &ob, st)
 	g := gateway.New(o)
-	t.Cleanup(func() { g.Close() })
+	mount(g)
+	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Workspaces: st, Policies: st,
+		Audit: &observe.Auditor{Store: st}})
+	routes := observe.Mount(g, ob)
+	t.Cleanup(func() { routes.Close(); g.Close() })
 	ck := &clock{}
 	if opts.Now == nil {
 		opts.Now = ck.now
@@ -125,7 +134,7 @@ func (e *env) traffic(key, vk, tracePrefix string, n int) {
 }
 
 func (e *env) logCount() int {
-	recs, _ := e.store.Logs(context.Background(), &gateway.LogQuery{})
+	recs, _ := e.store.Logs(context.Background(), &observe.Query{})
 	return len(recs)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
 	gwprom "github.com/modelgateway/gateway/prometheus"
 )
 
@@ -23,7 +24,8 @@ func TestCollectorCountsBudgetExhausted(t *testing.T) {
 	e := &env{buf: &gateway.LogBuffer{}, reg: gwprom.NewRegistry()}
 	col := gwprom.NewCollector(gwprom.Options{Next: e.buf})
 	e.reg.MustRegister(col)
-	e.gw = gateway.New(gateway.Options{Keys: store, VirtualKeys: store, LogSink: col})
+	e.gw = gateway.New(gateway.Options{Keys: store, VirtualKeys: store, LogSink: col,
+		Admissions: []gateway.Admission{budget.New(budget.Options{})}}) // enforces the key's usage_limits
 	e.srv = httptest.NewServer(e.gw)
 	t.Cleanup(e.srv.Close)
 	for _, want := range []int{200, 200, 412} {

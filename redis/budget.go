@@ -9,9 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelgateway/gateway/budget"
 	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/modelgateway/gateway"
 )
 
 // DefaultBudgetPrefix is the prefix of a Budget's Redis keys when
@@ -25,10 +24,10 @@ type BudgetOptions struct {
 	Prefix string
 }
 
-// Budget is a gateway.UsageCounter whose counters live in Redis, so that
+// Budget is a budget.Counter whose counters live in Redis, so that
 // every gateway replica using the same Redis enforces one budget
-// (Options.UsageCounter). It keeps exactly the semantics of
-// gateway.MemoryUsageCounter.
+// (budget.Options.Counter). It keeps exactly the semantics of
+// budget.MemoryCounter.
 //
 // Each entity is a Redis hash (period, usage, reservations, epoch and the
 // two alert flags) under the prefix, "{" and the policy id (a digest when
@@ -52,7 +51,7 @@ type Budget struct {
 	prefix string
 }
 
-var _ gateway.UsageCounter = (*Budget)(nil)
+var _ budget.Counter = (*Budget)(nil)
 
 // NewBudget returns a Budget keeping its counters in the Redis that
 // client talks to. It panics if client is nil.
@@ -141,23 +140,23 @@ func (b *Budget) keys(policyID, valueKey string) []string {
 
 func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-// Reserve implements gateway.UsageCounter.
-func (b *Budget) Reserve(ctx context.Context, e gateway.UsageEntityKey, limit, estimate float64) (gateway.UsageReservation, error) {
+// Reserve implements budget.Counter.
+func (b *Budget) Reserve(ctx context.Context, e budget.EntityKey, limit, estimate float64) (budget.Reservation, error) {
 	res, err := reserveScript.Run(ctx, b.client, b.keys(e.PolicyID, e.ValueKey), e.Period, e.ValueKey, num(limit), num(estimate)).Slice()
 	if err != nil {
-		return gateway.UsageReservation{}, fmt.Errorf("gateway: redis budget: %w", err)
+		return budget.Reservation{}, fmt.Errorf("gateway: redis budget: %w", err)
 	}
 	ok, ok1 := intAt(res, 0)
 	usage, ok2 := floatAt(res, 1)
 	epoch, ok3 := intAt(res, 2)
 	if len(res) != 3 || !ok1 || !ok2 || !ok3 {
-		return gateway.UsageReservation{}, fmt.Errorf("gateway: redis budget: unexpected script reply %v", res)
+		return budget.Reservation{}, fmt.Errorf("gateway: redis budget: unexpected script reply %v", res)
 	}
-	return gateway.UsageReservation{UsageEntityKey: e, Allowed: ok == 1, Estimate: estimate, Usage: usage, Epoch: epoch}, nil
+	return budget.Reservation{EntityKey: e, Allowed: ok == 1, Estimate: estimate, Usage: usage, Epoch: epoch}, nil
 }
 
-// Settle implements gateway.UsageCounter.
-func (b *Budget) Settle(ctx context.Context, r gateway.UsageReservation, period string, used float64, th gateway.UsageThresholds) (gateway.UsageSettlement, error) {
+// Settle implements budget.Counter.
+func (b *Budget) Settle(ctx context.Context, r budget.Reservation, period string, used float64, th budget.Thresholds) (budget.Settlement, error) {
 	allowed := "0"
 	if r.Allowed {
 		allowed = "1"
@@ -165,20 +164,20 @@ func (b *Budget) Settle(ctx context.Context, r gateway.UsageReservation, period 
 	res, err := settleScript.Run(ctx, b.client, b.keys(r.PolicyID, r.ValueKey), period, r.ValueKey, r.Period,
 		strconv.FormatInt(r.Epoch, 10), allowed, num(r.Estimate), num(used), num(th.Alert), num(th.Limit)).Slice()
 	if err != nil {
-		return gateway.UsageSettlement{}, fmt.Errorf("gateway: redis budget: %w", err)
+		return budget.Settlement{}, fmt.Errorf("gateway: redis budget: %w", err)
 	}
 	usage, ok1 := floatAt(res, 0)
 	ac, ok2 := intAt(res, 1)
 	lc, ok3 := intAt(res, 2)
 	if len(res) != 3 || !ok1 || !ok2 || !ok3 {
-		return gateway.UsageSettlement{}, fmt.Errorf("gateway: redis budget: unexpected script reply %v", res)
+		return budget.Settlement{}, fmt.Errorf("gateway: redis budget: unexpected script reply %v", res)
 	}
-	return gateway.UsageSettlement{Usage: usage, AlertCrossed: ac == 1, LimitCrossed: lc == 1}, nil
+	return budget.Settlement{Usage: usage, AlertCrossed: ac == 1, LimitCrossed: lc == 1}, nil
 }
 
-// UsageEntities implements gateway.UsageCounter: the counters of the
+// UsageEntities implements budget.Counter: the counters of the
 // policy's index, by value key.
-func (b *Budget) UsageEntities(ctx context.Context, policyID string) ([]gateway.UsageEntity, error) {
+func (b *Budget) UsageEntities(ctx context.Context, policyID string) ([]budget.Entity, error) {
 	t := b.tag(policyID)
 	members, err := b.client.SMembers(ctx, t+"#idx").Result()
 	if err != nil {
@@ -195,13 +194,13 @@ func (b *Budget) UsageEntities(ctx context.Context, policyID string) ([]gateway.
 			return nil, fmt.Errorf("gateway: redis budget: %w", err)
 		}
 	}
-	out := make([]gateway.UsageEntity, 0, len(members))
+	out := make([]budget.Entity, 0, len(members))
 	for i, m := range members {
 		v := cmds[i].Val()
 		if len(v) != 6 || v[0] == nil {
 			continue
 		}
-		u := gateway.UsageEntity{UsageEntityKey: gateway.UsageEntityKey{PolicyID: policyID, ValueKey: m}}
+		u := budget.Entity{EntityKey: budget.EntityKey{PolicyID: policyID, ValueKey: m}}
 		u.Period, _ = v[0].(string)
 		u.Usage = parseNum(v[1])
 		u.Reserved = parseNum(v[2])
@@ -212,7 +211,7 @@ func (b *Budget) UsageEntities(ctx context.Context, policyID string) ([]gateway.
 	return out, nil
 }
 
-// ResetUsage implements gateway.UsageCounter.
+// ResetUsage implements budget.Counter.
 func (b *Budget) ResetUsage(ctx context.Context, policyID, valueKey string) (bool, error) {
 	n, err := resetScript.Run(ctx, b.client, b.keys(policyID, valueKey)[:1]).Int()
 	if err != nil {

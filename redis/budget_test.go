@@ -15,27 +15,28 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
 	gwredis "github.com/modelgateway/gateway/redis"
 )
 
 // TestBudgetMatchesMemory: a random sequence of reserves, settlements,
 // period changes and resets gets the same answers from a Budget as from a
-// gateway.MemoryUsageCounter, and leaves the same entities.
+// budget.MemoryCounter, and leaves the same entities.
 func TestBudgetMatchesMemory(t *testing.T) {
 	srv := startRedis(t)
 	ctx := context.Background()
 	rb := gwredis.NewBudget(srv.client(t), gwredis.BudgetOptions{Prefix: srv.prefix})
-	mem := &gateway.MemoryUsageCounter{}
+	mem := &budget.MemoryCounter{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	policies := []string{"p1", strings.Repeat("long-policy-", 20), "{braced}"}
 	values := []string{"k1", "k2", "", "metadata.user:a%2Cb"}
 	periods := []string{"", "monthly@2026-11-01T00:00:00Z", "monthly@2026-12-01T00:00:00Z"}
-	type pending struct{ r, m gateway.UsageReservation }
+	type pending struct{ r, m budget.Reservation }
 	var open []pending
 	for i := range 2000 {
 		switch op := rng.IntN(10); {
 		case op < 5:
-			key := gateway.UsageEntityKey{PolicyID: policies[rng.IntN(3)], ValueKey: values[rng.IntN(4)], Period: periods[rng.IntN(3)]}
+			key := budget.EntityKey{PolicyID: policies[rng.IntN(3)], ValueKey: values[rng.IntN(4)], Period: periods[rng.IntN(3)]}
 			limit, est := float64(rng.IntN(500)), float64(rng.IntN(100))+0.25
 			r, err := rb.Reserve(ctx, key, limit, est)
 			if err != nil {
@@ -54,7 +55,7 @@ func TestBudgetMatchesMemory(t *testing.T) {
 			open = append(open[:j], open[j+1:]...)
 			period := periods[rng.IntN(3)]
 			used := float64(rng.IntN(120)) / 3
-			th := gateway.UsageThresholds{Alert: float64(rng.IntN(300)) - 50, Limit: float64(rng.IntN(500))}
+			th := budget.Thresholds{Alert: float64(rng.IntN(300)) - 50, Limit: float64(rng.IntN(500))}
 			rs, err := rb.Settle(ctx, p.r, period, used, th)
 			if err != nil {
 				t.Fatal(err)
@@ -107,8 +108,9 @@ func TestBudgetConcurrentGateways(t *testing.T) {
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
 	var urls []string
 	for range 2 {
+		counter := gwredis.NewBudget(srv.client(t), gwredis.BudgetOptions{Prefix: srv.prefix})
 		gw := gateway.New(gateway.Options{Keys: store, VirtualKeys: store,
-			UsageCounter: gwredis.NewBudget(srv.client(t), gwredis.BudgetOptions{Prefix: srv.prefix})})
+			Admissions: []gateway.Admission{budget.New(budget.Options{Counter: counter})}})
 		s := httptest.NewServer(gw)
 		t.Cleanup(func() { s.Close(); gw.Close() })
 		urls = append(urls, s.URL)
@@ -162,11 +164,11 @@ func TestBudgetConcurrentGateways(t *testing.T) {
 func TestBudgetRedisDown(t *testing.T) {
 	b := gwredis.NewBudget(downClient(t), gwredis.BudgetOptions{})
 	ctx := context.Background()
-	key := gateway.UsageEntityKey{PolicyID: "p", ValueKey: "k"}
+	key := budget.EntityKey{PolicyID: "p", ValueKey: "k"}
 	if _, err := b.Reserve(ctx, key, 1, 1); err == nil {
 		t.Error("Reserve without Redis: no error")
 	}
-	if _, err := b.Settle(ctx, gateway.UsageReservation{UsageEntityKey: key}, "", 1, gateway.UsageThresholds{}); err == nil {
+	if _, err := b.Settle(ctx, budget.Reservation{EntityKey: key}, "", 1, budget.Thresholds{}); err == nil {
 		t.Error("Settle without Redis: no error")
 	}
 	if _, err := b.UsageEntities(ctx, "p"); err == nil {
@@ -183,14 +185,14 @@ func BenchmarkBudgetReserveSettle(b *testing.B) {
 	srv := startRedis(b)
 	bud := gwredis.NewBudget(srv.client(b), gwredis.BudgetOptions{Prefix: srv.prefix})
 	ctx := context.Background()
-	key := gateway.UsageEntityKey{PolicyID: "p", ValueKey: "k", Period: "monthly@2026-11-01T00:00:00Z"}
+	key := budget.EntityKey{PolicyID: "p", ValueKey: "k", Period: "monthly@2026-11-01T00:00:00Z"}
 	b.ReportAllocs()
 	for b.Loop() {
 		r, err := bud.Reserve(ctx, key, 1e15, 300)
 		if err != nil || !r.Allowed {
 			b.Fatal(err)
 		}
-		if _, err := bud.Settle(ctx, r, key.Period, 250, gateway.UsageThresholds{Alert: -1, Limit: 1e15}); err != nil {
+		if _, err := bud.Settle(ctx, r, key.Period, 250, budget.Thresholds{Alert: -1, Limit: 1e15}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -13,7 +14,7 @@ import (
 // assertion, to list every workspace's policies.
 var _ interface {
 	AllPolicies(context.Context) ([]gateway.RateLimitsPolicy, error)
-	AllUsageLimitsPolicies(context.Context) ([]gateway.UsageLimitsPolicy, error)
+	AllUsageLimitsPolicies(context.Context) ([]budget.Policy, error)
 } = (*sqlstore.Store)(nil)
 
 // TestAllPolicies: the policies of every workspace, for an organisation
@@ -46,7 +47,7 @@ func TestAllPolicies(t *testing.T) {
 
 		b1, b2 := budgetPolicy(), budgetPolicy()
 		b2.ID, b2.WorkspaceID, b2.CreatedAt = "7d1e0000-0000-4000-8000-0000000000c2", "ws-2", "2026-10-01T00:00:00.000Z"
-		for _, b := range []*gateway.UsageLimitsPolicy{&b1, &b2} {
+		for _, b := range []*budget.Policy{&b1, &b2} {
 			if err := s.PutUsageLimitsPolicy(ctx, b); err != nil {
 				t.Fatal(err)
 			}

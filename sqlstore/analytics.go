@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
-var _ gateway.LogAggregator = (*Store)(nil)
+var _ observe.Aggregator = (*Store)(nil)
 
-// AggregateLogs implements gateway.LogAggregator with one GROUP BY query
+// AggregateLogs implements observe.Aggregator with one GROUP BY query
 // on request_logs: the filters of logWhere, the feedback of each record's
 // trace joined from the feedback table (only when a feedback figure or
 // bound asks for it), the latency percentiles by Postgres's
@@ -22,9 +22,9 @@ var _ gateway.LogAggregator = (*Store)(nil)
 // (gw_percentiles) with the same nearest-rank definition. On SQLite, the
 // whole hours of an aggregation by workspace and time alone are read
 // from hourly rollups instead (see analytics_rollup.go).
-func (s *Store) AggregateLogs(ctx context.Context, a *gateway.Aggregation) ([]gateway.Aggregate, error) {
+func (s *Store) AggregateLogs(ctx context.Context, a *observe.Aggregation) ([]observe.Aggregate, error) {
 	var (
-		out []gateway.Aggregate
+		out []observe.Aggregate
 		err error
 	)
 	if from, to, ok := s.rollupHours(a); ok {
@@ -35,13 +35,13 @@ func (s *Store) AggregateLogs(ctx context.Context, a *gateway.Aggregation) ([]ga
 	if err != nil {
 		return nil, err
 	}
-	gateway.SortAggregates(out)
+	observe.SortAggregates(out)
 	return out, nil
 }
 
 // aggregateRecords answers a from the records; withFeedback keeps only
 // the records whose trace has feedback, found from the feedback table.
-func (s *Store) aggregateRecords(ctx context.Context, a *gateway.Aggregation, withFeedback bool) ([]gateway.Aggregate, error) {
+func (s *Store) aggregateRecords(ctx context.Context, a *observe.Aggregation, withFeedback bool) ([]observe.Aggregate, error) {
 	q, args, scan := s.aggregateQuery(a, withFeedback)
 	if s.dialect == dialectPostgres && slices.ContainsFunc(args, func(v any) bool {
 		str, ok := v.(string)
@@ -53,7 +53,7 @@ func (s *Store) aggregateRecords(ctx context.Context, a *gateway.Aggregation, wi
 		rows *sql.Rows
 		err  error
 	)
-	if s.dialect == dialectSQLite && a.Measures&gateway.MeasureLatency != 0 {
+	if s.dialect == dialectSQLite && a.Measures&observe.MeasureLatency != 0 {
 		conn, cerr := s.percentileConn(ctx)
 		if cerr != nil {
 			return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", cerr)
@@ -67,9 +67,9 @@ func (s *Store) aggregateRecords(ctx context.Context, a *gateway.Aggregation, wi
 		return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", err)
 	}
 	defer rows.Close()
-	var out []gateway.Aggregate
+	var out []observe.Aggregate
 	for rows.Next() {
-		var ag gateway.Aggregate
+		var ag observe.Aggregate
 		ok, err := scan(rows, &ag)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", err)
@@ -88,7 +88,7 @@ func (s *Store) aggregateRecords(ctx context.Context, a *gateway.Aggregation, wi
 // that reads one of its rows into an Aggregate (false for the row of no
 // record that an ungrouped query gives); withFeedback keeps only the
 // records whose trace has feedback.
-func (s *Store) aggregateQuery(a *gateway.Aggregation, withFeedback bool) (string, []any, func(*sql.Rows, *gateway.Aggregate) (bool, error)) {
+func (s *Store) aggregateQuery(a *observe.Aggregation, withFeedback bool) (string, []any, func(*sql.Rows, *observe.Aggregate) (bool, error)) {
 	d := s.dialect
 	where, args := logWhere(d, &a.Query)
 	arg := func(v any) string {
@@ -98,15 +98,15 @@ func (s *Store) aggregateQuery(a *gateway.Aggregation, withFeedback bool) (strin
 	var (
 		cols    []string // the SELECT list
 		groupBy []string // ordinals
-		fill    []func(ag *gateway.Aggregate) []any
-		post    []func(ag *gateway.Aggregate) error
+		fill    []func(ag *observe.Aggregate) []any
+		post    []func(ag *observe.Aggregate) error
 	)
-	col := func(expr string, dst func(ag *gateway.Aggregate) []any) {
+	col := func(expr string, dst func(ag *observe.Aggregate) []any) {
 		cols = append(cols, expr)
 		fill = append(fill, dst)
 	}
-	byValue := slices.Contains(a.GroupBy, gateway.DimFeedbackValue)
-	fbMeasure := a.Measures&gateway.MeasureFeedback != 0 && !byValue
+	byValue := slices.Contains(a.GroupBy, observe.DimFeedbackValue)
+	fbMeasure := a.Measures&observe.MeasureFeedback != 0 && !byValue
 	fbBound := a.WeightedFeedback.HasMin || a.WeightedFeedback.HasMax
 	from := `request_logs`
 	if fbMeasure || fbBound || withFeedback {
@@ -134,88 +134,88 @@ func (s *Store) aggregateQuery(a *gateway.Aggregation, withFeedback bool) (strin
 	var timeUS int64
 	for _, dim := range a.GroupBy {
 		switch dim {
-		case gateway.DimTime:
+		case observe.DimTime:
 			w := strconv.FormatInt(a.Bucket.Microseconds(), 10)
-			col(`(time_us / `+w+`) * `+w, func(ag *gateway.Aggregate) []any { return []any{&timeUS} })
-			post = append(post, func(ag *gateway.Aggregate) error { ag.Time = time.UnixMicro(timeUS).UTC(); return nil })
-		case gateway.DimModel:
-			col(`provider`, func(ag *gateway.Aggregate) []any { return []any{&ag.Provider} })
-			col(`model`, func(ag *gateway.Aggregate) []any { return []any{&ag.Model} })
-		case gateway.DimMetadata:
+			col(`(time_us / `+w+`) * `+w, func(ag *observe.Aggregate) []any { return []any{&timeUS} })
+			post = append(post, func(ag *observe.Aggregate) error { ag.Time = time.UnixMicro(timeUS).UTC(); return nil })
+		case observe.DimModel:
+			col(`provider`, func(ag *observe.Aggregate) []any { return []any{&ag.Provider} })
+			col(`model`, func(ag *observe.Aggregate) []any { return []any{&ag.Model} })
+		case observe.DimMetadata:
 			expr := metadataValue(d, a.MetadataKey, arg)
 			where = append(where, expr+` IS NOT NULL`)
-			col(expr, func(ag *gateway.Aggregate) []any { return []any{&ag.MetadataValue} })
-		case gateway.DimStatus:
-			col(`status`, func(ag *gateway.Aggregate) []any { return []any{&ag.Status} })
-		case gateway.DimAttempts:
-			col(`attempts`, func(ag *gateway.Aggregate) []any { return []any{&ag.Attempts} })
-		case gateway.DimFeedbackValue:
-			col(`fv.fv_score`, func(ag *gateway.Aggregate) []any { return []any{&ag.FeedbackValue} })
+			col(expr, func(ag *observe.Aggregate) []any { return []any{&ag.MetadataValue} })
+		case observe.DimStatus:
+			col(`status`, func(ag *observe.Aggregate) []any { return []any{&ag.Status} })
+		case observe.DimAttempts:
+			col(`attempts`, func(ag *observe.Aggregate) []any { return []any{&ag.Attempts} })
+		case observe.DimFeedbackValue:
+			col(`fv.fv_score`, func(ag *observe.Aggregate) []any { return []any{&ag.FeedbackValue} })
 		}
 	}
 	for i := range cols {
 		groupBy = append(groupBy, strconv.Itoa(i+1))
 	}
-	col(`COUNT(*)`, func(ag *gateway.Aggregate) []any { return []any{&ag.Requests} })
+	col(`COUNT(*)`, func(ag *observe.Aggregate) []any { return []any{&ag.Requests} })
 	// sum sums an integer expression (Postgres's SUM of a BIGINT is a
 	// NUMERIC: it is cast back); sumFloat a float one.
-	sum := func(expr string, dst func(ag *gateway.Aggregate) any) {
-		col(`CAST(COALESCE(SUM(`+expr+`), 0) AS BIGINT)`, func(ag *gateway.Aggregate) []any { return []any{dst(ag)} })
+	sum := func(expr string, dst func(ag *observe.Aggregate) any) {
+		col(`CAST(COALESCE(SUM(`+expr+`), 0) AS BIGINT)`, func(ag *observe.Aggregate) []any { return []any{dst(ag)} })
 	}
-	sumFloat := func(expr string, dst func(ag *gateway.Aggregate) any) {
-		col(`COALESCE(SUM(`+expr+`), 0)`, func(ag *gateway.Aggregate) []any { return []any{dst(ag)} })
+	sumFloat := func(expr string, dst func(ag *observe.Aggregate) any) {
+		col(`COALESCE(SUM(`+expr+`), 0)`, func(ag *observe.Aggregate) []any { return []any{dst(ag)} })
 	}
-	count := func(cond string, dst func(ag *gateway.Aggregate) any) {
+	count := func(cond string, dst func(ag *observe.Aggregate) any) {
 		sum(`CASE WHEN `+cond+` THEN 1 ELSE 0 END`, dst)
 	}
 	m := a.Measures
 	if byValue {
-		sumFloat(`fv.fv_score * fv.fv_weight`, func(ag *gateway.Aggregate) any { return &ag.FeedbackWeight })
+		sumFloat(`fv.fv_score * fv.fv_weight`, func(ag *observe.Aggregate) any { return &ag.FeedbackWeight })
 		m = 0
 	}
-	if m&gateway.MeasureErrors != 0 {
-		count(`status >= 400`, func(ag *gateway.Aggregate) any { return &ag.Errors })
+	if m&observe.MeasureErrors != 0 {
+		count(`status >= 400`, func(ag *observe.Aggregate) any { return &ag.Errors })
 	}
-	if m&gateway.MeasureRescued != 0 {
-		count(`rescued AND fallback_index > 0`, func(ag *gateway.Aggregate) any { return &ag.RescuedFallback })
-		count(`rescued AND fallback_index <= 0`, func(ag *gateway.Aggregate) any { return &ag.RescuedRetry })
+	if m&observe.MeasureRescued != 0 {
+		count(`rescued AND fallback_index > 0`, func(ag *observe.Aggregate) any { return &ag.RescuedFallback })
+		count(`rescued AND fallback_index <= 0`, func(ag *observe.Aggregate) any { return &ag.RescuedRetry })
 	}
-	if m&gateway.MeasureCache != 0 {
-		count(`cache_status = 'HIT'`, func(ag *gateway.Aggregate) any { return &ag.CacheHits })
-		count(`cache_status IN ('MISS', 'REFRESH')`, func(ag *gateway.Aggregate) any { return &ag.CacheMisses })
-		sum(`CASE WHEN cache_status = 'HIT' THEN latency_us ELSE 0 END`, func(ag *gateway.Aggregate) any { return &ag.CacheHitLatency })
+	if m&observe.MeasureCache != 0 {
+		count(`cache_status = 'HIT'`, func(ag *observe.Aggregate) any { return &ag.CacheHits })
+		count(`cache_status IN ('MISS', 'REFRESH')`, func(ag *observe.Aggregate) any { return &ag.CacheMisses })
+		sum(`CASE WHEN cache_status = 'HIT' THEN latency_us ELSE 0 END`, func(ag *observe.Aggregate) any { return &ag.CacheHitLatency })
 		sum(`CASE WHEN cache_status IN ('MISS', 'REFRESH') THEN latency_us ELSE 0 END`,
-			func(ag *gateway.Aggregate) any { return &ag.CacheMissLatency })
+			func(ag *observe.Aggregate) any { return &ag.CacheMissLatency })
 	}
-	if m&gateway.MeasureTokens != 0 {
-		sum(`prompt_tokens`, func(ag *gateway.Aggregate) any { return &ag.PromptTokens })
-		sum(`completion_tokens`, func(ag *gateway.Aggregate) any { return &ag.CompletionTokens })
-		sum(`total_tokens`, func(ag *gateway.Aggregate) any { return &ag.TotalTokens })
+	if m&observe.MeasureTokens != 0 {
+		sum(`prompt_tokens`, func(ag *observe.Aggregate) any { return &ag.PromptTokens })
+		sum(`completion_tokens`, func(ag *observe.Aggregate) any { return &ag.CompletionTokens })
+		sum(`total_tokens`, func(ag *observe.Aggregate) any { return &ag.TotalTokens })
 	}
-	if m&gateway.MeasureCost != 0 {
-		sumFloat(`cost`, func(ag *gateway.Aggregate) any { return &ag.Cost })
+	if m&observe.MeasureCost != 0 {
+		sumFloat(`cost`, func(ag *observe.Aggregate) any { return &ag.Cost })
 	}
 	var pcts string
-	if m&gateway.MeasureLatency != 0 {
-		sum(`latency_us`, func(ag *gateway.Aggregate) any { return &ag.Latency })
+	if m&observe.MeasureLatency != 0 {
+		sum(`latency_us`, func(ag *observe.Aggregate) any { return &ag.Latency })
 		expr := `gw_percentiles(latency_us)`
 		if d == dialectPostgres {
 			expr = `CAST(percentile_disc(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY latency_us) AS TEXT)`
 		}
-		col(`COALESCE(`+expr+`, '')`, func(ag *gateway.Aggregate) []any { return []any{&pcts} })
-		post = append(post, func(ag *gateway.Aggregate) error {
+		col(`COALESCE(`+expr+`, '')`, func(ag *observe.Aggregate) []any { return []any{&pcts} })
+		post = append(post, func(ag *observe.Aggregate) error {
 			return parsePercentiles(pcts, &ag.LatencyP50, &ag.LatencyP90, &ag.LatencyP99)
 		})
 	}
-	if m&gateway.MeasureUsers != 0 {
-		user := `NULLIF(` + metadataValue(d, gateway.UserMetadataKey, arg) + `, '')`
-		col(`COUNT(DISTINCT `+user+`)`, func(ag *gateway.Aggregate) []any { return []any{&ag.Users} })
-		col(`COUNT(`+user+`)`, func(ag *gateway.Aggregate) []any { return []any{&ag.UserRequests} })
+	if m&observe.MeasureUsers != 0 {
+		user := `NULLIF(` + metadataValue(d, observe.UserMetadataKey, arg) + `, '')`
+		col(`COUNT(DISTINCT `+user+`)`, func(ag *observe.Aggregate) []any { return []any{&ag.Users} })
+		col(`COUNT(`+user+`)`, func(ag *observe.Aggregate) []any { return []any{&ag.UserRequests} })
 	}
 	var lastUS sql.NullInt64
-	if m&gateway.MeasureLastSeen != 0 {
-		col(`MAX(time_us)`, func(ag *gateway.Aggregate) []any { return []any{&lastUS} })
-		post = append(post, func(ag *gateway.Aggregate) error {
+	if m&observe.MeasureLastSeen != 0 {
+		col(`MAX(time_us)`, func(ag *observe.Aggregate) []any { return []any{&lastUS} })
+		post = append(post, func(ag *observe.Aggregate) error {
 			if lastUS.Valid {
 				ag.LastSeen = time.UnixMicro(lastUS.Int64).UTC()
 			}
@@ -223,9 +223,9 @@ func (s *Store) aggregateQuery(a *gateway.Aggregation, withFeedback bool) (strin
 		})
 	}
 	if fbMeasure {
-		sum(`fb.fb_n`, func(ag *gateway.Aggregate) any { return &ag.Feedbacks })
-		sumFloat(`fb.fb_w`, func(ag *gateway.Aggregate) any { return &ag.FeedbackWeight })
-		count(`fb.fb_n > 0`, func(ag *gateway.Aggregate) any { return &ag.RequestsWithFeedback })
+		sum(`fb.fb_n`, func(ag *observe.Aggregate) any { return &ag.Feedbacks })
+		sumFloat(`fb.fb_w`, func(ag *observe.Aggregate) any { return &ag.FeedbackWeight })
+		count(`fb.fb_n > 0`, func(ag *observe.Aggregate) any { return &ag.RequestsWithFeedback })
 	}
 	q := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + from
 	if len(where) > 0 {
@@ -234,7 +234,7 @@ func (s *Store) aggregateQuery(a *gateway.Aggregation, withFeedback bool) (strin
 	if len(groupBy) > 0 {
 		q += ` GROUP BY ` + strings.Join(groupBy, ", ")
 	}
-	scan := func(rows *sql.Rows, ag *gateway.Aggregate) (bool, error) {
+	scan := func(rows *sql.Rows, ag *observe.Aggregate) (bool, error) {
 		var dst []any
 		for _, f := range fill {
 			dst = append(dst, f(ag)...)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -117,7 +118,8 @@ func BenchmarkAnalyticsMillionLogs(b *testing.B) {
 		Role: gateway.RoleAdmin, CreatedAt: now, UpdatedAt: now}); err != nil {
 		b.Fatal(err)
 	}
-	g := gateway.New(gateway.Options{Keys: s, Logs: s, Feedback: s})
+	g := gateway.New(gateway.Options{Keys: s})
+	observe.Mount(g, observe.Options{Logs: s, Feedback: s})
 	srv := httptest.NewServer(g)
 	b.Cleanup(func() { srv.Close(); g.Close() })
 	window := func(d time.Duration) string {
@@ -170,12 +172,12 @@ func TestExplainAnalyticsMillionLogs(t *testing.T) {
 		dsn = sqliteDSN(t)
 	}
 	s := openStore(t, dsn, sqlstore.Options{})
-	q := gateway.LogQuery{WorkspaceID: "ws-1", Start: benchLogsEnd.Add(-30 * 24 * time.Hour), End: benchLogsEnd}
-	meta := &gateway.Aggregation{Query: q, GroupBy: []gateway.Dimension{gateway.DimMetadata}, MetadataKey: "team",
-		Measures: gateway.MeasureCost | gateway.MeasureTokens | gateway.MeasureFeedback | gateway.MeasureLastSeen}
-	for _, a := range []*gateway.Aggregation{
+	q := observe.Query{WorkspaceID: "ws-1", Start: benchLogsEnd.Add(-30 * 24 * time.Hour), End: benchLogsEnd}
+	meta := &observe.Aggregation{Query: q, GroupBy: []observe.Dimension{observe.DimMetadata}, MetadataKey: "team",
+		Measures: observe.MeasureCost | observe.MeasureTokens | observe.MeasureFeedback | observe.MeasureLastSeen}
+	for _, a := range []*observe.Aggregation{
 		{Query: q},
-		{Query: q, GroupBy: []gateway.Dimension{gateway.DimTime}, Bucket: 24 * time.Hour},
+		{Query: q, GroupBy: []observe.Dimension{observe.DimTime}, Bucket: 24 * time.Hour},
 		meta,
 	} {
 		ctx := context.Background()

@@ -6,13 +6,13 @@ import (
 	"strings"
 	"time"
 
-	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // ExplainAggregate returns SQLite's EXPLAIN QUERY PLAN of the query
 // AggregateLogs runs on the records for a (withFeedback: on those with
 // feedback), one step a line.
-func (s *Store) ExplainAggregate(ctx context.Context, a *gateway.Aggregation, withFeedback bool) (string, error) {
+func (s *Store) ExplainAggregate(ctx context.Context, a *observe.Aggregation, withFeedback bool) (string, error) {
 	q, args, _ := s.aggregateQuery(a, withFeedback)
 	return s.explain(ctx, q, args)
 }
@@ -20,7 +20,7 @@ func (s *Store) ExplainAggregate(ctx context.Context, a *gateway.Aggregation, wi
 // ExplainRollup returns SQLite's EXPLAIN QUERY PLAN of the rollup
 // queries AggregateLogs runs for the whole hours of a: one per span of
 // hourly or daily rollups.
-func (s *Store) ExplainRollup(ctx context.Context, a *gateway.Aggregation) (string, error) {
+func (s *Store) ExplainRollup(ctx context.Context, a *observe.Aggregation) (string, error) {
 	from, to, ok := s.rollupHours(a)
 	if !ok {
 		return "(no rollup)\n", nil

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // The latency figures of an aggregation the rollups answer (SQLite):
@@ -21,12 +21,12 @@ import (
 // from their digests, when all of an hour's rows have a current one, and
 // the others (the parts of an hour at either end, the hours not yet
 // digested) from the records. The percentiles are exact.
-func (s *Store) rollupLatency(ctx context.Context, a *gateway.Aggregation, from, to int64, spans []rollupSpan, groups map[rollupKey]*gateway.Aggregate) error {
+func (s *Store) rollupLatency(ctx context.Context, a *observe.Aggregation, from, to int64, spans []rollupSpan, groups map[rollupKey]*observe.Aggregate) error {
 	var byTime, byStatus, byModel bool
 	for _, d := range a.GroupBy {
-		byTime = byTime || d == gateway.DimTime
-		byStatus = byStatus || d == gateway.DimStatus
-		byModel = byModel || d == gateway.DimModel
+		byTime = byTime || d == observe.DimTime
+		byStatus = byStatus || d == observe.DimStatus
+		byModel = byModel || d == observe.DimModel
 	}
 	width := a.Bucket.Microseconds()
 	noTime := time.Time{}.UnixMicro() // the time of the key of a group without DimTime (aggregateRollup's add)
@@ -115,7 +115,7 @@ WHERE `+strings.Join(where, ` AND `)), args...)
 // digests of span sp that a selects, and returns the hours (or days) of
 // sp whose rows lack a current digest: their latencies are not in vals,
 // and are to be read from the records.
-func (s *Store) readDigests(ctx context.Context, a *gateway.Aggregation, sp rollupSpan, vals map[rollupKey][]int64,
+func (s *Store) readDigests(ctx context.Context, a *observe.Aggregation, sp rollupSpan, vals map[rollupKey][]int64,
 	keyOf func(t int64, status int, provider, model string) rollupKey) ([][2]int64, error) {
 	t := sp.tables()
 	where, args := rollupWhere(a, sp.from, sp.to, "h.")

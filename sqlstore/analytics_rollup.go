@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // SQLite keeps hourly rollups of the request logs (log_hours, by status,
@@ -31,34 +31,34 @@ const rollupWidth = int64(time.Hour / time.Microsecond)
 // rollupMeasures are the measures log_hours sums; rollupMetadataMeasures
 // those of metadata groups (feedback comes from the records).
 const (
-	rollupMeasures = gateway.MeasureErrors | gateway.MeasureRescued | gateway.MeasureCache | gateway.MeasureTokens |
-		gateway.MeasureCost | gateway.MeasureLastSeen | gateway.MeasureLatency // latency: digests (rollupLatency)
-	rollupMetadataMeasures = gateway.MeasureTokens | gateway.MeasureCost | gateway.MeasureLastSeen | gateway.MeasureFeedback
+	rollupMeasures = observe.MeasureErrors | observe.MeasureRescued | observe.MeasureCache | observe.MeasureTokens |
+		observe.MeasureCost | observe.MeasureLastSeen | observe.MeasureLatency // latency: digests (rollupLatency)
+	rollupMetadataMeasures = observe.MeasureTokens | observe.MeasureCost | observe.MeasureLastSeen | observe.MeasureFeedback
 )
 
 // rollupHours returns the whole hours [from, to) of a's window that the
 // rollups may answer for, and whether they may.
-func (s *Store) rollupHours(a *gateway.Aggregation) (from, to int64, ok bool) {
+func (s *Store) rollupHours(a *observe.Aggregation) (from, to int64, ok bool) {
 	q := &a.Query
 	if s.dialect != dialectSQLite || q.Start.IsZero() || q.End.IsZero() || len(q.APIKeyIDs) > 0 || len(q.VirtualKeys) > 0 ||
 		len(q.Configs) > 0 || len(q.TraceIDs) > 0 || len(q.Metadata) > 0 ||
-		q.PromptTokens != (gateway.Range[int64]{}) || q.CompletionTokens != (gateway.Range[int64]{}) ||
-		q.TotalTokens != (gateway.Range[int64]{}) || q.Cost != (gateway.Range[float64]{}) ||
-		a.WeightedFeedback != (gateway.Range[float64]{}) {
+		q.PromptTokens != (observe.Range[int64]{}) || q.CompletionTokens != (observe.Range[int64]{}) ||
+		q.TotalTokens != (observe.Range[int64]{}) || q.Cost != (observe.Range[float64]{}) ||
+		a.WeightedFeedback != (observe.Range[float64]{}) {
 		return 0, 0, false
 	}
-	if slices.Contains(a.GroupBy, gateway.DimMetadata) {
+	if slices.Contains(a.GroupBy, observe.DimMetadata) {
 		ok = len(a.GroupBy) == 1 && len(q.StatusCodes) == 0 && len(q.Models) == 0 && a.Measures&^rollupMetadataMeasures == 0
 	} else {
 		m := a.Measures
-		if len(q.StatusCodes) == 0 && len(q.Models) == 0 && !slices.Contains(a.GroupBy, gateway.DimStatus) &&
-			!slices.Contains(a.GroupBy, gateway.DimModel) {
-			m &^= gateway.MeasureUsers // distinct users from log_metadata_hours's _user rows
+		if len(q.StatusCodes) == 0 && len(q.Models) == 0 && !slices.Contains(a.GroupBy, observe.DimStatus) &&
+			!slices.Contains(a.GroupBy, observe.DimModel) {
+			m &^= observe.MeasureUsers // distinct users from log_metadata_hours's _user rows
 		}
 		ok = m&^rollupMeasures == 0
 		for _, d := range a.GroupBy {
-			ok = ok && (d == gateway.DimStatus || d == gateway.DimModel ||
-				d == gateway.DimTime && a.Bucket.Microseconds()%rollupWidth == 0)
+			ok = ok && (d == observe.DimStatus || d == observe.DimModel ||
+				d == observe.DimTime && a.Bucket.Microseconds()%rollupWidth == 0)
 		}
 	}
 	start, end := q.Start.UnixMicro(), q.End.UnixMicro()
@@ -69,14 +69,14 @@ func (s *Store) rollupHours(a *gateway.Aggregation) (from, to int64, ok bool) {
 
 // aggregateRollup answers a (for which rollupHours said yes) from the
 // rollups of the hours [from, to) and the records of the rest.
-func (s *Store) aggregateRollup(ctx context.Context, a *gateway.Aggregation, from, to int64) ([]gateway.Aggregate, error) {
-	groups := make(map[rollupKey]*gateway.Aggregate)
-	add := func(aggs []gateway.Aggregate, feedbackOnly bool) {
+func (s *Store) aggregateRollup(ctx context.Context, a *observe.Aggregation, from, to int64) ([]observe.Aggregate, error) {
+	groups := make(map[rollupKey]*observe.Aggregate)
+	add := func(aggs []observe.Aggregate, feedbackOnly bool) {
 		for _, x := range aggs {
 			k := rollupKey{x.Time.UnixMicro(), x.MetadataValue, x.Status, x.Provider, x.Model}
 			g := groups[k]
 			if g == nil {
-				g = &gateway.Aggregate{Time: x.Time, MetadataValue: x.MetadataValue, Status: x.Status, Provider: x.Provider,
+				g = &observe.Aggregate{Time: x.Time, MetadataValue: x.MetadataValue, Status: x.Status, Provider: x.Provider,
 					Model: x.Model}
 				groups[k] = g
 			}
@@ -106,7 +106,7 @@ func (s *Store) aggregateRollup(ctx context.Context, a *gateway.Aggregation, fro
 	// The parts of an hour at either end, from the records; distinct
 	// users are counted apart (rollupUsers), as they do not add up.
 	base := *a
-	base.Measures &^= gateway.MeasureUsers | gateway.MeasureLatency
+	base.Measures &^= observe.MeasureUsers | observe.MeasureLatency
 	for _, part := range rollupEdges(a, from, to) {
 		edge := base
 		edge.Query.Start, edge.Query.End = part[0], part[1]
@@ -127,27 +127,27 @@ func (s *Store) aggregateRollup(ctx context.Context, a *gateway.Aggregation, fro
 		}
 		add(aggs, false)
 	}
-	if a.Measures&gateway.MeasureUsers != 0 {
+	if a.Measures&observe.MeasureUsers != 0 {
 		if err := s.rollupUsers(ctx, a, from, to, spans, groups); err != nil {
 			return nil, err
 		}
 	}
-	if a.Measures&gateway.MeasureLatency != 0 {
+	if a.Measures&observe.MeasureLatency != 0 {
 		if err := s.rollupLatency(ctx, a, from, to, spans, groups); err != nil {
 			return nil, err
 		}
 	}
-	if a.Measures&gateway.MeasureFeedback != 0 {
+	if a.Measures&observe.MeasureFeedback != 0 {
 		whole := *a
 		whole.Query.Start, whole.Query.End = time.UnixMicro(from), time.UnixMicro(to-1)
-		whole.Measures = gateway.MeasureFeedback
+		whole.Measures = observe.MeasureFeedback
 		aggs, err := s.aggregateRecords(ctx, &whole, true)
 		if err != nil {
 			return nil, err
 		}
 		add(aggs, true)
 	}
-	out := make([]gateway.Aggregate, 0, len(groups))
+	out := make([]observe.Aggregate, 0, len(groups))
 	for _, g := range groups {
 		if g.Requests > 0 {
 			out = append(out, *g)
@@ -158,7 +158,7 @@ func (s *Store) aggregateRollup(ctx context.Context, a *gateway.Aggregation, fro
 
 // rollupEdges returns the parts of a's window before from and from to
 // on, those of an hour the rollups do not answer for.
-func rollupEdges(a *gateway.Aggregation, from, to int64) [][2]time.Time {
+func rollupEdges(a *observe.Aggregation, from, to int64) [][2]time.Time {
 	var out [][2]time.Time
 	for _, part := range [][2]int64{{a.Query.Start.UnixMicro(), from - 1}, {to, a.Query.End.UnixMicro()}} {
 		if part[0] <= part[1] {
@@ -171,8 +171,8 @@ func rollupEdges(a *gateway.Aggregation, from, to int64) [][2]time.Time {
 // rollupUsers sets Users and UserRequests of groups (keyed by time alone)
 // from the distinct non-empty _user values of a's window: the rows of
 // log_metadata_hours for the hours [from, to), the records for the rest.
-func (s *Store) rollupUsers(ctx context.Context, a *gateway.Aggregation, from, to int64, spans []rollupSpan, groups map[rollupKey]*gateway.Aggregate) error {
-	byTime := slices.Contains(a.GroupBy, gateway.DimTime)
+func (s *Store) rollupUsers(ctx context.Context, a *observe.Aggregation, from, to int64, spans []rollupSpan, groups map[rollupKey]*observe.Aggregate) error {
+	byTime := slices.Contains(a.GroupBy, observe.DimTime)
 	sets := make(map[int64]map[string]bool)
 	reqs := make(map[int64]int64)
 	addUser := func(t time.Time, user string, n int64) {
@@ -189,11 +189,11 @@ func (s *Store) rollupUsers(ctx context.Context, a *gateway.Aggregation, from, t
 	for _, part := range rollupEdges(a, from, to) {
 		edge := *a
 		edge.Query.Start, edge.Query.End = part[0], part[1]
-		edge.GroupBy = []gateway.Dimension{gateway.DimMetadata}
+		edge.GroupBy = []observe.Dimension{observe.DimMetadata}
 		if byTime {
-			edge.GroupBy = []gateway.Dimension{gateway.DimTime, gateway.DimMetadata}
+			edge.GroupBy = []observe.Dimension{observe.DimTime, observe.DimMetadata}
 		}
-		edge.MetadataKey, edge.Measures = gateway.UserMetadataKey, 0
+		edge.MetadataKey, edge.Measures = observe.UserMetadataKey, 0
 		aggs, err := s.aggregateRecords(ctx, &edge, false)
 		if err != nil {
 			return err
@@ -215,9 +215,9 @@ func (s *Store) rollupUsers(ctx context.Context, a *gateway.Aggregation, from, t
 
 // readUsers calls addUser with each distinct _user value of the rollup
 // rows of span sp, by a's bucket, and its number of records.
-func (s *Store) readUsers(ctx context.Context, a *gateway.Aggregation, sp rollupSpan, addUser func(time.Time, string, int64)) error {
-	byTime := slices.Contains(a.GroupBy, gateway.DimTime)
-	bucket, args := `0`, []any{sp.from, sp.to, gateway.UserMetadataKey}
+func (s *Store) readUsers(ctx context.Context, a *observe.Aggregation, sp rollupSpan, addUser func(time.Time, string, int64)) error {
+	byTime := slices.Contains(a.GroupBy, observe.DimTime)
+	bucket, args := `0`, []any{sp.from, sp.to, observe.UserMetadataKey}
 	if byTime {
 		w := strconv.FormatInt(a.Bucket.Microseconds(), 10)
 		bucket = `hour_us / ` + w + ` * ` + w
@@ -262,9 +262,9 @@ type rollupKey struct {
 // reads, and its arguments: log_metadata_hours summed
 // by value for a grouping by metadata, log_hours summed by a's buckets,
 // status and model otherwise.
-func rollupQuery(a *gateway.Aggregation, sp rollupSpan) (string, []any) {
+func rollupQuery(a *observe.Aggregation, sp rollupSpan) (string, []any) {
 	t := sp.tables()
-	if slices.Contains(a.GroupBy, gateway.DimMetadata) {
+	if slices.Contains(a.GroupBy, observe.DimMetadata) {
 		args := []any{sp.from, sp.to, a.MetadataKey}
 		where := ``
 		if a.Query.WorkspaceID != "" {
@@ -277,12 +277,12 @@ FROM ` + t.meta + ` WHERE hour_us >= $1 AND hour_us < $2 AND key = $3` + where +
 	keys := []string{`0`, `0`, `''`, `''`}
 	for _, d := range a.GroupBy {
 		switch d {
-		case gateway.DimTime:
+		case observe.DimTime:
 			w := strconv.FormatInt(a.Bucket.Microseconds(), 10)
 			keys[0] = `hour_us / ` + w + ` * ` + w
-		case gateway.DimStatus:
+		case observe.DimStatus:
 			keys[1] = `status`
-		case gateway.DimModel:
+		case observe.DimModel:
 			keys[2], keys[3] = `provider`, `model`
 		}
 	}
@@ -296,7 +296,7 @@ FROM ` + t.sums + ` WHERE ` + where + ` GROUP BY 1, 2, 3, 4`, args
 // rollupWhere returns the condition on the rollup rows (their columns
 // named with prefix) of [from, to) that a selects, by
 // workspace, status and model, and its arguments.
-func rollupWhere(a *gateway.Aggregation, from, to int64, prefix string) (string, []any) {
+func rollupWhere(a *observe.Aggregation, from, to int64, prefix string) (string, []any) {
 	args := []any{from, to}
 	arg := func(v any) string {
 		args = append(args, v)
@@ -326,19 +326,19 @@ func rollupWhere(a *gateway.Aggregation, from, to int64, prefix string) (string,
 // readRollups reads the sums of the rollup rows of span sp that a asks
 // for, by a's keys: its bucket, status, model or metadata
 // value.
-func (s *Store) readRollups(ctx context.Context, a *gateway.Aggregation, sp rollupSpan) ([]gateway.Aggregate, error) {
+func (s *Store) readRollups(ctx context.Context, a *observe.Aggregation, sp rollupSpan) ([]observe.Aggregate, error) {
 	q, args := rollupQuery(a, sp)
 	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(q), args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", err)
 	}
 	defer rows.Close()
-	byMeta := slices.Contains(a.GroupBy, gateway.DimMetadata)
+	byMeta := slices.Contains(a.GroupBy, observe.DimMetadata)
 	m := a.Measures
-	var out []gateway.Aggregate
+	var out []observe.Aggregate
 	for rows.Next() {
 		var (
-			x               gateway.Aggregate
+			x               observe.Aggregate
 			hour, lastUS    int64
 			status          int
 			provider, model string
@@ -355,30 +355,30 @@ func (s *Store) readRollups(ctx context.Context, a *gateway.Aggregation, sp roll
 		}
 		for _, d := range a.GroupBy {
 			switch d {
-			case gateway.DimTime:
+			case observe.DimTime:
 				x.Time = time.UnixMicro(hour).UTC()
-			case gateway.DimStatus:
+			case observe.DimStatus:
 				x.Status = status
-			case gateway.DimModel:
+			case observe.DimModel:
 				x.Provider, x.Model = provider, model
 			}
 		}
-		if m&gateway.MeasureLastSeen != 0 {
+		if m&observe.MeasureLastSeen != 0 {
 			x.LastSeen = time.UnixMicro(lastUS).UTC()
 		}
-		if m&gateway.MeasureErrors == 0 {
+		if m&observe.MeasureErrors == 0 {
 			x.Errors = 0
 		}
-		if m&gateway.MeasureRescued == 0 {
+		if m&observe.MeasureRescued == 0 {
 			x.RescuedRetry, x.RescuedFallback = 0, 0
 		}
-		if m&gateway.MeasureCache == 0 {
+		if m&observe.MeasureCache == 0 {
 			x.CacheHits, x.CacheMisses, x.CacheHitLatency, x.CacheMissLatency = 0, 0, 0, 0
 		}
-		if m&gateway.MeasureTokens == 0 {
+		if m&observe.MeasureTokens == 0 {
 			x.PromptTokens, x.CompletionTokens, x.TotalTokens = 0, 0, 0
 		}
-		if m&gateway.MeasureCost == 0 {
+		if m&observe.MeasureCost == 0 {
 			x.Cost = 0
 		}
 		out = append(out, x)
@@ -419,8 +419,8 @@ func (sp rollupSpan) tables() rollupTables {
 // the runs of whole days whose daily rollups are done (log_days_done),
 // read from those, and the hours between, from the hourly ones. Days
 // serve only buckets of whole days, or no buckets.
-func (s *Store) rollupSpans(ctx context.Context, a *gateway.Aggregation, from, to int64) ([]rollupSpan, error) {
-	if slices.Contains(a.GroupBy, gateway.DimTime) && a.Bucket.Microseconds()%dayUS != 0 {
+func (s *Store) rollupSpans(ctx context.Context, a *observe.Aggregation, from, to int64) ([]rollupSpan, error) {
+	if slices.Contains(a.GroupBy, observe.DimTime) && a.Bucket.Microseconds()%dayUS != 0 {
 		return []rollupSpan{{from, to, false}}, nil
 	}
 	first := (from + dayUS - 1) / dayUS * dayUS

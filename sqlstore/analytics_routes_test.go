@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // analyticsRoutePaths are the analytics routes, with "team" as the
@@ -43,10 +44,11 @@ func analyticsGateway(t *testing.T, s stores) *httptest.Server {
 			t.Fatal(err)
 		}
 	}
-	g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Logs: s.(gateway.LogStore),
-		Feedback: s.(gateway.FeedbackStore), CustomHostAllow: []string{"127.0.0.1"}, RetryBaseDelay: time.Millisecond})
+	g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, LogSinks: []gateway.LogSink{observe.Sink(s.(observe.Store))},
+		CustomHostAllow: []string{"127.0.0.1"}, RetryBaseDelay: time.Millisecond})
+	rs := observe.Mount(g, observe.Options{Logs: s.(observe.Store), Feedback: s.(observe.FeedbackStore)})
 	srv := httptest.NewServer(g)
-	t.Cleanup(func() { srv.Close(); g.Close() })
+	t.Cleanup(func() { srv.Close(); rs.Close(); g.Close() })
 	return srv
 }
 
@@ -124,9 +126,9 @@ func TestAnalyticsRoutesOnEveryStore(t *testing.T) {
 				t.Fatalf("POST /feedback %s: %d %s", fb, st, b)
 			}
 		}
-		logs := s.(gateway.LogStore)
+		logs := s.(observe.Store)
 		waitFor(t, 10*time.Second, "the request logs", func() bool {
-			recs, _ := logs.Logs(ctx, &gateway.LogQuery{})
+			recs, _ := logs.Logs(ctx, &observe.Query{})
 			return len(recs) >= sent
 		})
 		var spread []*gateway.RequestLog
@@ -143,21 +145,21 @@ func TestAnalyticsRoutesOnEveryStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The reference: a MemoryStore with the same records and feedback.
-		recs, err := logs.Logs(ctx, &gateway.LogQuery{})
+		recs, err := logs.Logs(ctx, &observe.Query{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		fbs, err := s.(gateway.FeedbackStore).FeedbackOf(ctx, "", nil)
+		fbs, err := s.(observe.FeedbackStore).FeedbackOf(ctx, "", nil)
 		if err != nil || len(fbs) != 4 {
 			t.Fatalf("feedback stored: %d, %v; want 4", len(fbs), err)
 		}
-		ref := &gateway.MemoryStore{}
+		ref := memstore.New()
 		ptrs := make([]*gateway.RequestLog, len(recs))
 		for i := range recs {
 			ptrs[i] = &recs[i]
 		}
 		ref.AddLogs(ctx, ptrs)
-		fptrs := make([]*gateway.Feedback, len(fbs))
+		fptrs := make([]*observe.Feedback, len(fbs))
 		for i := range fbs {
 			fptrs[i] = &fbs[i]
 		}

@@ -7,14 +7,13 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/modelgateway/gateway/observe"
 	"github.com/ncruces/go-sqlite3"
-
-	gateway "github.com/modelgateway/gateway"
 )
 
 // percentileConn returns a connection of the SQLite database with
 // gw_percentiles registered: an aggregate of integers whose value is the
-// text "p50 p90 p99" of gateway.Percentile (nearest rank, as Postgres's
+// text "p50 p90 p99" of observe.Percentile (nearest rank, as Postgres's
 // percentile_disc), NULL over no row. Registering on the connection at
 // hand, each time, keeps openDB unaware of analytics; it costs a few
 // microseconds.
@@ -51,10 +50,10 @@ func (p *percentiles) Value(ctx sqlite3.Context) {
 		return
 	}
 	slices.Sort(p.vals)
-	b := strconv.AppendInt(nil, gateway.Percentile(p.vals, 0.5), 10)
+	b := strconv.AppendInt(nil, observe.Percentile(p.vals, 0.5), 10)
 	b = append(b, ' ')
-	b = strconv.AppendInt(b, gateway.Percentile(p.vals, 0.9), 10)
+	b = strconv.AppendInt(b, observe.Percentile(p.vals, 0.9), 10)
 	b = append(b, ' ')
-	b = strconv.AppendInt(b, gateway.Percentile(p.vals, 0.99), 10)
+	b = strconv.AppendInt(b, observe.Percentile(p.vals, 0.99), 10)
 	ctx.ResultText(string(b))
 }

@@ -14,9 +14,10 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 )
 
-var _ gateway.APIKeyStore = (*Store)(nil)
+var _ admin.KeyStore = (*Store)(nil)
 
 // APIKey implements gateway.KeyStore from the snapshot: the key whose
 // digest is digest, or whose previous digest it is until the key's
@@ -33,7 +34,7 @@ func (s *Store) APIKey(_ context.Context, digest [sha256.Size]byte) (*gateway.AP
 	return nil, gateway.ErrNotFound
 }
 
-// APIKeyByID implements gateway.APIKeyStore from the snapshot. It returns
+// APIKeyByID implements admin.KeyStore from the snapshot. It returns
 // a copy the caller may change.
 func (s *Store) APIKeyByID(_ context.Context, id string) (*gateway.APIKey, error) {
 	if k, ok := s.snap.Load().keysByID[id]; ok {
@@ -42,7 +43,7 @@ func (s *Store) APIKeyByID(_ context.Context, id string) (*gateway.APIKey, error
 	return nil, gateway.ErrNotFound
 }
 
-// APIKeys implements gateway.APIKeyStore from the snapshot: copies of the
+// APIKeys implements admin.KeyStore from the snapshot: copies of the
 // keys of workspaceID (every key when it is empty), ordered by CreatedAt
 // then ID.
 func (s *Store) APIKeys(_ context.Context, workspaceID string) ([]gateway.APIKey, error) {
@@ -59,7 +60,7 @@ func (s *Store) APIKeys(_ context.Context, workspaceID string) ([]gateway.APIKey
 	return out, nil
 }
 
-// CreateAPIKey implements gateway.APIKeyStore: it stores a copy of k, or
+// CreateAPIKey implements admin.KeyStore: it stores a copy of k, or
 // returns gateway.ErrConflict if k.ID or k.Digest (as the current or
 // previous digest of another key) is taken. Times are kept to the
 // microsecond.
@@ -77,7 +78,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *gateway.APIKey) error {
 	})
 }
 
-// UpdateAPIKey implements gateway.APIKeyStore against the database: it
+// UpdateAPIKey implements admin.KeyStore against the database: it
 // replaces the stored key old.ID with a copy of k if the stored key still
 // has old's Digest and UpdatedAt, atomically with respect to every write
 // of every replica. It returns gateway.ErrNotFound for an unknown id and
@@ -181,7 +182,7 @@ ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, workspace_id = excluded
 	return s.changed(ctx, tx, kindAPIKey, k.ID)
 }
 
-// DeleteAPIKey deletes the gateway API key id (gateway.APIKeyStore): it
+// DeleteAPIKey deletes the gateway API key id (admin.KeyStore): it
 // stops working here at once, its previous digest too, and on every
 // replica at its next refresh. It returns gateway.ErrNotFound for an
 // unknown id.

@@ -8,12 +8,13 @@ import (
 
 	gateway "github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
 // lookupFixture fills a Store (SQLite) and a MemoryStore with the same n
 // keys, virtual keys, configs and policies, in one Load each.
-func lookupFixture(tb testing.TB, n int) (*sqlstore.Store, *gateway.MemoryStore) {
+func lookupFixture(tb testing.TB, n int) (*sqlstore.Store, *memstore.Store) {
 	tb.Helper()
 	var f admin.File
 	for i := range n {
@@ -33,7 +34,7 @@ func lookupFixture(tb testing.TB, n int) (*sqlstore.Store, *gateway.MemoryStore)
 	if err := s.Load(context.Background(), &f); err != nil {
 		tb.Fatal(err)
 	}
-	m := &gateway.MemoryStore{}
+	m := memstore.New()
 	if err := admin.Apply(context.Background(), &f, m); err != nil {
 		tb.Fatal(err)
 	}

@@ -9,9 +9,10 @@ import (
 	"strconv"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 )
 
-var _ gateway.ConfigAdmin = (*Store)(nil)
+var _ admin.ConfigStore = (*Store)(nil)
 
 // Config implements gateway.ConfigStore from the snapshot: the config of
 // no workspace with that id or, when there is none, the one of the
@@ -70,7 +71,7 @@ ON CONFLICT (id) DO UPDATE SET config = excluded.config, name = excluded.name, v
 	return s.changed(ctx, tx, kindConfig, c.ID)
 }
 
-// ConfigIn implements gateway.ConfigAdmin from the snapshot, with no
+// ConfigIn implements admin.ConfigStore from the snapshot, with no
 // query and no allocation: the data plane asks it for the caller's
 // workspace on every request naming a saved config. The config is shared
 // and must not be modified.
@@ -81,7 +82,7 @@ func (s *Store) ConfigIn(_ context.Context, workspaceID, id string) (*gateway.Sa
 	return nil, gateway.ErrNotFound
 }
 
-// Configs implements gateway.ConfigAdmin from the database: the current
+// Configs implements admin.ConfigStore from the database: the current
 // versions of the configs of workspaceID (of every workspace and of none
 // when it is empty), oldest first.
 func (s *Store) Configs(ctx context.Context, workspaceID string) ([]gateway.SavedConfig, error) {
@@ -94,7 +95,7 @@ func (s *Store) Configs(ctx context.Context, workspaceID string) ([]gateway.Save
 	return out, err
 }
 
-// ConfigVersions implements gateway.ConfigAdmin from the database: every
+// ConfigVersions implements admin.ConfigStore from the database: every
 // version of the config, newest first, in one read.
 func (s *Store) ConfigVersions(ctx context.Context, workspaceID, id string) ([]gateway.SavedConfig, error) {
 	tx, err := s.readTx(ctx)
@@ -145,7 +146,7 @@ FROM config_versions WHERE config_id = $1 ORDER BY version DESC`), rowID)
 // config's row id and the version.
 func versionRef(rowID string, version int) string { return rowID + "/" + strconv.Itoa(version) }
 
-// CreateConfig implements gateway.ConfigAdmin: it stores c as its first
+// CreateConfig implements admin.ConfigStore: it stores c as its first
 // version, as PutConfig does, or returns gateway.ErrConflict if its
 // workspace already holds its id.
 func (s *Store) CreateConfig(ctx context.Context, c *gateway.SavedConfig) error {
@@ -159,7 +160,7 @@ func (s *Store) CreateConfig(ctx context.Context, c *gateway.SavedConfig) error 
 	})
 }
 
-// UpdateConfig implements gateway.ConfigAdmin: if the current version
+// UpdateConfig implements admin.ConfigStore: if the current version
 // still has old's Version and UpdatedAt and c is the next version, the
 // current version moves to the earlier versions (sealed again, bound to
 // its new place) and c becomes the current one, atomically with respect
@@ -193,7 +194,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, rowID, cur.Version, cur.VersionID, sealed,
 	}))
 }
 
-// DeleteConfig implements gateway.ConfigAdmin: it deletes the saved
+// DeleteConfig implements admin.ConfigStore: it deletes the saved
 // config id of workspace workspaceID (empty: of no workspace) with every
 // version, or returns gateway.ErrNotFound when there is none.
 func (s *Store) DeleteConfig(ctx context.Context, workspaceID, id string) error {

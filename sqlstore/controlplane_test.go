@@ -13,23 +13,35 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
 // stores is every store interface the control plane serves from.
 type stores interface {
-	gateway.APIKeyStore
-	gateway.VirtualKeyAdmin
-	gateway.ConfigAdmin
-	gateway.PolicyStore
-	gateway.WorkspaceStore
+	gateway.KeyStore
+	gateway.VirtualKeyStore
+	gateway.ConfigStore
+	admin.KeyStore
+	admin.VirtualKeyStore
+	admin.ConfigStore
+	admin.PolicyStore
+	admin.WorkspaceStore
 	gateway.AuditStore
 }
 
 var (
 	_ stores = (*sqlstore.Store)(nil)
-	_ stores = (*gateway.MemoryStore)(nil)
+	_ stores = (*memstore.Store)(nil)
 )
+
+// mountAdmin mounts the admin routes on g over s, audited into s.
+func mountAdmin(g *gateway.Gateway, s stores) {
+	admin.Mount(g, admin.Options{Keys: s, VirtualKeys: s, Configs: s, Workspaces: s, Policies: s,
+		Audit: &observe.Auditor{Store: s}})
+}
 
 // Keys the control-plane tests bootstrap with.
 const (
@@ -45,7 +57,7 @@ const (
 // does, a SQLite and a Postgres Store: one table of cases holds the
 // durable stores to the in-memory one's answers.
 func eachStore(t *testing.T, f func(t *testing.T, s stores)) {
-	t.Run("memory", func(t *testing.T) { f(t, &gateway.MemoryStore{}) })
+	t.Run("memory", func(t *testing.T) { f(t, memstore.New()) })
 	eachBackend(t, func(t *testing.T, dsn string) { f(t, openStore(t, dsn, sqlstore.Options{})) })
 }
 
@@ -79,6 +91,8 @@ func newCPEnv(t *testing.T, s stores) *cpEnv {
 	}))
 	g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Workspaces: s, Audit: s,
 		LogSink: &gateway.LogBuffer{}, CustomHostAllow: []string{"127.0.0.1"}})
+	mountAdmin(g, s)
+	observe.Mount(g, observe.Options{Audit: &observe.Auditor{Store: s}})
 	e.srv = httptest.NewServer(g)
 	t.Cleanup(func() { e.srv.Close(); e.up.Close(); g.Close() })
 	return e
@@ -345,6 +359,8 @@ func TestTwoGatewaysOnePostgres(t *testing.T) {
 		}
 		g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Workspaces: s, Audit: s,
 			LogSink: &gateway.LogBuffer{}, CustomHostAllow: []string{"127.0.0.1"}})
+		mountAdmin(g, s)
+		observe.Mount(g, observe.Options{Audit: &observe.Auditor{Store: s}})
 		srv := httptest.NewServer(g)
 		t.Cleanup(func() { srv.Close(); g.Close() })
 		urls[i] = srv.URL

@@ -3,12 +3,12 @@
 // configs with their versions, rate-limits policies, workspaces and the
 // control plane's audit log, and request logs, feedback, log exports,
 // usage-limits policies and their counters. One *Store implements
-// gateway.KeyStore, gateway.APIKeyStore, gateway.VirtualKeyStore,
-// gateway.VirtualKeyAdmin, gateway.ConfigStore, gateway.ConfigAdmin,
-// gateway.PolicyStore, gateway.PolicyCompareAndSwapper,
-// gateway.WorkspaceStore, gateway.AuditStore, gateway.LogStore (with
-// gateway.LogAggregator), gateway.FeedbackStore, gateway.LogExportStore,
-// gateway.UsageLimitsStore and gateway.UsageCounter; pass it as each of
+// gateway.KeyStore, admin.KeyStore, gateway.VirtualKeyStore,
+// admin.VirtualKeyStore, gateway.ConfigStore, admin.ConfigStore,
+// gateway.PolicyStore, admin.PolicyCompareAndSwapper,
+// admin.WorkspaceStore, gateway.AuditStore, observe.Store (with
+// observe.Aggregator), observe.FeedbackStore, observe.ExportStore,
+// budget.Store and budget.Counter; pass it as each of
 // those in gateway.Options. It is also the prompt product's prompt.Store
 // (prompts, partials, labels, collections and their versions), which is
 // read from the database on every use rather than from the snapshot.

@@ -8,18 +8,19 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
-var _ gateway.FeedbackStore = (*Store)(nil)
+var _ observe.FeedbackStore = (*Store)(nil)
 
 // feedbackColumns are the columns of a feedback row, in the order
 // scanFeedback reads them.
 const feedbackColumns = `id, workspace_id, trace_id, score, weight, metadata, created_us, updated_us`
 
-// AddFeedback implements gateway.FeedbackStore: fs in one transaction.
+// AddFeedback implements observe.FeedbackStore: fs in one transaction.
 // Feedback is not part of the snapshot, so it does not move the
 // generation.
-func (s *Store) AddFeedback(ctx context.Context, fs []*gateway.Feedback) error {
+func (s *Store) AddFeedback(ctx context.Context, fs []*observe.Feedback) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlstore: storing feedback: %w", err)
@@ -44,8 +45,8 @@ func (s *Store) AddFeedback(ctx context.Context, fs []*gateway.Feedback) error {
 	return nil
 }
 
-// UpdateFeedback implements gateway.FeedbackStore.
-func (s *Store) UpdateFeedback(ctx context.Context, f *gateway.Feedback) (*gateway.Feedback, error) {
+// UpdateFeedback implements observe.FeedbackStore.
+func (s *Store) UpdateFeedback(ctx context.Context, f *observe.Feedback) (*observe.Feedback, error) {
 	q := `UPDATE feedback SET score = $1, weight = $2, updated_us = $3, metadata = COALESCE($4, metadata) WHERE id = $5`
 	args := []any{f.Value, f.Weight, f.UpdatedAt.UnixMicro(), nullJSON(f.Metadata), f.ID}
 	if f.WorkspaceID != "" {
@@ -62,8 +63,8 @@ func (s *Store) UpdateFeedback(ctx context.Context, f *gateway.Feedback) (*gatew
 	return out, nil
 }
 
-// FeedbackOf implements gateway.FeedbackStore.
-func (s *Store) FeedbackOf(ctx context.Context, workspaceID string, traceIDs []string) ([]gateway.Feedback, error) {
+// FeedbackOf implements observe.FeedbackStore.
+func (s *Store) FeedbackOf(ctx context.Context, workspaceID string, traceIDs []string) ([]observe.Feedback, error) {
 	if traceIDs != nil && len(traceIDs) == 0 {
 		return nil, nil
 	}
@@ -92,7 +93,7 @@ func (s *Store) FeedbackOf(ctx context.Context, workspaceID string, traceIDs []s
 		return nil, fmt.Errorf("sqlstore: reading feedback: %w", err)
 	}
 	defer rows.Close()
-	var out []gateway.Feedback
+	var out []observe.Feedback
 	for rows.Next() {
 		f, err := scanFeedback(rows)
 		if err != nil {
@@ -108,9 +109,9 @@ func (s *Store) FeedbackOf(ctx context.Context, workspaceID string, traceIDs []s
 
 // scanFeedback reads one row of feedbackColumns; a missing row is
 // sql.ErrNoRows, unwrapped.
-func scanFeedback(row scanner) (*gateway.Feedback, error) {
+func scanFeedback(row scanner) (*observe.Feedback, error) {
 	var (
-		f                  gateway.Feedback
+		f                  observe.Feedback
 		meta               sql.NullString
 		created, updatedUS int64
 	)

@@ -174,7 +174,7 @@ func (s *Store) digestLoop(ctx context.Context, interval time.Duration) {
 }
 
 // latencyPercentiles returns the nearest-rank 50th, 90th and 99th
-// percentiles of vals (as gateway.Percentile over vals sorted), reordering
+// percentiles of vals (as observe.Percentile over vals sorted), reordering
 // vals: each is found by selection, in time linear in len(vals), which a
 // month of latencies needs (sorting a million values takes about ten
 // times as long).
@@ -183,7 +183,7 @@ func latencyPercentiles(vals []int64) (p50, p90, p99 int64) {
 	if n == 0 {
 		return 0, 0, 0
 	}
-	rank := func(p float64) int { // 0-based, as gateway.Percentile
+	rank := func(p float64) int { // 0-based, as observe.Percentile
 		i := int(math.Ceil(p*float64(n))) - 1
 		return min(max(i, 0), n-1)
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // TestLatencyDigestRoundTrip: a digest gives back the values it was made
@@ -63,7 +63,7 @@ func FuzzDecodeLatencies(f *testing.F) {
 	})
 }
 
-// TestLatencyPercentiles holds the selection to gateway.Percentile over
+// TestLatencyPercentiles holds the selection to observe.Percentile over
 // the sorted values, on sizes 1 to 300 and larger inputs made of sorted
 // runs, equal values and random ones.
 func TestLatencyPercentiles(t *testing.T) {
@@ -71,7 +71,7 @@ func TestLatencyPercentiles(t *testing.T) {
 	check := func(vals []int64) {
 		t.Helper()
 		sorted := slices.Sorted(slices.Values(vals))
-		w50, w90, w99 := gateway.Percentile(sorted, 0.5), gateway.Percentile(sorted, 0.9), gateway.Percentile(sorted, 0.99)
+		w50, w90, w99 := observe.Percentile(sorted, 0.5), observe.Percentile(sorted, 0.9), observe.Percentile(sorted, 0.99)
 		p50, p90, p99 := latencyPercentiles(slices.Clone(vals))
 		if p50 != w50 || p90 != w90 || p99 != w99 {
 			t.Fatalf("%d values: %d %d %d, want %d %d %d", len(vals), p50, p90, p99, w50, w90, w99)
@@ -131,7 +131,7 @@ func BenchmarkLatencyPercentiles(b *testing.B) {
 		for b.Loop() {
 			copy(work, vals)
 			slices.Sort(work)
-			_ = gateway.Percentile(work, 0.99)
+			_ = observe.Percentile(work, 0.99)
 		}
 	})
 	b.Run("decode", func(b *testing.B) {

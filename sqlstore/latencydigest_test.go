@@ -6,6 +6,8 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -30,13 +32,13 @@ func TestLatencyDigests(t *testing.T) {
 	if err := s.AddLogs(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	agg := func() *gateway.Aggregation {
-		return &gateway.Aggregation{Query: gateway.LogQuery{WorkspaceID: "ws-1", Start: end.Add(-10 * time.Hour), End: end.Add(-time.Microsecond)},
-			GroupBy: []gateway.Dimension{gateway.DimModel}, Measures: gateway.MeasureLatency}
+	agg := func() *observe.Aggregation {
+		return &observe.Aggregation{Query: observe.Query{WorkspaceID: "ws-1", Start: end.Add(-10 * time.Hour), End: end.Add(-time.Microsecond)},
+			GroupBy: []observe.Dimension{observe.DimModel}, Measures: observe.MeasureLatency}
 	}
 	check := func(what string, recs []*gateway.RequestLog) {
 		t.Helper()
-		mem := &gateway.MemoryStore{}
+		mem := memstore.New()
 		mem.AddLogs(ctx, recs)
 		want, _ := mem.AggregateLogs(ctx, agg())
 		got, err := s.AggregateLogs(ctx, agg())

@@ -8,8 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -39,21 +40,21 @@ func TestDailyRollups(t *testing.T) {
 	if err := s.AddLogs(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	window := gateway.LogQuery{WorkspaceID: "ws-1", Start: today.Add(-6*24*time.Hour + 90*time.Minute), End: today.Add(time.Hour)}
-	sums := gateway.MeasureTokens | gateway.MeasureCost | gateway.MeasureErrors | gateway.MeasureCache | gateway.MeasureRescued |
-		gateway.MeasureLastSeen
-	aggs := []*gateway.Aggregation{
-		{Query: window, Measures: sums | gateway.MeasureLatency | gateway.MeasureUsers},
-		{Query: window, GroupBy: []gateway.Dimension{gateway.DimTime}, Bucket: 24 * time.Hour, Measures: sums | gateway.MeasureLatency | gateway.MeasureUsers},
-		{Query: window, GroupBy: []gateway.Dimension{gateway.DimModel, gateway.DimStatus}, Measures: sums | gateway.MeasureLatency},
-		{Query: gateway.LogQuery{Start: window.Start, End: window.End, StatusCodes: []int{200, 500}}, GroupBy: []gateway.Dimension{gateway.DimTime},
-			Bucket: 24 * time.Hour, Measures: sums | gateway.MeasureLatency},
-		{Query: window, GroupBy: []gateway.Dimension{gateway.DimMetadata}, MetadataKey: "team", Measures: gateway.MeasureTokens | gateway.MeasureCost},
-		{Query: window, GroupBy: []gateway.Dimension{gateway.DimMetadata}, MetadataKey: "_user", Measures: gateway.MeasureCost | gateway.MeasureLastSeen},
+	window := observe.Query{WorkspaceID: "ws-1", Start: today.Add(-6*24*time.Hour + 90*time.Minute), End: today.Add(time.Hour)}
+	sums := observe.MeasureTokens | observe.MeasureCost | observe.MeasureErrors | observe.MeasureCache | observe.MeasureRescued |
+		observe.MeasureLastSeen
+	aggs := []*observe.Aggregation{
+		{Query: window, Measures: sums | observe.MeasureLatency | observe.MeasureUsers},
+		{Query: window, GroupBy: []observe.Dimension{observe.DimTime}, Bucket: 24 * time.Hour, Measures: sums | observe.MeasureLatency | observe.MeasureUsers},
+		{Query: window, GroupBy: []observe.Dimension{observe.DimModel, observe.DimStatus}, Measures: sums | observe.MeasureLatency},
+		{Query: observe.Query{Start: window.Start, End: window.End, StatusCodes: []int{200, 500}}, GroupBy: []observe.Dimension{observe.DimTime},
+			Bucket: 24 * time.Hour, Measures: sums | observe.MeasureLatency},
+		{Query: window, GroupBy: []observe.Dimension{observe.DimMetadata}, MetadataKey: "team", Measures: observe.MeasureTokens | observe.MeasureCost},
+		{Query: window, GroupBy: []observe.Dimension{observe.DimMetadata}, MetadataKey: "_user", Measures: observe.MeasureCost | observe.MeasureLastSeen},
 	}
 	check := func(what string, recs []*gateway.RequestLog) {
 		t.Helper()
-		mem := &gateway.MemoryStore{}
+		mem := memstore.New()
 		mem.AddLogs(ctx, recs)
 		for i, a := range aggs {
 			want, _ := mem.AggregateLogs(ctx, a)
@@ -94,9 +95,9 @@ func TestDailyRollups(t *testing.T) {
 	if _, err := db.Exec(`UPDATE log_hours SET prompt_tokens = prompt_tokens + 1000 WHERE hour_us < ?`, today.UnixMicro()); err != nil {
 		t.Fatal(err)
 	}
-	a := &gateway.Aggregation{Query: gateway.LogQuery{WorkspaceID: "ws-1", Start: today.Add(-3 * 24 * time.Hour),
-		End: today.Add(-time.Microsecond)}, Measures: gateway.MeasureTokens}
-	mem := &gateway.MemoryStore{}
+	a := &observe.Aggregation{Query: observe.Query{WorkspaceID: "ws-1", Start: today.Add(-3 * 24 * time.Hour),
+		End: today.Add(-time.Microsecond)}, Measures: observe.MeasureTokens}
+	mem := memstore.New()
 	mem.AddLogs(ctx, recs)
 	want, _ := mem.AggregateLogs(ctx, a)
 	if got, err := s.AggregateLogs(ctx, a); err != nil || len(got) != 1 || got[0].PromptTokens != want[0].PromptTokens {

@@ -8,18 +8,19 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
-var _ gateway.LogExportStore = (*Store)(nil)
+var _ observe.ExportStore = (*Store)(nil)
 
 // exportColumns are the columns of a log export scanLogExport reads, in
 // its order (content aside).
 const exportColumns = `id, workspace_id, created_by, filters, fields, status, description, total, created_us, updated_us`
 
-// CreateLogExport implements gateway.LogExportStore: it stores e, or
+// CreateLogExport implements observe.ExportStore: it stores e, or
 // returns gateway.ErrConflict if e.ID is taken. Exports are not part of
 // the snapshot: the write does not move the generation.
-func (s *Store) CreateLogExport(ctx context.Context, e *gateway.LogExport) error {
+func (s *Store) CreateLogExport(ctx context.Context, e *observe.Export) error {
 	fields, err := exportFieldsJSON(e)
 	if err != nil {
 		return err
@@ -39,9 +40,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`),
 	return nil
 }
 
-// LogExport implements gateway.LogExportStore from the database: a copy
+// LogExport implements observe.ExportStore from the database: a copy
 // the caller may change.
-func (s *Store) LogExport(ctx context.Context, workspaceID, id string) (*gateway.LogExport, error) {
+func (s *Store) LogExport(ctx context.Context, workspaceID, id string) (*observe.Export, error) {
 	e, err := scanLogExport(s.db.QueryRowContext(ctx, s.dialect.rebind(`SELECT `+exportColumns+` FROM log_exports
 WHERE id = $1 AND ($2 = '' OR workspace_id = $2)`), id, workspaceID))
 	if notFound(err) {
@@ -50,17 +51,17 @@ WHERE id = $1 AND ($2 = '' OR workspace_id = $2)`), id, workspaceID))
 	return e, err
 }
 
-// LogExports implements gateway.LogExportStore from the database: the
+// LogExports implements observe.ExportStore from the database: the
 // exports of workspaceID (every one when it is empty), newest first,
 // then by id, descending.
-func (s *Store) LogExports(ctx context.Context, workspaceID string) ([]gateway.LogExport, error) {
+func (s *Store) LogExports(ctx context.Context, workspaceID string) ([]observe.Export, error) {
 	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(`SELECT `+exportColumns+` FROM log_exports
 WHERE $1 = '' OR workspace_id = $1 ORDER BY created_us DESC, id DESC`), workspaceID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: reading log exports: %w", err)
 	}
 	defer rows.Close()
-	var out []gateway.LogExport
+	var out []observe.Export
 	for rows.Next() {
 		e, err := scanLogExport(rows)
 		if err != nil {
@@ -74,12 +75,12 @@ WHERE $1 = '' OR workspace_id = $1 ORDER BY created_us DESC, id DESC`), workspac
 	return out, nil
 }
 
-// UpdateLogExport implements gateway.LogExportStore: one UPDATE that
+// UpdateLogExport implements observe.ExportStore: one UPDATE that
 // replaces the row of old.ID with e only while it still holds old's
 // status and updated_us, so that the compare-and-swap is atomic across
 // every replica without a transaction of its own. A non-nil content is
 // stored with it.
-func (s *Store) UpdateLogExport(ctx context.Context, old, e *gateway.LogExport, content []byte) error {
+func (s *Store) UpdateLogExport(ctx context.Context, old, e *observe.Export, content []byte) error {
 	if e.ID != old.ID {
 		return fmt.Errorf("sqlstore: log export %q: %w", old.ID, gateway.ErrConflict)
 	}
@@ -111,7 +112,7 @@ WHERE id = $1 AND status = $2 AND updated_us = $3`), args...)
 	return nil
 }
 
-// LogExportContent implements gateway.LogExportStore from the database.
+// LogExportContent implements observe.ExportStore from the database.
 func (s *Store) LogExportContent(ctx context.Context, workspaceID, id string) ([]byte, error) {
 	var content []byte
 	err := s.db.QueryRowContext(ctx, s.dialect.rebind(`SELECT content FROM log_exports
@@ -126,7 +127,7 @@ WHERE id = $1 AND ($2 = '' OR workspace_id = $2) AND content IS NOT NULL`), id, 
 }
 
 // exportFilters is e's filters as the column holds them.
-func exportFilters(e *gateway.LogExport) string {
+func exportFilters(e *observe.Export) string {
 	if len(e.Filters) == 0 {
 		return "{}"
 	}
@@ -134,7 +135,7 @@ func exportFilters(e *gateway.LogExport) string {
 }
 
 // exportFieldsJSON is e's fields as the column holds them.
-func exportFieldsJSON(e *gateway.LogExport) (string, error) {
+func exportFieldsJSON(e *observe.Export) (string, error) {
 	fields := e.Fields
 	if fields == nil {
 		fields = []string{}
@@ -148,9 +149,9 @@ func exportFieldsJSON(e *gateway.LogExport) (string, error) {
 
 // scanLogExport reads one row of exportColumns; a missing row is
 // sql.ErrNoRows, unwrapped.
-func scanLogExport(row scanner) (*gateway.LogExport, error) {
+func scanLogExport(row scanner) (*observe.Export, error) {
 	var (
-		e                  gateway.LogExport
+		e                  observe.Export
 		filters, fields    string
 		status             string
 		created, updated   int64
@@ -162,7 +163,7 @@ func scanLogExport(row scanner) (*gateway.LogExport, error) {
 		}
 		return nil, fmt.Errorf("sqlstore: reading log exports: %w", err)
 	}
-	e.WorkspaceID, e.CreatedBy, e.Status = workspace.String, creator.String, gateway.LogExportStatus(status)
+	e.WorkspaceID, e.CreatedBy, e.Status = workspace.String, creator.String, observe.ExportStatus(status)
 	e.Filters = json.RawMessage(filters)
 	if err := json.Unmarshal([]byte(fields), &e.Fields); err != nil {
 		return nil, fmt.Errorf("sqlstore: log export %q: fields: %w", e.ID, err)

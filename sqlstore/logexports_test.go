@@ -17,36 +17,40 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
 // exportStores is what the export tests need of a store.
 type exportStores interface {
-	gateway.APIKeyStore
-	gateway.LogStore
-	gateway.LogExportStore
+	gateway.KeyStore
+	admin.KeyStore
+	observe.Store
+	observe.ExportStore
 }
 
 var (
 	_ exportStores = (*sqlstore.Store)(nil)
-	_ exportStores = (*gateway.MemoryStore)(nil)
+	_ exportStores = (*memstore.Store)(nil)
 )
 
 // TestLogExportStoreContract holds every LogExportStore to the same
 // answers: conflicts, compare-and-swap, workspaces and content.
 func TestLogExportStoreContract(t *testing.T) {
-	each := func(t *testing.T, f func(t *testing.T, s gateway.LogExportStore)) {
-		t.Run("memory", func(t *testing.T) { f(t, &gateway.MemoryStore{}) })
+	each := func(t *testing.T, f func(t *testing.T, s observe.ExportStore)) {
+		t.Run("memory", func(t *testing.T) { f(t, memstore.New()) })
 		eachBackend(t, func(t *testing.T, dsn string) { f(t, openStore(t, dsn, sqlstore.Options{})) })
 	}
-	each(t, func(t *testing.T, s gateway.LogExportStore) {
+	each(t, func(t *testing.T, s observe.ExportStore) {
 		ctx := context.Background()
 		now := time.Now().UTC().Truncate(time.Microsecond)
-		a := &gateway.LogExport{ID: "exp-a", WorkspaceID: "ws-1", CreatedBy: "key-admin", Filters: json.RawMessage(`{"status_code":"200"}`),
-			Fields: []string{"id", "cost"}, Status: gateway.ExportDraft, Description: "draft", Total: 3, CreatedAt: now, UpdatedAt: now}
-		b := &gateway.LogExport{ID: "exp-b", Filters: json.RawMessage(`{}`), Fields: []string{"id"}, Status: gateway.ExportDraft,
+		a := &observe.Export{ID: "exp-a", WorkspaceID: "ws-1", CreatedBy: "key-admin", Filters: json.RawMessage(`{"status_code":"200"}`),
+			Fields: []string{"id", "cost"}, Status: observe.ExportDraft, Description: "draft", Total: 3, CreatedAt: now, UpdatedAt: now}
+		b := &observe.Export{ID: "exp-b", Filters: json.RawMessage(`{}`), Fields: []string{"id"}, Status: observe.ExportDraft,
 			CreatedAt: now.Add(time.Second), UpdatedAt: now.Add(time.Second)}
-		for _, e := range []*gateway.LogExport{a, b} {
+		for _, e := range []*observe.Export{a, b} {
 			if err := s.CreateLogExport(ctx, e); err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +82,7 @@ func TestLogExportStoreContract(t *testing.T) {
 			t.Errorf("content of a draft: %v, want ErrNotFound", err)
 		}
 		next := *a
-		next.Status, next.UpdatedAt = gateway.ExportInProgress, now.Add(time.Millisecond)
+		next.Status, next.UpdatedAt = observe.ExportInProgress, now.Add(time.Millisecond)
 		if err := s.UpdateLogExport(ctx, a, &next, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +90,7 @@ func TestLogExportStoreContract(t *testing.T) {
 			t.Errorf("update from a stale read: %v, want ErrConflict", err)
 		}
 		done := next
-		done.Status, done.Total, done.UpdatedAt = gateway.ExportSuccess, 2, now.Add(2*time.Millisecond)
+		done.Status, done.Total, done.UpdatedAt = observe.ExportSuccess, 2, now.Add(2*time.Millisecond)
 		content := []byte("\x1f\x8b not really gzip, opaque to the store")
 		if err := s.UpdateLogExport(ctx, &next, &done, content); err != nil {
 			t.Fatal(err)
@@ -100,28 +104,29 @@ func TestLogExportStoreContract(t *testing.T) {
 		if got, _ := s.LogExport(ctx, "", "exp-a"); !cmp.Equal(got, &done) {
 			t.Errorf("after success: %+v, want %+v", got, done)
 		}
-		gone := &gateway.LogExport{ID: "nope", UpdatedAt: now}
+		gone := &observe.Export{ID: "nope", UpdatedAt: now}
 		if err := s.UpdateLogExport(ctx, gone, gone, nil); !errors.Is(err, gateway.ErrNotFound) {
 			t.Errorf("update of an unknown export: %v, want ErrNotFound", err)
 		}
 	})
 }
 
-// exportGateway serves a gateway over s (logs as its LogStore when not
-// nil), and returns its URL and the gateway.
-func exportGateway(t *testing.T, s exportStores, logs gateway.LogStore) (string, *gateway.Gateway) {
+// exportGateway serves a gateway over s (logs as its log store when not
+// nil), and returns its URL and its observability routes.
+func exportGateway(t *testing.T, s exportStores, logs observe.Store) (string, *observe.Routes) {
 	t.Helper()
 	if logs == nil {
 		logs = s
 	}
-	g := gateway.New(gateway.Options{Keys: s, Logs: logs, LogExports: s, LogSink: &gateway.LogBuffer{}})
+	g := gateway.New(gateway.Options{Keys: s, LogSink: &gateway.LogBuffer{}})
+	rs := observe.Mount(g, observe.Options{Logs: logs, Exports: s})
 	srv := httptest.NewServer(g)
-	t.Cleanup(func() { srv.Close(); g.Close() })
-	return srv.URL, g
+	t.Cleanup(func() { srv.Close(); rs.Close(); g.Close() })
+	return srv.URL, rs
 }
 
 // addExportKeys stores the admin keys of ws-1 and ws-2.
-func addExportKeys(t *testing.T, s gateway.APIKeyStore) {
+func addExportKeys(t *testing.T, s admin.KeyStore) {
 	t.Helper()
 	now := time.Now().UTC()
 	for _, k := range []gateway.APIKey{
@@ -263,18 +268,18 @@ func TestLogExportsOnEveryStore(t *testing.T) {
 			}
 		}
 	}
-	t.Run("memory", func(t *testing.T) { run(t, &gateway.MemoryStore{}) })
+	t.Run("memory", func(t *testing.T) { run(t, memstore.New()) })
 	eachBackend(t, func(t *testing.T, dsn string) { run(t, openStore(t, dsn, sqlstore.Options{})) })
 }
 
-// gatedLogs is a LogStore whose Logs, once armed, signals entered and
+// gatedLogs is a log store whose Logs, once armed, signals entered and
 // waits for gate (or the end of its context).
 type gatedLogs struct {
-	gateway.LogStore
+	observe.Store
 	armed, entered, gate chan struct{}
 }
 
-func (g *gatedLogs) Logs(ctx context.Context, q *gateway.LogQuery) ([]gateway.RequestLog, error) {
+func (g *gatedLogs) Logs(ctx context.Context, q *observe.Query) ([]gateway.RequestLog, error) {
 	select {
 	case <-g.armed:
 		select {
@@ -288,7 +293,7 @@ func (g *gatedLogs) Logs(ctx context.Context, q *gateway.LogQuery) ([]gateway.Re
 		}
 	default:
 	}
-	return g.LogStore.Logs(ctx, q)
+	return g.Store.Logs(ctx, q)
 }
 
 // TestLogExportsAcrossReplicas: two gateways on one database see each
@@ -302,7 +307,7 @@ func TestLogExportsAcrossReplicas(t *testing.T) {
 		if err := sa.AddLogs(context.Background(), genLogs(700, time.Now().Add(-time.Minute), 5)); err != nil {
 			t.Fatal(err)
 		}
-		gl := &gatedLogs{LogStore: sa, armed: make(chan struct{}), entered: make(chan struct{}, 1), gate: make(chan struct{})}
+		gl := &gatedLogs{Store: sa, armed: make(chan struct{}), entered: make(chan struct{}, 1), gate: make(chan struct{})}
 		a, ga := exportGateway(t, sa, gl)
 		b, _ := exportGateway(t, sb, nil)
 
@@ -358,9 +363,10 @@ func BenchmarkLogExportSQLite(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	g := gateway.New(gateway.Options{Keys: s, Logs: s, LogExports: s, LogSink: &gateway.LogBuffer{}})
+	g := gateway.New(gateway.Options{Keys: s, LogSink: &gateway.LogBuffer{}})
+	rs := observe.Mount(g, observe.Options{Logs: s, Exports: s})
 	srv := httptest.NewServer(g)
-	b.Cleanup(func() { srv.Close(); g.Close() })
+	b.Cleanup(func() { srv.Close(); rs.Close(); g.Close() })
 	body := `{"filters":{},"requested_data":["id","created_at","trace_id","ai_org","ai_model","response_status_code",` +
 		`"req_units","res_units","total_units","cost","response_time","metadata"]}`
 	b.ReportAllocs()
@@ -418,11 +424,11 @@ func TestLogExportsRetention(t *testing.T) {
 		ctx := context.Background()
 		s := openStore(t, dsn, sqlstore.Options{})
 		now := time.Now().UTC().Truncate(time.Microsecond)
-		for _, e := range []*gateway.LogExport{
-			{ID: "old-done", Status: gateway.ExportSuccess, CreatedAt: now.Add(-48 * time.Hour)},
-			{ID: "old-draft", Status: gateway.ExportDraft, CreatedAt: now.Add(-48 * time.Hour)},
-			{ID: "old-running", Status: gateway.ExportInProgress, CreatedAt: now.Add(-48 * time.Hour)},
-			{ID: "new-done", Status: gateway.ExportSuccess, CreatedAt: now},
+		for _, e := range []*observe.Export{
+			{ID: "old-done", Status: observe.ExportSuccess, CreatedAt: now.Add(-48 * time.Hour)},
+			{ID: "old-draft", Status: observe.ExportDraft, CreatedAt: now.Add(-48 * time.Hour)},
+			{ID: "old-running", Status: observe.ExportInProgress, CreatedAt: now.Add(-48 * time.Hour)},
+			{ID: "new-done", Status: observe.ExportSuccess, CreatedAt: now},
 		} {
 			e.Filters, e.Fields, e.UpdatedAt = json.RawMessage(`{}`), []string{"id"}, e.CreatedAt
 			if err := s.CreateLogExport(ctx, e); err != nil {

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
-var _ gateway.LogStore = (*Store)(nil)
+var _ observe.Store = (*Store)(nil)
 
-// Log implements gateway.LogStore: the record and its bodies, if it kept
+// Log implements observe.Store: the record and its bodies, if it kept
 // any.
 func (s *Store) Log(ctx context.Context, workspaceID, id string) (*gateway.RequestLog, error) {
 	q := `SELECT ` + logColumns + `, b.request, b.request_truncated, b.response, b.response_truncated
@@ -42,11 +43,11 @@ FROM request_logs LEFT JOIN request_log_bodies b ON b.log_id = request_logs.id W
 	return rec, nil
 }
 
-// Logs implements gateway.LogStore with one query: the filters become
+// Logs implements observe.Store with one query: the filters become
 // conditions on indexed columns (time, workspace, trace id) and on the
 // metadata object (json_each on SQLite, @> on Postgres), the cursor a row-value comparison
 // with the record q.After names.
-func (s *Store) Logs(ctx context.Context, q *gateway.LogQuery) ([]gateway.RequestLog, error) {
+func (s *Store) Logs(ctx context.Context, q *observe.Query) ([]gateway.RequestLog, error) {
 	where, args := logWhere(s.dialect, q)
 	if q.After != "" {
 		args = append(args, q.After)
@@ -83,7 +84,7 @@ func (s *Store) Logs(ctx context.Context, q *gateway.LogQuery) ([]gateway.Reques
 // logWhere returns the conditions (joined by AND) and arguments that
 // select what q does, paging aside. Placeholders are numbered from $1 in
 // the order of args.
-func logWhere(d dialect, q *gateway.LogQuery) ([]string, []any) {
+func logWhere(d dialect, q *observe.Query) ([]string, []any) {
 	var (
 		where []string
 		args  []any
@@ -141,7 +142,7 @@ func logWhere(d dialect, q *gateway.LogQuery) ([]string, []any) {
 	}
 	for _, r := range []struct {
 		column string
-		r      gateway.Range[int64]
+		r      observe.Range[int64]
 	}{{"prompt_tokens", q.PromptTokens}, {"completion_tokens", q.CompletionTokens}, {"total_tokens", q.TotalTokens}} {
 		if r.r.HasMin {
 			where = append(where, r.column+` >= `+arg(r.r.Min))
@@ -221,7 +222,7 @@ func (s *Store) DeleteLogsBefore(ctx context.Context, t time.Time) (int64, error
 	// Exports hold copies of records: those made before t go too, but for
 	// one still running.
 	if _, err := s.db.ExecContext(ctx, s.dialect.rebind(`DELETE FROM log_exports WHERE created_us < $1 AND status <> $2`),
-		t.UnixMicro(), string(gateway.ExportInProgress)); err != nil {
+		t.UnixMicro(), string(observe.ExportInProgress)); err != nil {
 		return total, fmt.Errorf("sqlstore: deleting old log exports: %w", err)
 	}
 	if s.dialect == dialectSQLite && total > 0 {

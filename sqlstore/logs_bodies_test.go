@@ -17,6 +17,7 @@ import (
 
 	gateway "github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -46,7 +47,7 @@ func TestLogBodiesStored(t *testing.T) {
 					want.ResponseBodyTruncated, err)
 			}
 		}
-		page, err := s.Logs(ctx, &gateway.LogQuery{})
+		page, err := s.Logs(ctx, &observe.Query{})
 		if err != nil || len(page) != len(recs) {
 			t.Fatalf("Logs = %d records, %v", len(page), err)
 		}
@@ -93,8 +94,9 @@ func TestLogBodiesAtRest(t *testing.T) {
 	if err := s.Load(ctx, f); err != nil {
 		t.Fatal(err)
 	}
-	g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Logs: s, LogBodies: true,
-		CustomHostAllow: []string{"127.0.0.1"}})
+	g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, LogSinks: []gateway.LogSink{observe.Sink(s)},
+		LogBodies: true, CustomHostAllow: []string{"127.0.0.1"}})
+	observe.Mount(g, observe.Options{Logs: s})
 	srv := httptest.NewServer(g)
 	defer func() { srv.Close(); g.Close() }()
 	var seen strings.Builder
@@ -107,7 +109,7 @@ func TestLogBodiesAtRest(t *testing.T) {
 	}
 	var recs []gateway.RequestLog
 	waitFor(t, 10*time.Second, "request logs stored", func() bool {
-		recs, _ = s.Logs(ctx, &gateway.LogQuery{})
+		recs, _ = s.Logs(ctx, &observe.Query{})
 		return len(recs) == 20
 	})
 	st, b := doTo(t, srv.URL, &seen, canaries[0], "GET", "/v1/logs/"+recs[0].ID, "")

@@ -9,7 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -63,12 +64,12 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $
 				}
 			}
 		}
-		ref := &gateway.MemoryStore{}
+		ref := memstore.New()
 		if err := ref.AddLogs(ctx, recs); err != nil {
 			t.Fatal(err)
 		}
 		s := openStore(t, dsn, sqlstore.Options{})
-		for _, q := range []gateway.LogQuery{{}, {Metadata: map[string]string{"team": "t1"}}, {WorkspaceID: "ws-2", Limit: 5}} {
+		for _, q := range []observe.Query{{}, {Metadata: map[string]string{"team": "t1"}}, {WorkspaceID: "ws-2", Limit: 5}} {
 			want, _ := ref.Logs(ctx, &q)
 			got, err := s.Logs(ctx, &q)
 			if err != nil {
@@ -97,9 +98,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $
 			todo != 0 || done != len(days) {
 			t.Errorf("%d days to do and %d done (%v), want none and the %d of the records", todo, done, err, len(days))
 		}
-		a := &gateway.Aggregation{Query: gateway.LogQuery{Start: end.Add(-48 * time.Hour), End: end.Add(48 * time.Hour)},
-			GroupBy: []gateway.Dimension{gateway.DimTime}, Bucket: 24 * time.Hour,
-			Measures: gateway.MeasureLatency | gateway.MeasureTokens | gateway.MeasureErrors}
+		a := &observe.Aggregation{Query: observe.Query{Start: end.Add(-48 * time.Hour), End: end.Add(48 * time.Hour)},
+			GroupBy: []observe.Dimension{observe.DimTime}, Bucket: 24 * time.Hour,
+			Measures: observe.MeasureLatency | observe.MeasureTokens | observe.MeasureErrors}
 		want, _ := ref.AggregateLogs(ctx, a)
 		got, err := s.AggregateLogs(ctx, a)
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -60,23 +62,23 @@ func genLogs(n int, end time.Time, seed uint64) []*gateway.RequestLog {
 func TestLogStoreMatchesMemoryStore(t *testing.T) {
 	end := time.Now().UTC().Truncate(time.Second)
 	recs := genLogs(600, end, 1)
-	ref := &gateway.MemoryStore{}
+	ref := memstore.New()
 	if err := ref.AddLogs(context.Background(), recs); err != nil {
 		t.Fatal(err)
 	}
-	queries := []gateway.LogQuery{
+	queries := []observe.Query{
 		{},
 		{WorkspaceID: "ws-1"},
 		{Start: end.Add(-30 * time.Minute), End: end.Add(-10 * time.Minute)},
 		{StatusCodes: []int{429, 500}},
-		{Models: []gateway.ProviderModel{{Provider: "openai", Model: "gpt-4o"}, {Provider: "anthropic", Model: "claude-3-5-sonnet"}}},
+		{Models: []observe.ProviderModel{{Provider: "openai", Model: "gpt-4o"}, {Provider: "anthropic", Model: "claude-3-5-sonnet"}}},
 		{APIKeyIDs: []string{"key-1", "key-3"}, VirtualKeys: []string{"vk-a"}},
 		{Configs: []string{"cfg-a"}, TraceIDs: []string{"trace-3", "trace-4", "trace-5"}},
 		{Metadata: map[string]string{"team": "t1"}},
 		{Metadata: map[string]string{"team": "t2", "env": "prod"}, WorkspaceID: "ws-2"},
-		{PromptTokens: gateway.Range[int64]{Min: 500, HasMin: true}, CompletionTokens: gateway.Range[int64]{Max: 300, HasMax: true}},
-		{TotalTokens: gateway.Range[int64]{Min: 100, Max: 1500, HasMin: true, HasMax: true}},
-		{Cost: gateway.Range[float64]{Min: 0.01, Max: 0.02, HasMin: true, HasMax: true}},
+		{PromptTokens: observe.Range[int64]{Min: 500, HasMin: true}, CompletionTokens: observe.Range[int64]{Max: 300, HasMax: true}},
+		{TotalTokens: observe.Range[int64]{Min: 100, Max: 1500, HasMin: true, HasMax: true}},
+		{Cost: observe.Range[float64]{Min: 0.01, Max: 0.02, HasMin: true, HasMax: true}},
 		{TraceIDs: []string{"none"}},
 	}
 	eachBackend(t, func(t *testing.T, dsn string) {
@@ -149,7 +151,7 @@ func TestLogRetention(t *testing.T) {
 	s.Close()
 	s = openStore(t, dsn, sqlstore.Options{LogRetention: 24 * time.Hour})
 	waitFor(t, time.Minute, "old request logs deleted", func() bool {
-		recs, _ := s.Logs(ctx, &gateway.LogQuery{Limit: len(fresh) + 1})
+		recs, _ := s.Logs(ctx, &observe.Query{Limit: len(fresh) + 1})
 		return len(recs) == len(fresh)
 	})
 	var orphans int
@@ -256,11 +258,11 @@ func TestLogMetadataKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, p := range pairs {
-			got, err := s.Logs(ctx, &gateway.LogQuery{Metadata: map[string]string{p[0]: p[1], "n": "x"}})
+			got, err := s.Logs(ctx, &observe.Query{Metadata: map[string]string{p[0]: p[1], "n": "x"}})
 			if err != nil || len(got) != 1 || got[0].ID != recs[i].ID || got[0].Metadata[p[0]] != p[1] {
 				t.Errorf("metadata %q=%q: %v, %v", p[0], p[1], got, err)
 			}
-			if got, err := s.Logs(ctx, &gateway.LogQuery{Metadata: map[string]string{p[0]: p[1] + "?"}}); err != nil || len(got) != 0 {
+			if got, err := s.Logs(ctx, &observe.Query{Metadata: map[string]string{p[0]: p[1] + "?"}}); err != nil || len(got) != 0 {
 				t.Errorf("metadata %q=%q?: %v, %v", p[0], p[1], got, err)
 			}
 		}

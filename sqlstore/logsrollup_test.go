@@ -6,6 +6,8 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -16,7 +18,7 @@ import (
 func TestRollupsCountEachRecordOnce(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, sqliteDSN(t), sqlstore.Options{})
-	mem := &gateway.MemoryStore{}
+	mem := memstore.New()
 	end := time.Now().UTC().Truncate(time.Hour)
 	gen := trafficLogs(end.Add(-3*time.Hour), 7, false)
 	a, b := gen(150), gen(150)
@@ -36,11 +38,11 @@ func TestRollupsCountEachRecordOnce(t *testing.T) {
 	// Whole hours, filtered by workspace and time alone: served by the
 	// rollups.
 	for _, ws := range []string{"ws-1", "ws-2"} {
-		agg := &gateway.Aggregation{
-			Query:    gateway.LogQuery{WorkspaceID: ws, Start: end.Add(-4 * time.Hour), End: end.Add(-time.Microsecond)},
-			GroupBy:  []gateway.Dimension{gateway.DimTime},
+		agg := &observe.Aggregation{
+			Query:    observe.Query{WorkspaceID: ws, Start: end.Add(-4 * time.Hour), End: end.Add(-time.Microsecond)},
+			GroupBy:  []observe.Dimension{observe.DimTime},
 			Bucket:   time.Hour,
-			Measures: gateway.MeasureTokens | gateway.MeasureCost,
+			Measures: observe.MeasureTokens | observe.MeasureCost,
 		}
 		got, err := s.AggregateLogs(ctx, agg)
 		if err != nil {

@@ -10,9 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ncruces/go-sqlite3"
-
 	gateway "github.com/modelgateway/gateway"
+	"github.com/ncruces/go-sqlite3"
 )
 
 // logColumns are the columns of a request log, in the order AddLogs
@@ -27,7 +26,7 @@ const logColumnCount = 30
 // sqliteLogRows is how many ids unstoredLogs looks up in one query.
 const sqliteLogRows = 64
 
-// AddLogs implements gateway.LogStore: the records in one transaction, a
+// AddLogs implements observe.Store: the records in one transaction, a
 // row at a time bound through SQLite's own interface on SQLite (see
 // addLogsSQLite) and in one INSERT of arrays
 // (unnest) on Postgres; the bodies of those that kept some (gateway

@@ -85,7 +85,7 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, conditions = excluded.condi
 // policy changed since it was read.
 var errSwapFailed = errors.New("sqlstore: policy changed")
 
-// CompareAndSwapPolicy implements gateway.PolicyCompareAndSwapper against
+// CompareAndSwapPolicy implements admin.PolicyCompareAndSwapper against
 // the database, not the snapshot: it replaces policy old.ID with p if the
 // stored policy still equals old in every field, atomically with respect
 // to every write of every replica. A swap that fails refreshes the

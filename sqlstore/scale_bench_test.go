@@ -15,12 +15,16 @@ import (
 
 	gateway "github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
 // apiKeysViaAPI creates n API keys through POST /api-keys of a gateway
 // over s, and returns the keys the answers gave.
-func apiKeysViaAPI(tb testing.TB, s gateway.APIKeyStore, n int) []string {
+func apiKeysViaAPI(tb testing.TB, s interface {
+	gateway.KeyStore
+	admin.KeyStore
+}, n int) []string {
 	tb.Helper()
 	now := time.Now()
 	if err := s.CreateAPIKey(context.Background(), &gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(cpOrgKey),
@@ -28,6 +32,7 @@ func apiKeysViaAPI(tb testing.TB, s gateway.APIKeyStore, n int) []string {
 		tb.Fatal(err)
 	}
 	g := gateway.New(gateway.Options{Keys: s, LogSink: &gateway.LogBuffer{}})
+	admin.Mount(g, admin.Options{Keys: s})
 	defer g.Close()
 	keys := make([]string, n)
 	for i := range keys {
@@ -49,7 +54,7 @@ func apiKeysViaAPI(tb testing.TB, s gateway.APIKeyStore, n int) []string {
 var authFixture struct {
 	once      sync.Once
 	sql       *sqlstore.Store
-	mem       *gateway.MemoryStore
+	mem       *memstore.Store
 	sqlKeys   []string
 	memKeys   []string
 	createdIn time.Duration
@@ -70,7 +75,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 		authFixture.sqlKeys = apiKeysViaAPI(b, s, n)
 		authFixture.createdIn = time.Since(start)
 		authFixture.sql = s
-		authFixture.mem = &gateway.MemoryStore{}
+		authFixture.mem = memstore.New()
 		authFixture.memKeys = apiKeysViaAPI(b, authFixture.mem, n)
 	})
 	b.Logf("%d API keys created through POST /api-keys on SQLite in %v (%.0f/s)", n, authFixture.createdIn.Round(time.Millisecond),

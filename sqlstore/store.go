@@ -11,6 +11,7 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 )
 
 // Options configure a Store. The zero value is a store without a master
@@ -89,7 +90,7 @@ var (
 	_ gateway.ConfigStore     = (*Store)(nil)
 	_ gateway.PolicyStore     = (*Store)(nil)
 
-	_ gateway.PolicyCompareAndSwapper = (*Store)(nil)
+	_ admin.PolicyCompareAndSwapper = (*Store)(nil)
 )
 
 // defaultRefreshInterval is the RefreshInterval of the zero Options.

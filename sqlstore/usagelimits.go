@@ -13,11 +13,12 @@ import (
 	"sync/atomic"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
 )
 
 var (
-	_ gateway.UsageLimitsStore = (*Store)(nil)
-	_ gateway.UsageCounter     = (*Store)(nil)
+	_ budget.Store   = (*Store)(nil)
+	_ budget.Counter = (*Store)(nil)
 )
 
 // kindUsageLimits names a usage-limits policy in the changes table: every
@@ -35,16 +36,16 @@ type budgetCache struct {
 }
 
 // budgetSet is the usage-limits policies of one generation, by workspace
-// in UsageLimitsStore order. The slices are shared by every caller.
+// in budget.Store order. The slices are shared by every caller.
 type budgetSet struct {
 	gen int64
-	of  map[string][]gateway.UsageLimitsPolicy
+	of  map[string][]budget.Policy
 }
 
-// UsageLimitsPolicies implements gateway.UsageLimitsStore from a cache
+// UsageLimitsPolicies implements budget.Store from a cache
 // kept in step with the snapshot's generation. The slice is shared by
 // every caller and must not be modified.
-func (s *Store) UsageLimitsPolicies(ctx context.Context, workspaceID string) ([]gateway.UsageLimitsPolicy, error) {
+func (s *Store) UsageLimitsPolicies(ctx context.Context, workspaceID string) ([]budget.Policy, error) {
 	gen := s.snap.Load().gen
 	set := s.budgets.cur.Load()
 	if set == nil || set.gen != gen {
@@ -59,7 +60,7 @@ func (s *Store) UsageLimitsPolicies(ctx context.Context, workspaceID string) ([]
 // AllUsageLimitsPolicies serves the usage-limits routes'
 // organisation-wide list (found by type assertion) from the same cache as
 // UsageLimitsPolicies: every policy, ordered by CreatedAt then ID.
-func (s *Store) AllUsageLimitsPolicies(ctx context.Context) ([]gateway.UsageLimitsPolicy, error) {
+func (s *Store) AllUsageLimitsPolicies(ctx context.Context) ([]budget.Policy, error) {
 	gen := s.snap.Load().gen
 	set := s.budgets.cur.Load()
 	if set == nil || set.gen != gen {
@@ -68,11 +69,11 @@ func (s *Store) AllUsageLimitsPolicies(ctx context.Context) ([]gateway.UsageLimi
 			return nil, err
 		}
 	}
-	var out []gateway.UsageLimitsPolicy
+	var out []budget.Policy
 	for _, ps := range set.of {
 		out = append(out, ps...)
 	}
-	slices.SortFunc(out, func(a, b gateway.UsageLimitsPolicy) int {
+	slices.SortFunc(out, func(a, b budget.Policy) int {
 		return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
 	return out, nil
@@ -91,7 +92,7 @@ func (s *Store) loadBudgets(ctx context.Context, gen int64) (*budgetSet, error) 
 		return nil, fmt.Errorf("sqlstore: reading usage-limits policies: %w", err)
 	}
 	defer rows.Close()
-	var all []gateway.UsageLimitsPolicy
+	var all []budget.Policy
 	for rows.Next() {
 		p, err := scanUsageLimits(rows)
 		if err != nil {
@@ -102,10 +103,10 @@ func (s *Store) loadBudgets(ctx context.Context, gen int64) (*budgetSet, error) 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlstore: reading usage-limits policies: %w", err)
 	}
-	slices.SortFunc(all, func(a, b gateway.UsageLimitsPolicy) int {
+	slices.SortFunc(all, func(a, b budget.Policy) int {
 		return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
-	set := &budgetSet{gen: gen, of: make(map[string][]gateway.UsageLimitsPolicy)}
+	set := &budgetSet{gen: gen, of: make(map[string][]budget.Policy)}
 	for _, p := range all {
 		set.of[p.WorkspaceID] = append(set.of[p.WorkspaceID], p)
 	}
@@ -116,9 +117,9 @@ func (s *Store) loadBudgets(ctx context.Context, gen int64) (*budgetSet, error) 
 	return set, nil
 }
 
-// UsageLimitsPolicy implements gateway.UsageLimitsStore, reading the
+// UsageLimitsPolicy implements budget.Store, reading the
 // database: a copy the caller may change.
-func (s *Store) UsageLimitsPolicy(ctx context.Context, id string) (*gateway.UsageLimitsPolicy, error) {
+func (s *Store) UsageLimitsPolicy(ctx context.Context, id string) (*budget.Policy, error) {
 	p, err := scanUsageLimits(s.db.QueryRowContext(ctx, s.dialect.rebind(`SELECT `+usageColumns+` FROM usage_limits_policies WHERE id = $1`), strings.ToLower(id)))
 	if notFound(err) {
 		return nil, gateway.ErrNotFound
@@ -126,8 +127,8 @@ func (s *Store) UsageLimitsPolicy(ctx context.Context, id string) (*gateway.Usag
 	return p, err
 }
 
-// PutUsageLimitsPolicy implements gateway.UsageLimitsStore.
-func (s *Store) PutUsageLimitsPolicy(ctx context.Context, p *gateway.UsageLimitsPolicy) error {
+// PutUsageLimitsPolicy implements budget.Store.
+func (s *Store) PutUsageLimitsPolicy(ctx context.Context, p *budget.Policy) error {
 	return s.update(ctx, func(tx *sql.Tx) error { return s.putUsageLimits(ctx, tx, p) })
 }
 
@@ -135,10 +136,10 @@ func (s *Store) PutUsageLimitsPolicy(ctx context.Context, p *gateway.UsageLimits
 // whose policy changed since it was read.
 var errUsageSwapFailed = errors.New("sqlstore: usage-limits policy changed")
 
-// CompareAndSwapUsageLimitsPolicy implements gateway.UsageLimitsStore
+// CompareAndSwapUsageLimitsPolicy implements budget.Store
 // against the database, atomically with respect to every write of every
 // replica.
-func (s *Store) CompareAndSwapUsageLimitsPolicy(ctx context.Context, old, p *gateway.UsageLimitsPolicy) (bool, error) {
+func (s *Store) CompareAndSwapUsageLimitsPolicy(ctx context.Context, old, p *budget.Policy) (bool, error) {
 	if !strings.EqualFold(old.ID, p.ID) {
 		return false, errors.New("sqlstore: CompareAndSwapUsageLimitsPolicy of a policy with another id")
 	}
@@ -149,7 +150,7 @@ func (s *Store) CompareAndSwapUsageLimitsPolicy(ctx context.Context, old, p *gat
 			return gateway.ErrNotFound
 		case err != nil:
 			return err
-		case !gateway.UsageLimitsEqual(cur, old):
+		case !budget.Equal(cur, old):
 			return errUsageSwapFailed
 		}
 		return s.putUsageLimits(ctx, tx, p)
@@ -160,7 +161,7 @@ func (s *Store) CompareAndSwapUsageLimitsPolicy(ctx context.Context, old, p *gat
 	return err == nil, err
 }
 
-func (s *Store) putUsageLimits(ctx context.Context, tx *sql.Tx, p *gateway.UsageLimitsPolicy) error {
+func (s *Store) putUsageLimits(ctx context.Context, tx *sql.Tx, p *budget.Policy) error {
 	if p.ID == "" {
 		return errors.New("sqlstore: a usage-limits policy needs an id")
 	}
@@ -195,9 +196,9 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, conditions = excluded.condi
 // usageColumns are the columns scanUsageLimits reads, in its order.
 const usageColumns = `id, name, conditions, group_by, type, credit_limit, alert_threshold, periodic_reset, periodic_reset_days, last_reset_at, status, workspace_id, organisation_id, created_at, last_updated_at`
 
-func scanUsageLimits(row scanner) (*gateway.UsageLimitsPolicy, error) {
+func scanUsageLimits(row scanner) (*budget.Policy, error) {
 	var (
-		p                   gateway.UsageLimitsPolicy
+		p                   budget.Policy
 		conditions, groupBy string
 		alert               sql.NullFloat64
 	)

@@ -6,10 +6,10 @@ import (
 	"database/sql/driver"
 	"fmt"
 
-	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
 )
 
-// The usage counters of budgets (gateway.UsageCounter) live in the
+// The usage counters of budgets (budget.Counter) live in the
 // usage_limits_usage table, so that every replica on the database shares
 // them and they survive restarts. Reserve and Settle each run one short
 // read-write transaction on the entity's row: on SQLite it begins
@@ -20,8 +20,8 @@ import (
 // withCounter runs fn on the counter of e, made if missing and rolled
 // over to e.Period, in one transaction, and writes it back when fn
 // reports a change (a roll-over always is one).
-func (s *Store) withCounter(ctx context.Context, e gateway.UsageEntityKey, fn func(u *gateway.UsageEntity) bool) (gateway.UsageEntity, error) {
-	u := gateway.UsageEntity{UsageEntityKey: e}
+func (s *Store) withCounter(ctx context.Context, e budget.EntityKey, fn func(u *budget.Entity) bool) (budget.Entity, error) {
+	u := budget.Entity{EntityKey: e}
 	conn, err := s.counterConn(ctx)
 	if err != nil {
 		return u, err
@@ -48,7 +48,7 @@ FROM usage_limits_usage WHERE policy_id = $1 AND value_key = $2`+lock), e.Policy
 	}
 	changed := false
 	if period != e.Period {
-		u = gateway.UsageEntity{UsageEntityKey: e, Epoch: u.Epoch + 1}
+		u = budget.Entity{EntityKey: e, Epoch: u.Epoch + 1}
 		changed = true
 	}
 	if fn(&u) || changed {
@@ -103,10 +103,10 @@ func (c counterConn) release() {
 	c.Close()
 }
 
-// Reserve implements gateway.UsageCounter.
-func (s *Store) Reserve(ctx context.Context, e gateway.UsageEntityKey, limit, estimate float64) (gateway.UsageReservation, error) {
-	r := gateway.UsageReservation{UsageEntityKey: e, Estimate: estimate}
-	_, err := s.withCounter(ctx, e, func(u *gateway.UsageEntity) bool {
+// Reserve implements budget.Counter.
+func (s *Store) Reserve(ctx context.Context, e budget.EntityKey, limit, estimate float64) (budget.Reservation, error) {
+	r := budget.Reservation{EntityKey: e, Estimate: estimate}
+	_, err := s.withCounter(ctx, e, func(u *budget.Entity) bool {
 		r.Usage, r.Epoch = u.Usage, u.Epoch
 		if u.Usage+u.Reserved < limit {
 			r.Allowed = true
@@ -116,16 +116,16 @@ func (s *Store) Reserve(ctx context.Context, e gateway.UsageEntityKey, limit, es
 		return false
 	})
 	if err != nil {
-		return gateway.UsageReservation{}, err
+		return budget.Reservation{}, err
 	}
 	return r, nil
 }
 
-// Settle implements gateway.UsageCounter.
-func (s *Store) Settle(ctx context.Context, r gateway.UsageReservation, period string, used float64, th gateway.UsageThresholds) (gateway.UsageSettlement, error) {
-	var out gateway.UsageSettlement
-	key := gateway.UsageEntityKey{PolicyID: r.PolicyID, ValueKey: r.ValueKey, Period: period}
-	_, err := s.withCounter(ctx, key, func(u *gateway.UsageEntity) bool {
+// Settle implements budget.Counter.
+func (s *Store) Settle(ctx context.Context, r budget.Reservation, period string, used float64, th budget.Thresholds) (budget.Settlement, error) {
+	var out budget.Settlement
+	key := budget.EntityKey{PolicyID: r.PolicyID, ValueKey: r.ValueKey, Period: period}
+	_, err := s.withCounter(ctx, key, func(u *budget.Entity) bool {
 		if r.Allowed && r.Period == u.Period && r.Epoch == u.Epoch {
 			u.Reserved = max(u.Reserved-r.Estimate, 0)
 		}
@@ -140,23 +140,23 @@ func (s *Store) Settle(ctx context.Context, r gateway.UsageReservation, period s
 		return true
 	})
 	if err != nil {
-		return gateway.UsageSettlement{}, err
+		return budget.Settlement{}, err
 	}
 	return out, nil
 }
 
-// UsageEntities implements gateway.UsageCounter: the counters of
+// UsageEntities implements budget.Counter: the counters of
 // policyID, by value key.
-func (s *Store) UsageEntities(ctx context.Context, policyID string) ([]gateway.UsageEntity, error) {
+func (s *Store) UsageEntities(ctx context.Context, policyID string) ([]budget.Entity, error) {
 	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(`SELECT value_key, period, used, reserved, epoch, threshold_alerted, exhausted_alerted
 FROM usage_limits_usage WHERE policy_id = $1 ORDER BY value_key`), policyID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: usage counters: %w", err)
 	}
 	defer rows.Close()
-	var out []gateway.UsageEntity
+	var out []budget.Entity
 	for rows.Next() {
-		u := gateway.UsageEntity{UsageEntityKey: gateway.UsageEntityKey{PolicyID: policyID}}
+		u := budget.Entity{EntityKey: budget.EntityKey{PolicyID: policyID}}
 		if err := rows.Scan(&u.ValueKey, &u.Period, &u.Usage, &u.Reserved, &u.Epoch, &u.ThresholdAlerted, &u.ExhaustedAlerted); err != nil {
 			return nil, fmt.Errorf("sqlstore: usage counters: %w", err)
 		}
@@ -168,7 +168,7 @@ FROM usage_limits_usage WHERE policy_id = $1 ORDER BY value_key`), policyID)
 	return out, nil
 }
 
-// ResetUsage implements gateway.UsageCounter in one statement.
+// ResetUsage implements budget.Counter in one statement.
 func (s *Store) ResetUsage(ctx context.Context, policyID, valueKey string) (bool, error) {
 	res, err := s.db.ExecContext(ctx, s.dialect.rebind(`UPDATE usage_limits_usage SET used = 0, reserved = 0, epoch = epoch + 1,
 	threshold_alerted = FALSE, exhausted_alerted = FALSE WHERE policy_id = $1 AND value_key = $2`), policyID, valueKey)

@@ -12,16 +12,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
-func budgetPolicy() gateway.UsageLimitsPolicy {
+func budgetPolicy() budget.Policy {
 	alert := 80.0
-	return gateway.UsageLimitsPolicy{ID: "7d1e0000-0000-4000-8000-0000000000c1", Name: "monthly", Type: gateway.UsageTokens,
+	return budget.Policy{ID: "7d1e0000-0000-4000-8000-0000000000c1", Name: "monthly", Type: budget.Tokens,
 		Conditions: []gateway.PolicyCondition{{Key: "workspace_id", Value: "ws-1"}}, GroupBy: []gateway.PolicyGroupBy{{Key: "workspace_id"}},
-		CreditLimit: 100, AlertThreshold: &alert, PeriodicReset: gateway.ResetMonthly, Status: gateway.PolicyActive,
+		CreditLimit: 100, AlertThreshold: &alert, PeriodicReset: budget.ResetMonthly, Status: gateway.PolicyActive,
 		WorkspaceID: "ws-1", CreatedAt: "2026-11-01T00:00:00.000Z", LastUpdatedAt: "2026-11-01T00:00:00.000Z"}
 }
 
@@ -53,7 +54,7 @@ func TestUsageLimitsPolicyStore(t *testing.T) {
 			t.Fatalf("ws-2 has %v", ps)
 		}
 		replica := openStore(t, dsn, sqlstore.Options{})
-		if ps, _ := replica.UsageLimitsPolicies(ctx, "ws-1"); len(ps) != 1 || !gateway.UsageLimitsEqual(&ps[0], &p) {
+		if ps, _ := replica.UsageLimitsPolicies(ctx, "ws-1"); len(ps) != 1 || !budget.Equal(&ps[0], &p) {
 			t.Fatalf("replica lists %+v", ps)
 		}
 
@@ -92,8 +93,8 @@ func TestUsageCounterStore(t *testing.T) {
 		ctx := context.Background()
 		a := openStore(t, dsn, sqlstore.Options{})
 		b := openStore(t, dsn, sqlstore.Options{})
-		key := gateway.UsageEntityKey{PolicyID: "p1", ValueKey: "k1", Period: "monthly@2026-11-01T00:00:00Z"}
-		th := gateway.UsageThresholds{Alert: 50, Limit: 100}
+		key := budget.EntityKey{PolicyID: "p1", ValueKey: "k1", Period: "monthly@2026-11-01T00:00:00Z"}
+		th := budget.Thresholds{Alert: 50, Limit: 100}
 
 		r1, err := a.Reserve(ctx, key, 100, 60)
 		if err != nil || !r1.Allowed {
@@ -105,11 +106,11 @@ func TestUsageCounterStore(t *testing.T) {
 			t.Fatalf("reservations: %v %v, want admitted, refused", r2.Allowed, r3.Allowed)
 		}
 		s1, err := b.Settle(ctx, r1, key.Period, 55, th)
-		if err != nil || s1 != (gateway.UsageSettlement{Usage: 55, AlertCrossed: true}) {
+		if err != nil || s1 != (budget.Settlement{Usage: 55, AlertCrossed: true}) {
 			t.Fatalf("settle 1: %+v %v", s1, err)
 		}
 		s2, _ := a.Settle(ctx, r2, key.Period, 50, th)
-		if s2 != (gateway.UsageSettlement{Usage: 105, LimitCrossed: true}) {
+		if s2 != (budget.Settlement{Usage: 105, LimitCrossed: true}) {
 			t.Fatalf("settle 2: %+v", s2)
 		}
 		if r, _ := a.Reserve(ctx, key, 100, 1); r.Allowed || r.Usage != 105 {
@@ -119,7 +120,7 @@ func TestUsageCounterStore(t *testing.T) {
 		a.Close()
 		c := openStore(t, dsn, sqlstore.Options{})
 		es, err := c.UsageEntities(ctx, "p1")
-		want := []gateway.UsageEntity{{UsageEntityKey: key, Usage: 105, ThresholdAlerted: true, ExhaustedAlerted: true}}
+		want := []budget.Entity{{EntityKey: key, Usage: 105, ThresholdAlerted: true, ExhaustedAlerted: true}}
 		if err != nil || !cmp.Equal(es, want) {
 			t.Fatalf("entities after reopen: %+v %v", es, err)
 		}
@@ -167,7 +168,7 @@ func TestUsageLimitsConcurrentReplicas(t *testing.T) {
 			io.WriteString(w, `{"model":"gpt-4o","usage":{"prompt_tokens":20,"completion_tokens":30,"total_tokens":50}}`)
 		}))
 		defer up.Close()
-		keys := &gateway.MemoryStore{}
+		keys := memstore.New()
 		keys.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey("gw-budget"), WorkspaceID: "ws-1", Role: gateway.RoleMember})
 		keys.AddVirtualKey(gateway.VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
 		var urls []string
@@ -175,7 +176,8 @@ func TestUsageLimitsConcurrentReplicas(t *testing.T) {
 		for range 2 {
 			s := openStore(t, dsn, sqlstore.Options{})
 			stores = append(stores, s)
-			gw := gateway.New(gateway.Options{Keys: keys, VirtualKeys: keys, UsageLimits: s, UsageCounter: s})
+			gw := gateway.New(gateway.Options{Keys: keys, VirtualKeys: keys,
+				Admissions: []gateway.Admission{budget.New(budget.Options{Store: s, Counter: s})}})
 			srv := httptest.NewServer(gw)
 			t.Cleanup(func() { srv.Close(); gw.Close() })
 			urls = append(urls, srv.URL)
@@ -249,14 +251,14 @@ func BenchmarkUsageCounter(b *testing.B) {
 		b.Run(be.name, func(b *testing.B) {
 			s := openStore(b, be.dsn(b), sqlstore.Options{})
 			ctx := context.Background()
-			key := gateway.UsageEntityKey{PolicyID: "p", ValueKey: "k", Period: "monthly@2026-11-01T00:00:00Z"}
+			key := budget.EntityKey{PolicyID: "p", ValueKey: "k", Period: "monthly@2026-11-01T00:00:00Z"}
 			b.ReportAllocs()
 			for b.Loop() {
 				r, err := s.Reserve(ctx, key, 1e15, 300)
 				if err != nil || !r.Allowed {
 					b.Fatal(err)
 				}
-				if _, err := s.Settle(ctx, r, key.Period, 250, gateway.UsageThresholds{Alert: -1, Limit: 1e15}); err != nil {
+				if _, err := s.Settle(ctx, r, key.Period, 250, budget.Thresholds{Alert: -1, Limit: 1e15}); err != nil {
 					b.Fatal(err)
 				}
 			}

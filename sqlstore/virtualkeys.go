@@ -80,7 +80,7 @@ ON CONFLICT (id) DO UPDATE SET provider = excluded.provider, base_url = excluded
 	return s.changed(ctx, tx, kindVirtualKey, vk.Slug)
 }
 
-// VirtualKeyIn implements gateway.VirtualKeyAdmin from the snapshot, with
+// VirtualKeyIn implements admin.VirtualKeyStore from the snapshot, with
 // no query and no allocation: the data plane asks it for the caller's
 // workspace on every request naming a virtual key. The record is shared
 // and must not be modified.
@@ -91,7 +91,7 @@ func (s *Store) VirtualKeyIn(_ context.Context, workspaceID, slug string) (*gate
 	return nil, gateway.ErrNotFound
 }
 
-// VirtualKeys implements gateway.VirtualKeyAdmin from the database: the
+// VirtualKeys implements admin.VirtualKeyStore from the database: the
 // virtual keys of workspaceID (of every workspace and of none when it is
 // empty), oldest first.
 func (s *Store) VirtualKeys(ctx context.Context, workspaceID string) ([]gateway.VirtualKey, error) {
@@ -104,7 +104,7 @@ func (s *Store) VirtualKeys(ctx context.Context, workspaceID string) ([]gateway.
 	return out, err
 }
 
-// CreateVirtualKey implements gateway.VirtualKeyAdmin: it stores vk as
+// CreateVirtualKey implements admin.VirtualKeyStore: it stores vk as
 // PutVirtualKey does, or returns gateway.ErrConflict if its workspace
 // already holds its slug.
 func (s *Store) CreateVirtualKey(ctx context.Context, vk *gateway.VirtualKey) error {
@@ -118,7 +118,7 @@ func (s *Store) CreateVirtualKey(ctx context.Context, vk *gateway.VirtualKey) er
 	})
 }
 
-// UpdateVirtualKey implements gateway.VirtualKeyAdmin: it replaces the
+// UpdateVirtualKey implements admin.VirtualKeyStore: it replaces the
 // stored virtual key with vk if the stored one still has old's UpdatedAt,
 // atomically with respect to every write of every replica. A refused
 // update refreshes the snapshot, so that the caller's next read sees
@@ -136,7 +136,7 @@ func (s *Store) UpdateVirtualKey(ctx context.Context, old, vk *gateway.VirtualKe
 	}))
 }
 
-// DeleteVirtualKey implements gateway.VirtualKeyAdmin: it deletes the
+// DeleteVirtualKey implements admin.VirtualKeyStore: it deletes the
 // virtual key slug of workspace workspaceID (empty: of no workspace), or
 // returns gateway.ErrNotFound when there is none.
 func (s *Store) DeleteVirtualKey(ctx context.Context, workspaceID, slug string) error {

@@ -7,14 +7,15 @@ import (
 	"fmt"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 )
 
-var _ gateway.WorkspaceStore = (*Store)(nil)
+var _ admin.WorkspaceStore = (*Store)(nil)
 
 // workspaceColumns are the columns scanWorkspace reads, in its order.
 const workspaceColumns = `id, name, description, metadata, rate_limits, usage_limits, created_at, updated_at`
 
-// Workspace implements gateway.WorkspaceStore from the database: a copy
+// Workspace implements admin.WorkspaceStore from the database: a copy
 // the caller may change.
 func (s *Store) Workspace(ctx context.Context, id string) (*gateway.Workspace, error) {
 	return s.workspace(ctx, s.db, id)
@@ -28,7 +29,7 @@ func (s *Store) workspace(ctx context.Context, q querier, id string) (*gateway.W
 	return w, err
 }
 
-// Workspaces implements gateway.WorkspaceStore from the database: every
+// Workspaces implements admin.WorkspaceStore from the database: every
 // workspace, ordered by creation time then id.
 func (s *Store) Workspaces(ctx context.Context) ([]gateway.Workspace, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces ORDER BY created_at NULLS FIRST, id`)
@@ -50,7 +51,7 @@ func (s *Store) Workspaces(ctx context.Context) ([]gateway.Workspace, error) {
 	return out, nil
 }
 
-// CreateWorkspace implements gateway.WorkspaceStore: it stores w, or
+// CreateWorkspace implements admin.WorkspaceStore: it stores w, or
 // returns gateway.ErrConflict if w.ID is taken.
 func (s *Store) CreateWorkspace(ctx context.Context, w *gateway.Workspace) error {
 	return s.update(ctx, func(tx *sql.Tx) error {
@@ -63,7 +64,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *gateway.Workspace) error
 	})
 }
 
-// UpdateWorkspace implements gateway.WorkspaceStore: it replaces the
+// UpdateWorkspace implements admin.WorkspaceStore: it replaces the
 // stored workspace old.ID with w if it still has old's UpdatedAt,
 // atomically with respect to every write of every replica.
 func (s *Store) UpdateWorkspace(ctx context.Context, old, w *gateway.Workspace) error {
@@ -79,7 +80,7 @@ func (s *Store) UpdateWorkspace(ctx context.Context, old, w *gateway.Workspace) 
 	})
 }
 
-// DeleteWorkspace implements gateway.WorkspaceStore.
+// DeleteWorkspace implements admin.WorkspaceStore.
 func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
 	return s.deleteRow(ctx, "", "", "workspaces", "id = $1", id)
 }

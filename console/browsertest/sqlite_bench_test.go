@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/console"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -48,8 +49,9 @@ func BenchmarkPagesSQLite(b *testing.B) {
 	keys := &gateway.MemoryStore{}
 	const key = "gw-console-bench-org"
 	keys.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(key), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
-	g := gateway.New(gateway.Options{Keys: keys, Logs: st})
-	b.Cleanup(func() { g.Close() })
+	g := gateway.New(gateway.Options{Keys: keys})
+	routes := observe.Mount(g, observe.Options{Logs: st})
+	b.Cleanup(func() { routes.Close(); g.Close() })
 	h := console.New(g, console.Options{})
 	session := signInHandler(b, h, key)
 	for _, p := range []struct{ name, path string }{
@@ -81,7 +83,7 @@ func BenchmarkPagesSQLite(b *testing.B) {
 func fill(b *testing.B, st *sqlstore.Store, n int) {
 	b.Helper()
 	ctx := context.Background()
-	have, err := st.Logs(ctx, &gateway.LogQuery{Limit: 1, Start: time.Now().Add(-31 * 24 * time.Hour)})
+	have, err := st.Logs(ctx, &observe.Query{Limit: 1, Start: time.Now().Add(-31 * 24 * time.Hour)})
 	if err != nil {
 		b.Fatal(err)
 	}

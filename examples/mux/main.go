@@ -7,6 +7,7 @@
 // the gateway:
 //
 //	g := gateway.New(gateway.Options{Prefix: "/v1", Keys: store, ...})
+//	admin.Mount(g, admin.Options{Keys: store, ...}) // the /v1/api-keys… routes
 //	mux.Handle("/v1/", g)
 //
 // The pattern given to the host's mux and Options.Prefix must agree: the
@@ -49,6 +50,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/admin"
 )
 
 func main() {
@@ -104,6 +106,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ErrorLog:    slog.New(slog.NewTextHandler(stderr, nil)),
 	})
 	defer g.Close()
+	// The administration routes (/v1/api-keys, /v1/virtual-keys, /v1/configs,
+	// /v1/policies/rate-limits) are a product of their own, mounted on the
+	// gateway over the same store.
+	admin.Mount(g, admin.Options{Keys: store, VirtualKeys: store, Configs: store, Policies: store})
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // The benchmarks below compare the server with a bare httputil.ReverseProxy
@@ -247,14 +248,16 @@ func BenchmarkServerChain(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			store := &gateway.MemoryStore{}
+			store := memstore.New()
 			if err := admin.Apply(context.Background(), f, store); err != nil {
 				b.Fatal(err)
 			}
 			var opts gateway.Options
-			setStores(&opts, store)
-			g := newGateway(opts, f.CustomHosts.Allow, sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			var prods products
+			setStores(&opts, &prods, store)
+			g, routes := newGateway(opts, prods, f.CustomHosts.Allow, sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			defer g.Close()
+			defer routes.Close()
 			var serving sync.RWMutex
 			var ready atomic.Bool
 			ready.Store(true)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // apiKeyEnv is the environment variable whose key seeds a store that
@@ -61,7 +62,7 @@ func loadState(ctx context.Context, st *backend, file *admin.File, path string, 
 		return seedAPIKey(ctx, st, stderr)
 	}
 	if demo {
-		return demoAPIKey(st.mem.MemoryStore, stderr), nil
+		return demoAPIKey(st.mem, stderr), nil
 	}
 	if st.durable() {
 		fmt.Fprintf(stderr, "gateway: using the API keys stored in %s\n", st.name)
@@ -123,7 +124,7 @@ func orgAdminKey(v string) gateway.APIKey {
 // when it is one of them and not disabled; else that key, or a generated
 // one printed once, added as the member key "key-demo" of the workspace
 // "default".
-func demoAPIKey(store *gateway.MemoryStore, stderr io.Writer) apiKey {
+func demoAPIKey(store *memstore.Store, stderr io.Writer) apiKey {
 	add := func(v string) {
 		store.AddAPIKey(gateway.APIKey{ID: demoKeyID, Digest: gateway.HashAPIKey(v), WorkspaceID: demoWorkspace})
 	}

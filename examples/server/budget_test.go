@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/redis"
 	"github.com/modelgateway/gateway/sqlstore"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // TestBudgetSurvivesRestart: with a SQLite -db, a usage-limits policy and
@@ -91,21 +91,24 @@ func TestBudgetStores(t *testing.T) {
 	}
 	defer db.Close()
 	var o gateway.Options
-	setStores(&o, db)
-	if o.UsageLimits != db || o.UsageCounter != db {
-		t.Fatalf("database: UsageLimits %T, UsageCounter %T, want the store", o.UsageLimits, o.UsageCounter)
+	var p products
+	setStores(&o, &p, db)
+	if b := p.budget; b.Store != db || b.Counter != db || b.Workspaces != db {
+		t.Fatalf("database: Store %T, Counter %T, Workspaces %T, want the store", b.Store, b.Counter, b.Workspaces)
 	}
 	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})
 	defer client.Close()
-	o = gateway.Options{}
-	setRedis(&o, client)
-	setStores(&o, db)
-	if _, ok := o.UsageCounter.(*redis.Budget); !ok || o.UsageLimits != db {
-		t.Fatalf("with -redis: UsageCounter %T, want *redis.Budget", o.UsageCounter)
+	o, p = gateway.Options{}, products{}
+	setRedis(&o, &p.budget, client)
+	setStores(&o, &p, db)
+	if b := p.budget; b.Store != db {
+		t.Fatalf("with -redis: Store %T, want the store", b.Store)
+	} else if _, ok := b.Counter.(*redis.Budget); !ok {
+		t.Fatalf("with -redis: Counter %T, want *redis.Budget", b.Counter)
 	}
-	o = gateway.Options{}
-	setStores(&o, &gateway.MemoryStore{})
-	if o.UsageLimits == nil || o.UsageCounter != nil {
-		t.Fatalf(":memory:: UsageLimits %T, UsageCounter %T, want the MemoryStore and the gateway's own counter", o.UsageLimits, o.UsageCounter)
+	o, p = gateway.Options{}, products{}
+	setStores(&o, &p, memstore.New())
+	if b := p.budget; b.Store == nil || b.Counter != nil {
+		t.Fatalf(":memory:: Store %T, Counter %T, want the memstore.Store and the budgets' own counter", b.Store, b.Counter)
 	}
 }

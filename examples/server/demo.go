@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/gatewaytest"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // startDemo starts the demo's fake provider on a loopback port and adds
@@ -16,7 +17,7 @@ import (
 // that points at it, with a random credential the provider requires. It
 // fails if store already has a virtual key "demo". The caller closes the
 // provider.
-func startDemo(store *gateway.MemoryStore) (*gatewaytest.Server, error) {
+func startDemo(store *memstore.Store) (*gatewaytest.Server, error) {
 	if _, err := store.VirtualKey(context.Background(), "demo"); err == nil {
 		return nil, errors.New("gateway: -demo: the config file already has a virtual key named demo")
 	}

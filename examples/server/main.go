@@ -23,6 +23,7 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
+	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/prompt"
 )
@@ -137,13 +138,14 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer tr.shutdown(stderr) // after the gateway, whose requests end spans, has stopped
 	var opts gateway.Options
+	var prods products
 	if *redisURL != "" {
 		rc, err := openRedis(ctx, *redisURL)
 		if err != nil {
 			return err
 		}
 		defer rc.Close() // after the gateway, whose requests use it, has stopped
-		setRedis(&opts, rc)
+		setRedis(&opts, &prods.budget, rc)
 	}
 	st, err := openBackend(ctx, spec, *logRetention, errLog, stderr)
 	if err != nil {
@@ -161,7 +163,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var curl string // the demo's command, once the address is known
 	if *demo {
-		fake, err := startDemo(st.mem.MemoryStore)
+		fake, err := startDemo(st.mem)
 		if err != nil {
 			return err
 		}
@@ -169,10 +171,10 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "gateway: demo: a fake OpenAI-compatible provider listens on %s (virtual key demo)\n", fake.URL)
 	}
 
-	setStores(&opts, st.store())
-	opts.PublicURL, opts.URLSigningKey = *publicURL, st.urlSigningKey
+	setStores(&opts, &prods, st.store())
+	prods.observe.PublicURL, prods.observe.URLSigningKey = *publicURL, st.urlSigningKey
 	if !*storeLogs {
-		opts.Logs = nil
+		prods.observe.Logs = nil
 	}
 	if *logBodyMax <= 0 {
 		return errors.New("gateway: -log-body-max must be above 0")
@@ -190,9 +192,9 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		sink = metrics.collector
 	}
 	tr.instrument(&opts)
-	g := newGateway(opts, allow, sink, errLog)
+	g, routes := newGateway(opts, prods, allow, sink, errLog)
 	defer g.Close()
-	prompt.Mount(g, prompt.Options{Store: st.prompts(), Audit: &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}, ErrorLog: errLog})
+	defer routes.Close() // before the gateway: stops the log exports running here
 	if metrics != nil {
 		metrics.watch(g)
 	}
@@ -287,8 +289,9 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintf(stderr, "gateway: %s; closed the remaining connections\n", why)
 	}
-	<-serveErr // http.ErrServerClosed
-	g.Close()  // hands every queued request log to stdout
+	<-serveErr     // http.ErrServerClosed
+	routes.Close() // stops the log exports running here
+	g.Close()      // hands every queued request log to stdout and the store
 	fmt.Fprintln(stderr, "gateway: stopped")
 	return nil
 }
@@ -315,13 +318,46 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // newGateway returns the gateway the server runs: opts, which holds its
 // stores and shared state, with the server's extra providers, the custom
-// hosts in allow, and its logs.
-func newGateway(opts gateway.Options, allow []string, sink gateway.LogSink, errLog *slog.Logger) *gateway.Gateway {
+// hosts in allow, and its logs; and the products of p: the budgets
+// (priced as opts prices the logs), the first of its admissions, and the
+// observability routes, writes audited in opts.Audit, the request logs
+// stored in p.observe.Logs.
+func newGateway(opts gateway.Options, p products, allow []string, sink gateway.LogSink, errLog *slog.Logger) (*gateway.Gateway, *observe.Routes) {
 	opts.Providers = providers()
 	opts.CustomHostAllow = allow
 	opts.LogSink = sink
 	opts.ErrorLog = errLog
-	return gateway.New(opts)
+	b := p.budget
+	b.Prices, b.ErrorLog, b.MaxBodyBytes = opts.Prices, errLog, opts.MaxBodyBytes
+	budgets := budget.New(b)
+	opts.Admissions = append([]gateway.Admission{budgets}, opts.Admissions...)
+	obs := p.observe
+	if obs.Logs != nil {
+		opts.LogSinks = append(opts.LogSinks, observe.Sink(obs.Logs))
+	}
+	g := gateway.New(opts)
+	audit := &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}
+	mountAdmin(g, opts, audit)
+	budgets.Mount(g, audit)
+	pr := p.prompt
+	pr.Audit, pr.ErrorLog = audit, errLog
+	prompt.Mount(g, pr)
+	obs.Audit = audit
+	obs.ErrorLog = errLog
+	return g, observe.Mount(g, obs)
+}
+
+// mountAdmin mounts the administration routes (API keys, virtual keys,
+// configs, workspaces and rate-limits policies) on g over the stores of
+// opts that keep what those routes change, each write audited by audit.
+func mountAdmin(g *gateway.Gateway, opts gateway.Options, audit *observe.Auditor) {
+	o := admin.Options{ErrorLog: opts.ErrorLog, Audit: audit}
+	o.Keys, _ = opts.Keys.(admin.KeyStore)
+	o.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
+	o.Configs, _ = opts.Configs.(admin.ConfigStore)
+	o.Workspaces, _ = opts.Workspaces.(admin.WorkspaceStore)
+	o.Policies, _ = opts.Policies.(admin.PolicyStore)
+	admin.Mount(g, o)
 }
 
 // closeBackend closes the store once the server has stopped, and reports

@@ -7,10 +7,10 @@ import (
 	"net/url"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/redis"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // redisPingTimeout bounds the check that the -redis server answers at
@@ -42,12 +42,12 @@ func openRedis(ctx context.Context, rawURL string) (*goredis.Client, error) {
 	return client, nil
 }
 
-// setRedis makes o keep its rate-limit buckets, its budget counters, its
-// response cache and its circuit breakers in the Redis of client, shared
-// with every replica that uses it.
-func setRedis(o *gateway.Options, client goredis.UniversalClient) {
+// setRedis makes o keep its rate-limit buckets, its response cache and
+// its circuit breakers, and b its budget counters, in the Redis of
+// client, shared with every replica that uses it.
+func setRedis(o *gateway.Options, b *budget.Options, client goredis.UniversalClient) {
 	o.Limiter = redis.NewLimiter(client, redis.LimiterOptions{})
 	o.Breakers = redis.NewBreakers(client, redis.BreakersOptions{})
-	o.UsageCounter = redis.NewBudget(client, redis.BudgetOptions{})
+	b.Counter = redis.NewBudget(client, redis.BudgetOptions{})
 	o.Cache = redis.NewCache(client, redis.CacheOptions{})
 }

@@ -16,8 +16,10 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/console"
 	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/prompt"
 	"github.com/modelgateway/gateway/sqlstore"
 )
@@ -113,15 +115,14 @@ func postgresName(dsn string) string {
 	return "postgres://" + u.Host + u.Path
 }
 
-// backend is the store the server keeps its state in: a memstore.Store
-// for -db :memory:, else a sqlstore.Store. Exactly one of mem and db is
-// set.
+// backend is the store the server keeps its state in: a memstore.Store for
+// -db :memory:, else a sqlstore.Store. Exactly one of mem and db is set.
 type backend struct {
 	mem  *memstore.Store
 	db   *sqlstore.Store
 	name string // how messages name the database (see dbSpec.name)
 
-	// urlSigningKey is gateway.Options.URLSigningKey: derived from the
+	// urlSigningKey is observe.Options.URLSigningKey: derived from the
 	// database's master key, so that replicas sharing it accept each
 	// other's signed URLs; nil for :memory: (a random key per process).
 	urlSigningKey []byte
@@ -238,15 +239,6 @@ func (b *backend) consoleSessions() console.SessionStore {
 	return nil
 }
 
-// prompts returns the store of the prompt routes: the database, or the
-// memory store.
-func (b *backend) prompts() prompt.Store {
-	if b.db != nil {
-		return b.db
-	}
-	return b.mem
-}
-
 // ping reports whether the database answers; a MemoryStore always does.
 func (b *backend) ping(ctx context.Context) error {
 	if b.db != nil {
@@ -263,12 +255,22 @@ func (b *backend) Close() error {
 	return nil
 }
 
-// setStores sets every store of o that st implements. The optional
-// stores (Workspaces, Audit, Logs, LogExports, Feedback, UsageLimits,
-// UsageCounter) are found by type assertion, so that a store gains those
-// routes as soon as it implements them. A UsageCounter already set (by
-// -redis) is kept.
-func setStores(o *gateway.Options, st any) {
+// products are the options of the products the server mounts beside the
+// data plane: the budgets, an admission of the gateway's, the
+// observability routes and the prompts.
+type products struct {
+	budget  budget.Options
+	observe observe.Options
+	prompt  prompt.Options
+}
+
+// setStores sets every store of o and of the products p that st
+// implements. The optional stores (Workspaces, Audit, the observability
+// stores, the budgets' Store and Counter) are found by type assertion, so
+// that a store gains those routes as soon as it implements them. A budget
+// Counter already set (by -redis) is kept.
+func setStores(o *gateway.Options, p *products, st any) {
+	b, ob := &p.budget, &p.observe
 	if s, ok := st.(gateway.KeyStore); ok {
 		o.Keys = s
 	}
@@ -281,28 +283,37 @@ func setStores(o *gateway.Options, st any) {
 	if s, ok := st.(gateway.PolicyStore); ok {
 		o.Policies = s
 	}
-	if s, ok := st.(gateway.WorkspaceStore); ok {
+	if s, ok := st.(gateway.WorkspaceLookup); ok {
 		o.Workspaces = s
 	}
 	if s, ok := st.(gateway.AuditStore); ok {
 		o.Audit = s
 	}
-	if s, ok := st.(gateway.LogStore); ok {
-		o.Logs = s
+	if s, ok := st.(observe.Store); ok {
+		ob.Logs = s
 	}
-	if s, ok := st.(gateway.LogExportStore); ok {
-		o.LogExports = s
+	if s, ok := st.(observe.ExportStore); ok {
+		ob.Exports = s
 	}
-	if s, ok := st.(gateway.FeedbackStore); ok {
-		o.Feedback = s
+	if s, ok := st.(observe.FeedbackStore); ok {
+		ob.Feedback = s
 	}
-	if s, ok := st.(gateway.UsageLimitsStore); ok {
-		o.UsageLimits = s
+	if s, ok := st.(budget.Workspaces); ok {
+		b.Workspaces = s
 	}
 	if s, ok := st.(gateway.ResponseStore); ok {
 		o.Responses = s // the responses kept for previous_response_id and GET /responses/{id}
 	}
-	if s, ok := st.(gateway.UsageCounter); ok && o.UsageCounter == nil {
-		o.UsageCounter = s // budget counters in the database, unless -redis keeps them
+	if s, ok := st.(gateway.AuditStore); ok {
+		b.Audit = s
+	}
+	if s, ok := st.(budget.Store); ok {
+		b.Store = s
+	}
+	if s, ok := st.(prompt.Store); ok {
+		p.prompt.Store = s
+	}
+	if s, ok := st.(budget.Counter); ok && b.Counter == nil {
+		b.Counter = s // budget counters in the database, unless -redis keeps them
 	}
 }

@@ -8,11 +8,10 @@ import (
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
 	"github.com/modelgateway/gateway"
 	gwotel "github.com/modelgateway/gateway/otel"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // tracing is the server's OpenTelemetry tracing, on with -otel-endpoint:
