@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
@@ -30,31 +31,31 @@ func (p *plane) createCollection(w http.ResponseWriter, r *http.Request, ws, _ s
 		Name        *string `json:"name"`
 		Parent      *string `json:"parent_collection_id"`
 	}
-	if err := decode(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	ws, err := createIn(r, ws, b.WorkspaceID, b.Name)
 	if err != nil {
 		return err
 	}
-	slug := slugOf(*b.Name)
+	slug := control.SlugOf(*b.Name)
 	if slug == "" {
-		return invalid("name", "name must hold a letter or digit to derive a slug from")
+		return control.Invalid("name", "name must hold a letter or digit to derive a slug from")
 	}
 	now := p.now()
-	c := &Record{Kind: KindCollection, ID: newUUID(), WorkspaceID: ws, Slug: slug, Name: *b.Name, Status: statusActive,
+	c := &Record{Kind: KindCollection, ID: control.NewUUID(), WorkspaceID: ws, Slug: slug, Name: *b.Name, Status: statusActive,
 		CreatedAt: now, UpdatedAt: now}
 	if b.Parent != nil {
 		parent, err := p.o.Store.Record(r.Context(), KindCollection, ws, *b.Parent)
 		if err != nil {
-			return notFound("parent_collection_id", "no collection "+quote(*b.Parent))
+			return notFound("parent_collection_id", "no collection "+control.Quote(*b.Parent))
 		}
 		c.CollectionID = parent.ID
 	}
 	if err := p.create(r.Context(), c, nil, "name"); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		ID   string `json:"id"`
 		Slug string `json:"slug"`
 	}{c.ID, c.Slug})
@@ -155,7 +156,7 @@ func (p *plane) listCollections(w http.ResponseWriter, r *http.Request, ws, _ st
 		cw.Details = &d
 		return cw
 	}, page)
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Total int              `json:"total"`
 		Data  []collectionWire `json:"data"`
 	}{total, data})
@@ -186,7 +187,7 @@ func (p *plane) getCollection(w http.ResponseWriter, r *http.Request, ws, key st
 				Details: c.details(ch.ID)})
 		}
 	}
-	writeJSON(w, http.StatusOK, cw)
+	httpapi.WriteJSON(w, http.StatusOK, cw)
 	return nil
 }
 
@@ -194,10 +195,10 @@ func (p *plane) renameCollection(w http.ResponseWriter, r *http.Request, ws, key
 	var b struct {
 		Name *string `json:"name"`
 	}
-	if err := decode(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
-	if err := checkName("name", b.Name, true); err != nil {
+	if err := control.CheckName(b.Name, true); err != nil {
 		return err
 	}
 	_, _, err := p.change(r.Context(), KindCollection, ws, key, func(c *Record) (*Record, *Version, error) {
@@ -207,7 +208,7 @@ func (p *plane) renameCollection(w http.ResponseWriter, r *http.Request, ws, key
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, empty)
+	httpapi.WriteJSON(w, http.StatusOK, empty)
 	return nil
 }
 
@@ -219,32 +220,9 @@ func (p *plane) removeCollection(w http.ResponseWriter, r *http.Request, ws, key
 	for _, recs := range [][]Record{c.collections, c.prompts, c.partials} {
 		for i := range recs {
 			if recs[i].CollectionID == rec.ID {
-				return conflict("", "collection "+quote(key)+" still holds "+string(recs[i].Kind)+" "+quote(recs[i].Slug))
+				return control.Conflict("", "collection "+control.Quote(key)+" still holds "+string(recs[i].Kind)+" "+control.Quote(recs[i].Slug))
 			}
 		}
 	}
 	return p.remove(w, r, KindCollection, ws, rec.ID)
-}
-
-// slugOf derives a slug from a name: lower case, every run of other
-// characters than a-z and 0-9 made one '-', no '-' at either end, at
-// most 64 bytes.
-func slugOf(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, c := range strings.ToLower(name) {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			dash = false
-			b.WriteRune(c)
-			if b.Len() >= 64 {
-				break
-			}
-			continue
-		}
-		dash = true
-	}
-	return b.String()
 }

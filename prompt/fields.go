@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/mustache"
 )
 
@@ -20,34 +21,19 @@ const (
 	maxFieldJSON   = 256 << 10 // parameters, tools, functions, tool_choice, metadata
 )
 
-// checkName checks a name a tenant writes (nil when absent; required
-// when req): not blank, at most maxNameLen bytes of UTF-8 without control
-// characters.
-func checkName(param string, name *string, req bool) error {
-	switch {
-	case name == nil && req:
-		return invalid(param, param+" is required")
-	case name == nil:
-		return nil
-	case strings.TrimSpace(*name) == "":
-		return invalid(param, param+" must not be empty")
-	}
-	return checkText(param, *name, maxNameLen)
-}
-
 // checkText checks text a tenant writes: at most max bytes of UTF-8,
 // without control characters other than newlines and tabs when max is
 // over maxNameLen.
 func checkText(param, s string, max int) error {
 	if len(s) > max {
-		return invalid(param, param+" must be at most "+itoa(max)+" bytes")
+		return control.Invalid(param, param+" must be at most "+itoa(max)+" bytes")
 	}
 	if !utf8.ValidString(s) {
-		return invalid(param, param+" must be valid UTF-8")
+		return control.Invalid(param, param+" must be valid UTF-8")
 	}
 	for _, c := range s {
 		if unicode.IsControl(c) && (max <= maxNameLen || c != '\n' && c != '\t' && c != '\r') {
-			return invalid(param, param+" must not hold control characters")
+			return control.Invalid(param, param+" must not hold control characters")
 		}
 	}
 	return nil
@@ -58,13 +44,13 @@ func checkText(param, s string, max int) error {
 // is rendered).
 func checkTemplate(s string) error {
 	if len(s) > maxTemplateLen {
-		return invalid("string", "string must be at most "+itoa(maxTemplateLen)+" bytes")
+		return control.Invalid("string", "string must be at most "+itoa(maxTemplateLen)+" bytes")
 	}
 	if !utf8.ValidString(s) {
-		return invalid("string", "string must be valid UTF-8")
+		return control.Invalid("string", "string must be valid UTF-8")
 	}
 	if _, err := mustache.Parse(s, nil); err != nil {
-		return invalid("string", "string is not a well-formed Mustache template: "+err.Error())
+		return control.Invalid("string", "string is not a well-formed Mustache template: "+err.Error())
 	}
 	return nil
 }
@@ -79,15 +65,15 @@ func checkJSON(param string, raw *json.RawMessage, want string) error {
 		return nil
 	}
 	if len(t) > maxFieldJSON {
-		return invalid(param, param+" must be at most "+itoa(maxFieldJSON)+" bytes of JSON")
+		return control.Invalid(param, param+" must be at most "+itoa(maxFieldJSON)+" bytes of JSON")
 	}
 	if !strings.ContainsRune(want, rune(t[0])) {
 		kinds := map[string]string{"{": "an object", "[": "an array", "{[": "an object or an array", "{\"": "an object or a string"}
-		return invalid(param, param+" must be "+kinds[want])
+		return control.Invalid(param, param+" must be "+kinds[want])
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, t); err != nil {
-		return invalid(param, param+" is not valid JSON")
+		return control.Invalid(param, param+" is not valid JSON")
 	}
 	*raw = compact.Bytes()
 	return nil

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
@@ -33,18 +34,18 @@ const maxLabelLen = 64
 // latest, default or a universal label's name, which addresses use.
 func checkLabelName(name string) error {
 	if name == "" || len(name) > maxLabelLen {
-		return invalid("name", "name must be 1 to 64 characters")
+		return control.Invalid("name", "name must be 1 to 64 characters")
 	}
 	digits := true
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return invalid("name", "name must hold only a-z, A-Z, 0-9, '_' and '-'")
+			return control.Invalid("name", "name must hold only a-z, A-Z, 0-9, '_' and '-'")
 		}
 		digits = digits && c >= '0' && c <= '9'
 	}
 	if _, universal := universalLabel(name); digits || universal || name == atLatest || name == atDefault {
-		return invalid("name", "name "+quote(name)+" is reserved: addresses use version numbers, latest, default and the universal labels")
+		return control.Invalid("name", "name "+control.Quote(name)+" is reserved: addresses use version numbers, latest, default and the universal labels")
 	}
 	return nil
 }
@@ -77,7 +78,7 @@ func (b *labelBody) apply(l *Record) error {
 
 func (p *plane) createLabel(w http.ResponseWriter, r *http.Request, ws, _ string) error {
 	var b labelBody
-	if err := decode(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	ws, err := bodyWorkspace(r, ws, b.WorkspaceID)
@@ -85,13 +86,13 @@ func (p *plane) createLabel(w http.ResponseWriter, r *http.Request, ws, _ string
 		return err
 	}
 	if b.Name == nil {
-		return invalid("name", "name is required")
+		return control.Invalid("name", "name is required")
 	}
 	if err := checkLabelName(*b.Name); err != nil {
 		return err
 	}
 	now := p.now()
-	l := &Record{Kind: KindLabel, ID: newUUID(), WorkspaceID: ws, Slug: *b.Name, Name: *b.Name, Status: statusActive,
+	l := &Record{Kind: KindLabel, ID: control.NewUUID(), WorkspaceID: ws, Slug: *b.Name, Name: *b.Name, Status: statusActive,
 		CreatedAt: now, UpdatedAt: now}
 	if err := b.apply(l); err != nil {
 		return err
@@ -99,7 +100,7 @@ func (p *plane) createLabel(w http.ResponseWriter, r *http.Request, ws, _ string
 	if err := p.create(r.Context(), l, nil, "name"); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		ID string `json:"id"`
 	}{l.ID})
 	return nil
@@ -130,14 +131,14 @@ func labelWireOf(l *Record) labelWire {
 
 func (p *plane) getLabel(w http.ResponseWriter, r *http.Request, ws, key string) error {
 	if l, ok := universalLabel(key); ok {
-		writeJSON(w, http.StatusOK, labelWireOf(l))
+		httpapi.WriteJSON(w, http.StatusOK, labelWireOf(l))
 		return nil
 	}
 	l, err := p.find(r.Context(), KindLabel, ws, key)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, labelWireOf(l))
+	httpapi.WriteJSON(w, http.StatusOK, labelWireOf(l))
 	return nil
 }
 
@@ -158,7 +159,7 @@ func (p *plane) listLabels(w http.ResponseWriter, r *http.Request, ws, _ string)
 	data, total := httpapi.Filter(all, func(l *Record) bool {
 		return search == "" || strings.Contains(strings.ToLower(l.Name), search)
 	}, labelWireOf, page)
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Total int         `json:"total"`
 		Data  []labelWire `json:"data"`
 	}{total, data})
@@ -167,17 +168,17 @@ func (p *plane) listLabels(w http.ResponseWriter, r *http.Request, ws, _ string)
 
 func (p *plane) updateLabel(w http.ResponseWriter, r *http.Request, ws, key string) error {
 	if _, ok := universalLabel(key); ok {
-		return forbidden("", "the universal label "+quote(key)+" cannot be changed")
+		return control.Forbidden("", "the universal label "+control.Quote(key)+" cannot be changed")
 	}
 	var b labelBody
-	if err := decode(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	switch {
 	case b.WorkspaceID != nil:
-		return invalid("workspace_id", "workspace_id cannot be changed")
+		return control.Invalid("workspace_id", "workspace_id cannot be changed")
 	case b.OrganisationID != nil:
-		return invalid("organisation_id", "organisation_id cannot be changed")
+		return control.Invalid("organisation_id", "organisation_id cannot be changed")
 	}
 	if b.Name != nil {
 		if err := checkLabelName(*b.Name); err != nil {
@@ -193,13 +194,13 @@ func (p *plane) updateLabel(w http.ResponseWriter, r *http.Request, ws, key stri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, empty)
+	httpapi.WriteJSON(w, http.StatusOK, empty)
 	return nil
 }
 
 func (p *plane) removeLabel(w http.ResponseWriter, r *http.Request, ws, key string) error {
 	if _, ok := universalLabel(key); ok {
-		return forbidden("", "the universal label "+quote(key)+" cannot be deleted")
+		return control.Forbidden("", "the universal label "+control.Quote(key)+" cannot be deleted")
 	}
 	return p.remove(w, r, KindLabel, ws, key)
 }

@@ -2,14 +2,13 @@ package prompt
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
 	"github.com/modelgateway/gateway/observe"
 )
@@ -92,13 +91,8 @@ func Mount(g *gateway.Gateway, o Options) {
 	route("labels", p.serveLabels, "/labels", "/labels/{id}")
 	route("collections", p.serveCollections, "/collections", "/collections/{id}")
 	for _, pat := range []string{"/prompts/", "/labels/", "/collections/"} {
-		g.Handle(pat, http.HandlerFunc(noRoute))
+		g.Handle(pat, http.HandlerFunc(control.NoRoute))
 	}
-}
-
-// noRoute answers the 404 of a path no route serves.
-func noRoute(w http.ResponseWriter, r *http.Request) {
-	gateway.WriteError(w, r, notFound("", "no route for "+r.Method+" "+r.URL.Path))
 }
 
 // serve checks the caller's scope (read for GET, write otherwise) and
@@ -106,30 +100,24 @@ func noRoute(w http.ResponseWriter, r *http.Request) {
 func (p *plane) serve(h func(w http.ResponseWriter, r *http.Request, ws string) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := gateway.IdentityFrom(r.Context())
-		need := gateway.ScopePromptsWrite
-		if r.Method == http.MethodGet || isRun(r) {
-			need = gateway.ScopePromptsRead
-		}
-		if !id.Can(need) {
-			gateway.WriteError(w, r, forbidden("", "this gateway API key lacks the "+string(need)+" scope"))
+		if isRun(r) { // a POST that reads
+			if !id.Can(gateway.ScopePromptsRead) {
+				gateway.WriteError(w, r, control.Forbidden("", "this gateway API key lacks the prompts.read scope"))
+				return
+			}
+		} else if _, ok := control.Scoped(w, r, gateway.ScopePromptsRead, gateway.ScopePromptsWrite); !ok {
 			return
 		}
 		if p.o.Store == nil {
 			gateway.WriteError(w, r, notFound("", "prompts are not managed on this gateway"))
 			return
 		}
-		named, err := httpapi.WorkspaceParam(r.URL.Query())
-		if err != nil {
-			fail(w, r, p.o.ErrorLog, err)
-			return
+		ws, err := control.QueryWorkspace(id, r)
+		if err == nil {
+			err = h(w, r, ws)
 		}
-		ws, err := actingWorkspace(id, named)
 		if err != nil {
-			fail(w, r, p.o.ErrorLog, err)
-			return
-		}
-		if err := h(w, r, ws); err != nil {
-			fail(w, r, p.o.ErrorLog, err)
+			control.Fail(w, r, p.o.ErrorLog, "prompt store", err)
 		}
 	})
 }
@@ -139,23 +127,6 @@ func (p *plane) serve(h func(w http.ResponseWriter, r *http.Request, ws string) 
 func isRun(r *http.Request) bool {
 	sub := r.PathValue("sub")
 	return r.Method == http.MethodPost && r.PathValue("versionId") == "" && (sub == "render" || sub == "completions")
-}
-
-// actingWorkspace returns the workspace a request acts on: named is the
-// workspace_id it gives ("" for none). An organisation key acts on named
-// (the records of no workspace when empty); a workspace key on its own,
-// and naming another is a 403.
-func actingWorkspace(id gateway.Identity, named string) (string, error) {
-	if id.Type == gateway.KeyOrganisation {
-		return named, nil
-	}
-	if id.WorkspaceID == "" {
-		return "", forbidden("", "a key of no workspace may not manage prompts")
-	}
-	if named != "" && named != id.WorkspaceID {
-		return "", forbidden("workspace_id", "only an organisation key may name another workspace")
-	}
-	return id.WorkspaceID, nil
 }
 
 // op is a handler of one method of a route, for the workspace the
@@ -169,7 +140,7 @@ type routes map[string]op
 // a method rs does not hold; nil rs is a path no route serves.
 func (rs routes) serve(w http.ResponseWriter, r *http.Request, ws, key string) error {
 	if rs == nil {
-		noRoute(w, r)
+		control.NoRoute(w, r)
 		return nil
 	}
 	m := make(httpapi.Methods, len(rs))
@@ -216,25 +187,25 @@ func createIn(r *http.Request, ws string, named, name *string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return ws, checkName("name", name, true)
+	return ws, control.CheckName(name, true)
 }
 
 // bodyWorkspace returns the workspace a create acts on: the query's ws,
 // unless the body names one (named, nil when absent).
 func bodyWorkspace(r *http.Request, ws string, named *string) (string, error) {
-	id, _ := gateway.IdentityFrom(r.Context())
 	if named == nil {
 		return ws, nil
 	}
 	if *named == "" {
-		return "", invalid("workspace_id", "workspace_id must not be empty")
+		return "", control.Invalid("workspace_id", "workspace_id must not be empty")
 	}
 	if q := r.URL.Query().Get("workspace_id"); q != "" && q != *named {
-		return "", invalid("workspace_id", "the query and the body name different workspaces")
+		return "", control.Invalid("workspace_id", "the query and the body name different workspaces")
 	}
-	ws, err := actingWorkspace(id, *named)
-	if err == nil && id.Type == gateway.KeyOrganisation {
-		observe.ActedIn(r, ws)
+	id, _ := gateway.IdentityFrom(r.Context())
+	ws, err := control.ActingWorkspace(id, *named)
+	if err == nil {
+		control.OrgActedIn(r, id, ws)
 	}
 	return ws, err
 }
@@ -244,13 +215,10 @@ func bodyWorkspace(r *http.Request, ws string, named *string) (string, error) {
 func (p *plane) find(ctx context.Context, kind Kind, ws, key string) (*Record, error) {
 	rec, err := p.o.Store.Record(ctx, kind, ws, key)
 	if errors.Is(err, gateway.ErrNotFound) {
-		return nil, notFound("", "no "+string(kind)+" "+quote(key))
+		return nil, notFound("", "no "+string(kind)+" "+control.Quote(key))
 	}
 	return rec, err
 }
-
-// swaps bounds the compare-and-swap attempts of one update.
-const swaps = 16
 
 // change runs the "read, change, compare-and-swap" loop of an update of
 // the record key: edit makes the new record, and the new version if any,
@@ -261,7 +229,7 @@ func (p *plane) change(ctx context.Context, kind Kind, ws, key string,
 		rec *Record
 		v   *Version
 	)
-	err := httpapi.Swap(ctx, swaps, func() (bool, error) {
+	err := httpapi.Swap(ctx, control.Swaps, func() (bool, error) {
 		old, err := p.find(ctx, kind, ws, key)
 		if err != nil {
 			return false, err
@@ -277,9 +245,9 @@ func (p *plane) change(ctx context.Context, kind Kind, ws, key string,
 		case err == nil:
 			return true, nil
 		case errors.Is(err, gateway.ErrNotFound):
-			return false, notFound("", "no "+string(kind)+" "+quote(key))
+			return false, notFound("", "no "+string(kind)+" "+control.Quote(key))
 		case errors.Is(err, gateway.ErrConflict) && rec.Slug != old.Slug:
-			return false, conflict("name", "the workspace already has a "+string(kind)+" "+quote(rec.Slug))
+			return false, control.Conflict("name", "the workspace already has a "+string(kind)+" "+control.Quote(rec.Slug))
 		case errors.Is(err, gateway.ErrConflict):
 			return false, nil
 		default:
@@ -287,7 +255,7 @@ func (p *plane) change(ctx context.Context, kind Kind, ws, key string,
 		}
 	})
 	if errors.Is(err, httpapi.ErrKeptChanging) {
-		return nil, nil, conflict("", "the "+string(kind)+" kept changing during the update; try again")
+		return nil, nil, control.Conflict("", "the "+string(kind)+" kept changing during the update; try again")
 	}
 	return rec, v, err
 }
@@ -297,18 +265,9 @@ func (p *plane) change(ctx context.Context, kind Kind, ws, key string,
 func (p *plane) create(ctx context.Context, rec *Record, v *Version, slugParam string) error {
 	err := p.o.Store.CreateRecord(ctx, rec, v)
 	if errors.Is(err, gateway.ErrConflict) {
-		return conflict(slugParam, "the workspace already has a "+string(rec.Kind)+" "+quote(rec.Slug))
+		return control.Conflict(slugParam, "the workspace already has a "+string(rec.Kind)+" "+control.Quote(rec.Slug))
 	}
 	return err
-}
-
-// newUUID returns a random (version 4) UUID.
-func newUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // empty is the answer of an update or delete: {}.

@@ -3,6 +3,9 @@ package prompt
 import (
 	"net/http"
 	"time"
+
+	"github.com/modelgateway/gateway/internal/control"
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // servePartials serves the prompt partials (the reference's shapes):
@@ -36,7 +39,7 @@ type partialBody struct {
 // version returns the version b makes.
 func (b *partialBody) version() (*Version, error) {
 	if b.String == nil {
-		return nil, invalid("string", "string is required")
+		return nil, control.Invalid("string", "string is required")
 	}
 	if err := checkTemplate(*b.String); err != nil {
 		return nil, err
@@ -55,14 +58,14 @@ func (b *partialBody) version() (*Version, error) {
 
 func (p *plane) createPartial(w http.ResponseWriter, r *http.Request, ws, _ string) error {
 	var b partialBody
-	if err := decode(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	switch {
 	case b.Description != nil:
-		return invalid("description", "a create takes version_description")
+		return control.Invalid("description", "a create takes version_description")
 	case b.Status != nil:
-		return invalid("status", "a partial is created active")
+		return control.Invalid("status", "a partial is created active")
 	}
 	ws, err := createIn(r, ws, b.WorkspaceID, b.Name)
 	if err != nil {
@@ -79,7 +82,7 @@ func (p *plane) createPartial(w http.ResponseWriter, r *http.Request, ws, _ stri
 	if err := p.create(r.Context(), rec, v, "name"); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		ID        string `json:"id"`
 		Slug      string `json:"slug"`
 		VersionID string `json:"version_id"`
@@ -92,20 +95,20 @@ func (p *plane) createPartial(w http.ResponseWriter, r *http.Request, ws, _ stri
 // stays until makeDefault picks another).
 func (p *plane) updatePartial(w http.ResponseWriter, r *http.Request, ws, key string) error {
 	var b partialBody
-	if err := decode(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	switch {
 	case b.WorkspaceID != nil:
-		return invalid("workspace_id", "workspace_id cannot be changed")
+		return control.Invalid("workspace_id", "workspace_id cannot be changed")
 	case b.VersionDescription != nil:
-		return invalid("version_description", "an update takes description")
+		return control.Invalid("version_description", "an update takes description")
 	case b.Status != nil && *b.Status != statusActive && *b.Status != "archived":
-		return invalid("status", "status must be active or archived")
+		return control.Invalid("status", "status must be active or archived")
 	case b.Description != nil && b.String == nil:
-		return invalid("description", "description describes a new version: send string too")
+		return control.Invalid("description", "description describes a new version: send string too")
 	}
-	if err := checkName("name", b.Name, false); err != nil {
+	if err := control.CheckName(b.Name, false); err != nil {
 		return err
 	}
 	var nv *Version
@@ -132,7 +135,7 @@ func (p *plane) updatePartial(w http.ResponseWriter, r *http.Request, ws, key st
 		return err
 	}
 	versionID := p.versionAfter(r.Context(), rec, v)
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		VersionID string `json:"prompt_partial_version_id"`
 	}{versionID})
 	return nil
@@ -163,7 +166,7 @@ func (p *plane) getPartial(w http.ResponseWriter, r *http.Request, ws, key strin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, partialWire{ID: rec.ID, Slug: rec.Slug, Name: rec.Name, CollectionID: nullable(rec.CollectionID),
+	httpapi.WriteJSON(w, http.StatusOK, partialWire{ID: rec.ID, Slug: rec.Slug, Name: rec.Name, CollectionID: nullable(rec.CollectionID),
 		WorkspaceID: rec.WorkspaceID, String: v.Template, Version: v.Number, VersionDescription: v.Description, VersionID: v.ID,
 		DefaultVersion: rec.DefaultVersion, LatestVersion: rec.LatestVersion, CreatedAt: rec.CreatedAt,
 		LastUpdatedAt: rec.UpdatedAt, Status: rec.Status, Object: "partial"})
@@ -201,7 +204,7 @@ func (p *plane) listPartials(w http.ResponseWriter, r *http.Request, ws, _ strin
 				CreatedAt: rec.CreatedAt, LastUpdatedAt: rec.UpdatedAt, Status: rec.Status, Object: "partial"})
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
@@ -78,7 +79,7 @@ func (b *versionBody) version(base *Version, metadata json.RawMessage, metaParam
 		}
 		v.Template = *b.String
 	} else if base == nil {
-		return nil, invalid("string", "string is required")
+		return nil, control.Invalid("string", "string is required")
 	}
 	for _, f := range []struct {
 		param string
@@ -122,7 +123,7 @@ func (b *versionBody) version(base *Version, metadata json.RawMessage, metaParam
 	}
 	if b.IsRawTemplate != nil {
 		if *b.IsRawTemplate != 0 && *b.IsRawTemplate != 1 {
-			return nil, invalid("is_raw_template", "is_raw_template must be 0 or 1")
+			return nil, control.Invalid("is_raw_template", "is_raw_template must be 0 or 1")
 		}
 		v.Raw = *b.IsRawTemplate == 1
 	}
@@ -140,7 +141,7 @@ type createPromptBody struct {
 
 func (p *plane) createPrompt(w http.ResponseWriter, r *http.Request, ws, _ string) error {
 	var b createPromptBody
-	if err := decode(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	ws, err := createIn(r, ws, b.WorkspaceID, b.Name)
@@ -148,14 +149,14 @@ func (p *plane) createPrompt(w http.ResponseWriter, r *http.Request, ws, _ strin
 		return err
 	}
 	if b.Parameters == nil {
-		return invalid("parameters", "parameters is required")
+		return control.Invalid("parameters", "parameters is required")
 	}
 	v, err := b.version(nil, b.TemplateMetadata, "template_metadata")
 	if err != nil {
 		return err
 	}
 	if b.CollectionID == nil {
-		return invalid("collection_id", "collection_id is required")
+		return control.Invalid("collection_id", "collection_id is required")
 	}
 	coll, err := p.collection(r.Context(), ws, *b.CollectionID)
 	if err != nil {
@@ -168,7 +169,7 @@ func (p *plane) createPrompt(w http.ResponseWriter, r *http.Request, ws, _ strin
 	if err := p.create(r.Context(), rec, v, "name"); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		ID        string `json:"id"`
 		Slug      string `json:"slug"`
 		VersionID string `json:"version_id"`
@@ -180,14 +181,14 @@ func (p *plane) createPrompt(w http.ResponseWriter, r *http.Request, ws, _ strin
 // newVersioned returns a new prompt or partial named name, whose first
 // version is v (which it completes).
 func (p *plane) newVersioned(kind Kind, ws, name, collection string, v *Version) (*Record, error) {
-	slug := slugOf(name)
+	slug := control.SlugOf(name)
 	if slug == "" {
-		return nil, invalid("name", "name must hold a letter or digit to derive a slug from")
+		return nil, control.Invalid("name", "name must hold a letter or digit to derive a slug from")
 	}
 	now := p.now()
-	rec := &Record{Kind: kind, ID: newUUID(), WorkspaceID: ws, Slug: slug, Name: name, CollectionID: collection,
+	rec := &Record{Kind: kind, ID: control.NewUUID(), WorkspaceID: ws, Slug: slug, Name: name, CollectionID: collection,
 		DefaultVersion: 1, LatestVersion: 1, Status: statusActive, CreatedAt: now, UpdatedAt: now}
-	v.ID, v.RecordID, v.Number, v.CreatedAt = newUUID(), rec.ID, 1, now
+	v.ID, v.RecordID, v.Number, v.CreatedAt = control.NewUUID(), rec.ID, 1, now
 	return rec, nil
 }
 
@@ -196,7 +197,7 @@ func (p *plane) newVersioned(kind Kind, ws, name, collection string, v *Version)
 func (p *plane) collection(ctx context.Context, ws, key string) (*Record, error) {
 	c, err := p.o.Store.Record(ctx, KindCollection, ws, key)
 	if errors.Is(err, gateway.ErrNotFound) {
-		return nil, notFound("collection_id", "no collection "+quote(key))
+		return nil, notFound("collection_id", "no collection "+control.Quote(key))
 	}
 	return c, err
 }
@@ -212,13 +213,13 @@ type updatePromptBody struct {
 
 func (p *plane) updatePrompt(w http.ResponseWriter, r *http.Request, ws, key string) error {
 	if strings.Contains(key, "@") {
-		return invalid("promptId", "an update names the prompt, not one of its versions")
+		return control.Invalid("promptId", "an update names the prompt, not one of its versions")
 	}
 	var b updatePromptBody
-	if err := decode(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
-	if err := checkName("name", b.Name, false); err != nil {
+	if err := control.CheckName(b.Name, false); err != nil {
 		return err
 	}
 	var collection string
@@ -247,7 +248,7 @@ func (p *plane) updatePrompt(w http.ResponseWriter, r *http.Request, ws, key str
 				return nil, nil, err
 			}
 		} else if b.Parameters == nil {
-			return nil, nil, invalid("parameters", "parameters is required with string unless patch is true")
+			return nil, nil, control.Invalid("parameters", "parameters is required with string unless patch is true")
 		}
 		v, err := b.version(base, b.PromptMetadata, "prompt_metadata")
 		if err != nil {
@@ -259,7 +260,7 @@ func (p *plane) updatePrompt(w http.ResponseWriter, r *http.Request, ws, key str
 		return err
 	}
 	versionID := p.versionAfter(r.Context(), rec, v)
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		ID              string `json:"id"`
 		Slug            string `json:"slug"`
 		PromptVersionID string `json:"prompt_version_id"`
@@ -282,7 +283,7 @@ func (p *plane) versionAfter(ctx context.Context, rec *Record, v *Version) strin
 // nextVersion makes v the newest version of rec.
 func (p *plane) nextVersion(rec *Record, v *Version) *Version {
 	rec.LatestVersion++
-	v.ID, v.RecordID, v.Number, v.CreatedAt = newUUID(), rec.ID, rec.LatestVersion, p.now()
+	v.ID, v.RecordID, v.Number, v.CreatedAt = control.NewUUID(), rec.ID, rec.LatestVersion, p.now()
 	return v
 }
 
@@ -294,11 +295,11 @@ func (p *plane) remove(w http.ResponseWriter, r *http.Request, kind Kind, ws, ke
 	}
 	if err := p.o.Store.DeleteRecord(r.Context(), kind, ws, rec.ID); err != nil {
 		if errors.Is(err, gateway.ErrNotFound) {
-			return notFound("", "no "+string(kind)+" "+quote(key))
+			return notFound("", "no "+string(kind)+" "+control.Quote(key))
 		}
 		return err
 	}
-	writeJSON(w, http.StatusOK, empty)
+	httpapi.WriteJSON(w, http.StatusOK, empty)
 	return nil
 }
 
@@ -363,7 +364,7 @@ func (p *plane) getPrompt(w http.ResponseWriter, r *http.Request, ws, key string
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, promptWireOf(rec, v))
+	httpapi.WriteJSON(w, http.StatusOK, promptWireOf(rec, v))
 	return nil
 }
 
@@ -374,7 +375,7 @@ func (p *plane) versionOf(ctx context.Context, kind Kind, ws, key, version strin
 		return resolve(ctx, p.o.Store, kind, ws, key, "")
 	}
 	if strings.Contains(key, "@") {
-		return nil, nil, invalid("versionId", "name the prompt, not one of its versions, before /versions/")
+		return nil, nil, control.Invalid("versionId", "name the prompt, not one of its versions, before /versions/")
 	}
 	rec, err := p.find(ctx, kind, ws, key)
 	if err != nil {
@@ -383,7 +384,7 @@ func (p *plane) versionOf(ctx context.Context, kind Kind, ws, key, version strin
 	if n, err := strconv.Atoi(version); err == nil {
 		v, err := p.o.Store.Version(ctx, rec.ID, n)
 		if errors.Is(err, gateway.ErrNotFound) {
-			return nil, nil, notFound("versionId", "no version "+quote(version)+" of "+string(kind)+" "+quote(key))
+			return nil, nil, notFound("versionId", "no version "+control.Quote(version)+" of "+string(kind)+" "+control.Quote(key))
 		}
 		return rec, v, err
 	}
@@ -396,7 +397,7 @@ func (p *plane) versionOf(ctx context.Context, kind Kind, ws, key, version strin
 			return rec, &vs[i], nil
 		}
 	}
-	return nil, nil, notFound("versionId", "no version "+quote(version)+" of "+string(kind)+" "+quote(key))
+	return nil, nil, notFound("versionId", "no version "+control.Quote(version)+" of "+string(kind)+" "+control.Quote(key))
 }
 
 // promptSummary is a prompt in a list.
@@ -436,7 +437,7 @@ func (p *plane) listPrompts(w http.ResponseWriter, r *http.Request, ws, _ string
 		}
 		return s
 	}, page)
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Data  []promptSummary `json:"data"`
 		Total int             `json:"total"`
 	}{data, total})
@@ -507,7 +508,7 @@ func (p *plane) listVersions(w http.ResponseWriter, r *http.Request, kind Kind, 
 				String: v.Template, Description: v.Description, LabelID: labelOf(rec, v.Number), CreatedAt: v.CreatedAt,
 				Status: statusActive, Object: "partial"}
 		}
-		writeJSON(w, http.StatusOK, out)
+		httpapi.WriteJSON(w, http.StatusOK, out)
 		return nil
 	}
 	out := make([]versionSummary, len(vs))
@@ -517,7 +518,7 @@ func (p *plane) listVersions(w http.ResponseWriter, r *http.Request, kind Kind, 
 		out[i] = versionSummary{ID: v.ID, PromptID: rec.ID, Template: tmpl, Version: v.Number, Description: v.Description,
 			LabelID: labelOf(rec, v.Number), CreatedAt: v.CreatedAt, Status: statusActive, Object: "prompt"}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -527,19 +528,19 @@ func (p *plane) makeDefault(w http.ResponseWriter, r *http.Request, kind Kind, w
 	var b struct {
 		Version *float64 `json:"version"`
 	}
-	if err := decode(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	if b.Version == nil {
-		return invalid("version", "version is required")
+		return control.Invalid("version", "version is required")
 	}
 	n := int(*b.Version)
 	if float64(n) != *b.Version || n < 1 {
-		return invalid("version", "version must be a version number, from 1")
+		return control.Invalid("version", "version must be a version number, from 1")
 	}
 	_, _, err := p.change(r.Context(), kind, ws, key, func(rec *Record) (*Record, *Version, error) {
 		if n > rec.LatestVersion {
-			return nil, nil, notFound("version", "no version "+strconv.Itoa(n)+" of "+string(kind)+" "+quote(key))
+			return nil, nil, notFound("version", "no version "+strconv.Itoa(n)+" of "+string(kind)+" "+control.Quote(key))
 		}
 		rec.DefaultVersion = n
 		return rec, nil, nil
@@ -547,7 +548,7 @@ func (p *plane) makeDefault(w http.ResponseWriter, r *http.Request, kind Kind, w
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, empty)
+	httpapi.WriteJSON(w, http.StatusOK, empty)
 	return nil
 }
 
@@ -560,7 +561,7 @@ func (p *plane) labelVersion(w http.ResponseWriter, r *http.Request, ws, key str
 	var b struct {
 		LabelID *string `json:"label_id"`
 	}
-	if err := decode(w, r, &b, false); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	_, v, err := p.versionOf(r.Context(), KindPrompt, ws, key, version)
@@ -571,7 +572,7 @@ func (p *plane) labelVersion(w http.ResponseWriter, r *http.Request, ws, key str
 	if b.LabelID != nil {
 		l, err := label(r.Context(), p.o.Store, ws, *b.LabelID)
 		if errors.Is(err, gateway.ErrNotFound) {
-			return notFound("label_id", "no label "+quote(*b.LabelID))
+			return notFound("label_id", "no label "+control.Quote(*b.LabelID))
 		}
 		if err != nil {
 			return err
@@ -596,6 +597,6 @@ func (p *plane) labelVersion(w http.ResponseWriter, r *http.Request, ws, key str
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, empty)
+	httpapi.WriteJSON(w, http.StatusOK, empty)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/jsonscan"
 	"github.com/modelgateway/gateway/internal/mustache"
 )
@@ -91,9 +92,9 @@ func (rn *renderer) template(ctx context.Context, ws string, v *Version) (*musta
 	if err != nil {
 		var pe *mustache.ParseError
 		if errors.As(err, &pe) && pe.Partial != "" {
-			return nil, invalid("string", "partial "+quote(pe.Partial)+" is not a well-formed template: "+err.Error())
+			return nil, control.Invalid("string", "partial "+control.Quote(pe.Partial)+" is not a well-formed template: "+err.Error())
 		}
-		return nil, invalid("string", "the template is not well formed: "+err.Error())
+		return nil, control.Invalid("string", "the template is not well formed: "+err.Error())
 	}
 	rn.parsed.Add(v.ID, &parsed{tmpl: t, refs: refs})
 	return t, nil
@@ -125,17 +126,17 @@ func (rn *renderer) render(ctx context.Context, ws string, v *Version, vars map[
 		var me *mustache.MissingError
 		switch {
 		case errors.As(err, &me) && me.Partial:
-			return nil, invalid("string", "the template includes partial "+quote(me.Name)+", which this workspace does not hold")
+			return nil, control.Invalid("string", "the template includes partial "+control.Quote(me.Name)+", which this workspace does not hold")
 		case errors.As(err, &me):
-			return nil, invalid("variables."+me.Name, "the template needs variable "+quote(me.Name)+", which variables does not hold")
+			return nil, control.Invalid("variables."+me.Name, "the template needs variable "+control.Quote(me.Name)+", which variables does not hold")
 		case errors.Is(err, mustache.ErrLimit):
-			return nil, invalid("variables", "the template could not be rendered: "+err.Error())
+			return nil, control.Invalid("variables", "the template could not be rendered: "+err.Error())
 		}
 		return nil, err
 	}
 	b := []byte(out)
 	if !jsonscan.Valid(b) {
-		return nil, invalid("variables", "the rendered template is not valid JSON: a {{{name}}} or {{&name}} tag placed a value unescaped")
+		return nil, control.Invalid("variables", "the rendered template is not valid JSON: a {{{name}}} or {{&name}} tag placed a value unescaped")
 	}
 	return b, nil
 }
@@ -207,7 +208,7 @@ func chatBody(v *Version, rendered []byte, overrides map[string]json.RawMessage)
 			return nil, err
 		}
 	default:
-		return nil, invalid("string", "the template must render a JSON array of messages or a JSON object of body fields")
+		return nil, control.Invalid("string", "the template must render a JSON array of messages or a JSON object of body fields")
 	}
 	if len(v.Parameters) > 0 {
 		if err := body.merge(v.Parameters); err != nil {

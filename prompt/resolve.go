@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 )
 
 // Universal labels exist in every workspace: they cannot be changed or
@@ -64,7 +65,7 @@ func resolve(ctx context.Context, s Store, kind Kind, ws, addr, param string) (*
 	key, at := SplitAddress(addr)
 	rec, err := s.Record(ctx, kind, ws, key)
 	if errors.Is(err, gateway.ErrNotFound) {
-		return nil, nil, notFound(param, "no "+string(kind)+" "+quote(key))
+		return nil, nil, notFound(param, "no "+string(kind)+" "+control.Quote(key))
 	}
 	if err != nil {
 		return nil, nil, err
@@ -75,7 +76,7 @@ func resolve(ctx context.Context, s Store, kind Kind, ws, addr, param string) (*
 	}
 	v, err := s.Version(ctx, rec.ID, n)
 	if errors.Is(err, gateway.ErrNotFound) {
-		return nil, nil, notFound(param, "no version "+strconv.Itoa(n)+" of "+string(kind)+" "+quote(key))
+		return nil, nil, notFound(param, "no version "+strconv.Itoa(n)+" of "+string(kind)+" "+control.Quote(key))
 	}
 	if err != nil {
 		return nil, nil, err
@@ -94,20 +95,20 @@ func versionNumber(ctx context.Context, s Store, rec *Record, at, param string) 
 	}
 	if n, err := strconv.Atoi(at); err == nil {
 		if n < 1 || n > rec.LatestVersion {
-			return 0, notFound(param, "no version "+at+" of "+string(rec.Kind)+" "+quote(rec.Slug))
+			return 0, notFound(param, "no version "+at+" of "+string(rec.Kind)+" "+control.Quote(rec.Slug))
 		}
 		return n, nil
 	}
 	l, err := label(ctx, s, rec.WorkspaceID, at)
 	if errors.Is(err, gateway.ErrNotFound) {
-		return 0, notFound(param, "no label "+quote(at))
+		return 0, notFound(param, "no label "+control.Quote(at))
 	}
 	if err != nil {
 		return 0, err
 	}
 	n, ok := rec.Labels[l.ID]
 	if !ok {
-		return 0, notFound(param, "label "+quote(at)+" points at no version of "+string(rec.Kind)+" "+quote(rec.Slug))
+		return 0, notFound(param, "label "+control.Quote(at)+" points at no version of "+string(rec.Kind)+" "+control.Quote(rec.Slug))
 	}
 	return n, nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // Metadata keys the completions of a prompt carry in their request log,
@@ -30,14 +32,14 @@ type runRequest struct {
 
 // readRun reads the body of a render or completions request.
 func readRun(w http.ResponseWriter, r *http.Request) (*runRequest, error) {
-	data, err := readBody(w, r)
+	data, err := control.ReadBody(r)
 	if err != nil {
 		return nil, err
 	}
 	var rr runRequest
 	if len(bytes.TrimSpace(data)) > 0 {
 		if firstByte(data) != '{' || json.Unmarshal(data, &rr.overrides) != nil {
-			return nil, invalid("", "the body must be a JSON object")
+			return nil, control.Invalid("", "the body must be a JSON object")
 		}
 	}
 	raw, ok := rr.overrides["variables"]
@@ -46,7 +48,7 @@ func readRun(w http.ResponseWriter, r *http.Request) (*runRequest, error) {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber() // numbers print as the caller wrote them
 		if firstByte(raw) != '{' || dec.Decode(&rr.vars) != nil {
-			return nil, invalid("variables", "variables must be a JSON object")
+			return nil, control.Invalid("variables", "variables must be a JSON object")
 		}
 	}
 	return &rr, nil
@@ -89,7 +91,7 @@ func (p *plane) render(w http.ResponseWriter, r *http.Request, ws, key string) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Success bool            `json:"success"`
 		Data    json.RawMessage `json:"data"`
 	}{true, body})
@@ -128,7 +130,7 @@ func (p *plane) completions(w http.ResponseWriter, r *http.Request, ws, key stri
 	md[MetadataPromptID] = rec.ID
 	md[MetadataPromptVersion] = strconv.Itoa(v.Number)
 	if len(md) > maxMetadataKeys {
-		return invalid(gateway.HeaderMetadata, "with the prompt's own three keys, metadata must have at most 64 keys")
+		return control.Invalid(gateway.HeaderMetadata, "with the prompt's own three keys, metadata must have at most 64 keys")
 	}
 	opts.Metadata = md
 	p.g.ServeDataPlane(w, in, opts)
