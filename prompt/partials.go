@@ -75,19 +75,7 @@ func (p *plane) createPartial(w http.ResponseWriter, r *http.Request, ws, _ stri
 	if err != nil {
 		return err
 	}
-	rec, err := p.newVersioned(KindPartial, ws, *b.Name, "", v)
-	if err != nil {
-		return err
-	}
-	if err := p.create(r.Context(), rec, v, "name"); err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusOK, struct {
-		ID        string `json:"id"`
-		Slug      string `json:"slug"`
-		VersionID string `json:"version_id"`
-	}{rec.ID, rec.Slug, v.ID})
-	return nil
+	return p.createVersioned(w, r, KindPartial, ws, *b.Name, "", v)
 }
 
 // updatePartial serves PUT /prompts/partials/{id}: a new name or status

@@ -162,34 +162,35 @@ func (p *plane) createPrompt(w http.ResponseWriter, r *http.Request, ws, _ strin
 	if err != nil {
 		return err
 	}
-	rec, err := p.newVersioned(KindPrompt, ws, *b.Name, coll.ID, v)
-	if err != nil {
-		return err
-	}
-	if err := p.create(r.Context(), rec, v, "name"); err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusOK, struct {
-		ID        string `json:"id"`
-		Slug      string `json:"slug"`
-		VersionID string `json:"version_id"`
-		Object    string `json:"object"`
-	}{rec.ID, rec.Slug, v.ID, "prompt"})
-	return nil
+	return p.createVersioned(w, r, KindPrompt, ws, *b.Name, coll.ID, v)
 }
 
-// newVersioned returns a new prompt or partial named name, whose first
-// version is v (which it completes).
-func (p *plane) newVersioned(kind Kind, ws, name, collection string, v *Version) (*Record, error) {
+// createVersioned stores a new prompt or partial named name, whose
+// first version is v (which it completes), and answers its IDs: {"id",
+// "slug","version_id"}, with "object":"prompt" for a prompt.
+func (p *plane) createVersioned(w http.ResponseWriter, r *http.Request, kind Kind, ws, name, collection string, v *Version) error {
 	slug := control.SlugOf(name)
 	if slug == "" {
-		return nil, control.Invalid("name", "name must hold a letter or digit to derive a slug from")
+		return control.Invalid("name", "name must hold a letter or digit to derive a slug from")
 	}
 	now := p.now()
 	rec := &Record{Kind: kind, ID: control.NewUUID(), WorkspaceID: ws, Slug: slug, Name: name, CollectionID: collection,
 		DefaultVersion: 1, LatestVersion: 1, Status: statusActive, CreatedAt: now, UpdatedAt: now}
 	v.ID, v.RecordID, v.Number, v.CreatedAt = control.NewUUID(), rec.ID, 1, now
-	return rec, nil
+	if err := p.create(r.Context(), rec, v, "name"); err != nil {
+		return err
+	}
+	object := ""
+	if kind == KindPrompt {
+		object = "prompt"
+	}
+	httpapi.WriteJSON(w, http.StatusOK, struct {
+		ID        string `json:"id"`
+		Slug      string `json:"slug"`
+		VersionID string `json:"version_id"`
+		Object    string `json:"object,omitempty"`
+	}{rec.ID, rec.Slug, v.ID, object})
+	return nil
 }
 
 // collection returns the collection key of workspace ws, else a 404
