@@ -60,6 +60,21 @@ type Config struct {
 	// piece of an answer whose headers have arrived; zero inherits the
 	// parent's, and at the top Options.StreamIdleTimeout.
 	StreamIdleTimeout int64 `json:"stream_idle_timeout,omitempty"`
+
+	// InputGuardrails and OutputGuardrails attach guardrails, checked by
+	// Options.Hooks, to the requests the node routes: on the request
+	// before the provider call, and on its answer. Each is a guardrail id
+	// (a JSON string) or an inline guardrail (a JSON object); the top
+	// level's apply to every request, a target's to the requests that
+	// target serves, after the top level's. At most 16 of each per node.
+	InputGuardrails  []json.RawMessage `json:"input_guardrails,omitempty"`
+	OutputGuardrails []json.RawMessage `json:"output_guardrails,omitempty"`
+
+	// BeforeRequestHooks and AfterRequestHooks are other names of
+	// InputGuardrails and OutputGuardrails: ParseConfig appends them
+	// there and leaves them empty.
+	BeforeRequestHooks []json.RawMessage `json:"before_request_hooks,omitempty"`
+	AfterRequestHooks  []json.RawMessage `json:"after_request_hooks,omitempty"`
 }
 
 // Strategy says how a config node picks among its targets. An empty Mode
@@ -162,6 +177,7 @@ const (
 	maxTimeoutMillis  = 3600000 // request_timeout: one hour
 	maxAttempts       = 10      // upstream attempts of one request: targets × retries (docs/architecture.md, Trust)
 	maxCacheAgeSecs   = 365 * 24 * 3600
+	maxGuardrails     = 16 // input or output guardrails of one node
 )
 
 // ParseConfig decodes and validates a routing config, bounds included (see
@@ -256,6 +272,9 @@ func (v *validator) config(c *Config, path string, depth int, vkFrom string) err
 	}
 	if c.RequestTimeout < 0 || c.RequestTimeout > maxTimeoutMillis {
 		return configError(join(path, "request_timeout"), "must be a positive number of milliseconds, at most "+strconv.Itoa(maxTimeoutMillis))
+	}
+	if err := c.guardrails(path); err != nil {
+		return err
 	}
 	if c.StreamIdleTimeout < 0 || c.StreamIdleTimeout > maxTimeoutMillis {
 		return configError(join(path, "stream_idle_timeout"), "must be a positive number of milliseconds, at most "+strconv.Itoa(maxTimeoutMillis))
@@ -393,6 +412,42 @@ func (v *validator) config(c *Config, path string, depth int, vkFrom string) err
 		if s.Default != "" && !names[s.Default] {
 			return configError(join(path, "strategy.default"), "must name a target of this config")
 		}
+	}
+	return nil
+}
+
+// guardrails checks the shape of the node's guardrails, each a non-empty
+// id or an object, and moves the hooks named the other way to them; what
+// the ids name is Options.Hooks' to check.
+func (c *Config) guardrails(path string) error {
+	for _, l := range []struct {
+		name string
+		refs []json.RawMessage
+	}{
+		{"input_guardrails", c.InputGuardrails}, {"output_guardrails", c.OutputGuardrails},
+		{"before_request_hooks", c.BeforeRequestHooks}, {"after_request_hooks", c.AfterRequestHooks},
+	} {
+		if len(l.refs) > maxGuardrails {
+			return configError(join(path, l.name), "a node attaches at most "+strconv.Itoa(maxGuardrails)+" guardrails of each phase")
+		}
+		for i, ref := range l.refs {
+			switch ref = bytes.TrimSpace(ref); {
+			case len(ref) > 0 && ref[0] == '{':
+			case len(ref) > 2 && ref[0] == '"':
+				var id string
+				if json.Unmarshal(ref, &id) != nil || id == "" || len(id) > maxNameBytes {
+					return configError(index(join(path, l.name), i), "must be a guardrail id or a guardrail object")
+				}
+			default:
+				return configError(index(join(path, l.name), i), "must be a guardrail id or a guardrail object")
+			}
+		}
+	}
+	c.InputGuardrails = append(c.InputGuardrails, c.BeforeRequestHooks...)
+	c.OutputGuardrails = append(c.OutputGuardrails, c.AfterRequestHooks...)
+	c.BeforeRequestHooks, c.AfterRequestHooks = nil, nil
+	if len(c.InputGuardrails) > maxGuardrails || len(c.OutputGuardrails) > maxGuardrails {
+		return configError(path, "a node attaches at most "+strconv.Itoa(maxGuardrails)+" guardrails of each phase")
 	}
 	return nil
 }

@@ -80,6 +80,21 @@
 // itself does not run them again: their trace id, identity, options and
 // rate-limit admission stand.
 //
+// Products take part in the data plane through small seams: an Admission
+// (Options.Admissions) decides whether a request goes on, and Hooks
+// (Options.Hooks) checks the requests whose config attaches guardrails,
+// and their answers. Package guardrail is the Hooks of guardrails; a host
+// adds its own check to it in a few lines:
+//
+//	hooks := &guardrail.Hooks{Store: store}
+//	g := gateway.New(gateway.Options{Keys: store, Hooks: hooks})
+//	hooks.Mount(g)
+//	hooks.Registry.Register("acme.noTickets", func(json.RawMessage) (guardrail.Check, error) {
+//		return guardrail.CheckFunc(func(ctx context.Context, in *guardrail.Input) (guardrail.Verdict, error) {
+//			return guardrail.Verdict{Pass: !strings.Contains(in.Text, "TICKET-")}, nil
+//		}), nil
+//	})
+//
 // # Stores and providers
 //
 // KeyStore, VirtualKeyStore, ConfigStore and PolicyStore are small
@@ -113,7 +128,9 @@
 // Bad headers, bodies and configs are 400 with param naming the field;
 // missing or unknown gateway keys 401; a key that may not do something 403;
 // an expired request timeout 408; rate-limited requests 429 with
-// Retry-After; an unreachable provider 502; a config whose every target's
+// Retry-After; a request or answer a guardrail refuses 446 hooks_failed
+// with hook_results (a failed check that only logs makes a 2xx answer
+// 246); an unreachable provider 502; a config whose every target's
 // circuit breaker is open 503 all_targets_unavailable with Retry-After,
 // no provider called. A provider's own error
 // responses are returned as the provider sent them.

@@ -417,6 +417,13 @@ func (x *run) leaf(t *routedTarget) outcome {
 		body = applyOverrides(body, t.overrideParams)
 	}
 	x.logTarget(t, index, body, overridden)
+	if hw := x.st.hooks; hw != nil {
+		var ok bool
+		if body, ok = hw.target(t, body); !ok {
+			x.own = true
+			return outcome{done: true}
+		}
+	}
 	var tl *Translation
 	if in := x.st.ingress; in != nil {
 		var own *heldResponse

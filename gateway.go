@@ -179,6 +179,11 @@ type Options struct {
 	// record (see Admission).
 	Admissions []Admission
 
+	// Hooks checks the requests whose config attaches guardrails, and
+	// their answers (see Hooks). Nil refuses such a config: without a
+	// product to check them, its guardrails would be ignored.
+	Hooks Hooks
+
 	// LogQueueSize is how many records may wait for a slow LogSink before
 	// new ones are dropped (and counted by DroppedLogs). Zero means 4096.
 	LogQueueSize int

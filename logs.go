@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -92,6 +93,14 @@ type RequestLog struct {
 	RequestBodyTruncated  bool   `json:"request_body_truncated,omitempty"`
 	ResponseBody          string `json:"response_body,omitempty"`
 	ResponseBodyTruncated bool   `json:"response_body_truncated,omitempty"`
+
+	// Guardrails is the outcome of the guardrails the request's config
+	// attached (Options.Hooks): "passed", "failed" (a check failed
+	// without refusing: the answer's status is 246) or "denied" (446);
+	// empty when none ran. HookResults is the hook_results object the
+	// caller got: each guardrail's verdict and each of its checks'.
+	Guardrails  string          `json:"guardrails,omitempty"`
+	HookResults json.RawMessage `json:"hook_results,omitempty"`
 }
 
 // LogSink receives request logs. The gateway calls Log from a single

@@ -255,6 +255,8 @@ type requestState struct {
 	zbody     []byte // a compressed answer, kept to be read once complete
 	zcoding   answerCoding
 
+	hooks *hookWriter // the answer's way to the caller when a config attaches guardrails
+
 	firstByte time.Time // when the first byte of the latest provider answer body read arrived
 	rescue    bool      // a retry or another target followed a failed attempt
 	shared    bool      // the answer was another caller's cache fill, shared
@@ -410,6 +412,9 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, st *requestState
 	if err != nil {
 		g.fail(w, r, "provider selection", err)
 		return result{own: true}
+	}
+	if plan.hooked {
+		return g.executeHooked(w, r, st, plan, body)
 	}
 	return g.execute(w, r, st, plan, body)
 }

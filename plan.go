@@ -21,6 +21,9 @@ type planNode struct {
 	children      []*planNode
 	target        *routedTarget // non-nil on leaves only
 	config        string        // on the root: the id of the saved config it was built from
+
+	input, output []HookRef // on the root: the guardrails of the config's top level
+	hooked        bool      // the node or one below it attaches guardrails
 }
 
 // planNeeds says what a plan needs of the request body.
@@ -83,7 +86,8 @@ type routedTarget struct {
 	retry          *RetryConfig
 	cache          *CacheConfig
 
-	breaker    *BreakerConfig // nil: the target has no circuit breaker
-	breakerKey string         // the target's identity (see Breakers), when breaker is set
-	workspace  string         // the workspace of its virtual key
+	hookIn, hookOut []HookRef      // the guardrails of the nodes down to it, the top level's left out
+	breaker         *BreakerConfig // nil: the target has no circuit breaker
+	breakerKey      string         // the target's identity (see Breakers), when breaker is set
+	workspace       string         // the workspace of its virtual key
 }

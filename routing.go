@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -257,6 +258,7 @@ type inherited struct {
 	cache             *CacheConfig
 	timeout           time.Duration
 	idleTimeout       time.Duration
+	hookIn, hookOut   []HookRef // the guardrails of the nodes between the top and the target
 	breaker           *BreakerConfig
 }
 
@@ -308,6 +310,14 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 	}
 
 	n := &planNode{mode: c.mode(), name: c.Name, weight: c.weight()}
+	if path == "config" {
+		n.input, n.output = hookRefs(nil, c.InputGuardrails, "input_guardrails"), hookRefs(nil, c.OutputGuardrails, "output_guardrails")
+		n.hooked = len(n.input) > 0 || len(n.output) > 0
+	} else if len(c.InputGuardrails) > 0 || len(c.OutputGuardrails) > 0 {
+		at := strings.TrimPrefix(path, "config.") + "."
+		inh.hookIn = hookRefs(slices.Clip(inh.hookIn), c.InputGuardrails, at+"input_guardrails")
+		inh.hookOut = hookRefs(slices.Clip(inh.hookOut), c.OutputGuardrails, at+"output_guardrails")
+	}
 	if s := c.Strategy; s != nil {
 		n.onStatusCodes, n.conditions, n.def = s.OnStatusCodes, s.Conditions, s.Default
 		if s.CBConfig != nil {
@@ -325,6 +335,7 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 				return nil, err
 			}
 			n.children[i] = child
+			n.hooked = n.hooked || child.hooked
 		}
 		return n, nil
 	}
@@ -333,6 +344,8 @@ func (g *Gateway) buildNode(ctx context.Context, id Identity, c *Config, path st
 		return nil, err
 	}
 	n.target = t
+	t.hookIn, t.hookOut = inh.hookIn, inh.hookOut
+	n.hooked = n.hooked || len(t.hookIn) > 0 || len(t.hookOut) > 0
 	return n, nil
 }
 

@@ -30,13 +30,15 @@ const (
 	ScopeAuditLogsRead    Scope = "audit_logs.read"
 	ScopePromptsRead      Scope = "prompts.read"
 	ScopePromptsWrite     Scope = "prompts.write"
+	ScopeGuardrailsRead   Scope = "guardrails.read"
+	ScopeGuardrailsWrite  Scope = "guardrails.write"
 )
 
 // allScopes are the scopes a key may hold, and the admin role's preset.
 var allScopes = []Scope{ScopeCompletionsWrite, ScopeAPIKeysRead, ScopeAPIKeysWrite, ScopeVirtualKeysRead,
 	ScopeVirtualKeysWrite, ScopeConfigsRead, ScopeConfigsWrite, ScopePoliciesRead, ScopePoliciesWrite,
 	ScopeLogsRead, ScopeLogsWrite, ScopeAnalyticsRead, ScopeWorkspacesRead, ScopeWorkspacesWrite, ScopeAuditLogsRead,
-	ScopePromptsRead, ScopePromptsWrite}
+	ScopeGuardrailsRead, ScopeGuardrailsWrite, ScopePromptsRead, ScopePromptsWrite}
 
 // memberScopes is the member role's preset.
 var memberScopes = []Scope{ScopeCompletionsWrite}

@@ -84,6 +84,17 @@ func (g *Gateway) CheckHost(rawURL string) error {
 	return err
 }
 
+// GuardedClient returns a client for the URLs tenants write that a
+// product calls itself (a guardrail's webhook or JWKS URL): it dials
+// only the addresses CheckHost admits, resolving names at every dial,
+// goes through no proxy, and follows no redirect (a 3xx is the answer).
+// Its Timeout is zero: bound each call with its context.
+func (g *Gateway) GuardedClient() *http.Client {
+	return &http.Client{Transport: g.custom, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
+
 // HandleSigned registers serve to be asked about each request that no
 // stage in front of the gateway authenticated, before the gateway looks
 // for its API key: serve answers a request that carries, in place of a

@@ -17,6 +17,7 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/gatewaytest"
+	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
 )
@@ -83,8 +84,11 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	u, _ := url.Parse(up.URL)
 	o.CustomHostAllow = []string{u.Host}
 	mount := setOptionalStores(&o, &ob, st)
+	hooks := &guardrail.Hooks{Store: st, Auditor: &observe.Auditor{Store: st}}
+	o.Hooks = hooks
 	g := gateway.New(o)
 	mount(g)
+	hooks.Mount(g)
 	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Workspaces: st, Policies: st,
 		Audit: &observe.Auditor{Store: st}})
 	routes := observe.Mount(g, ob)
@@ -124,10 +128,17 @@ func (e *env) traffic(key, vk, tracePrefix string, n int) {
 			e.t.Fatalf("completion %d: %d", i, res.StatusCode)
 		}
 	}
+	e.waitLogs(before + n)
+}
+
+// waitLogs waits until the store holds n request logs: they are stored
+// by the gateway's queue, after the answer.
+func (e *env) waitLogs(n int) {
+	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for e.logCount() < before+n {
+	for e.logCount() < n {
 		if time.Now().After(deadline) {
-			e.t.Fatalf("%d logs stored, want %d", e.logCount(), before+n)
+			e.t.Fatalf("%d logs stored, want %d", e.logCount(), n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

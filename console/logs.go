@@ -40,6 +40,28 @@ type logRecord struct {
 	BytesIn            int64             `json:"request_bytes"`
 	BytesOut           int64             `json:"response_bytes"`
 	Metadata           map[string]string `json:"metadata"`
+	Guardrails         string            `json:"guardrails"`
+	HookResults        *hookResults      `json:"hook_results"`
+}
+
+// hookResults are the verdicts of the guardrails a request's config
+// attached, as GET /logs/{id} answers them.
+type hookResults struct {
+	Before []hookResult `json:"before_request_hooks"`
+	After  []hookResult `json:"after_request_hooks"`
+}
+
+// hookResult is one guardrail's verdict and its checks'.
+type hookResult struct {
+	ID      string `json:"id"`
+	Verdict bool   `json:"verdict"`
+	Deny    bool   `json:"deny"`
+	Checks  []struct {
+		ID          string `json:"id"`
+		Verdict     bool   `json:"verdict"`
+		Explanation string `json:"explanation"`
+		Error       string `json:"error"`
+	} `json:"checks"`
 }
 
 // logsPage is the data of the logs page.

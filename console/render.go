@@ -25,7 +25,7 @@ type pageData struct {
 
 // pageNames are the page templates, each parsed with layout.html.
 var pageNames = []string{"signin", "error", "overview", "logs", "log", "apikeys", "created", "confirm",
-	"virtualkeys", "configs", "config", "prompts", "prompt", "policies", "audit"}
+	"virtualkeys", "configs", "config", "prompts", "prompt", "policies", "audit", "guardrails", "guardrail"}
 
 // parsePages parses every page with the layout, once.
 func parsePages() map[string]*template.Template {
@@ -70,6 +70,12 @@ var funcs = template.FuncMap{
 	"add":   func(a, b int) int { return a + b },
 	"sub":   func(a, b int) int { return a - b },
 	"count": count,
+	"verdictRows": func(phase string, r hookResult) any {
+		return struct {
+			Phase  string
+			Result hookResult
+		}{phase, r}
+	},
 	"limit": func(s string, n int) string {
 		if r := []rune(s); len(r) > n {
 			return string(r[:n-1]) + "…"

@@ -33,6 +33,8 @@ type Store struct {
 
 	feedbackMu sync.RWMutex        // guards feedback
 	feedback   []*observe.Feedback // oldest added first, at most memoryFeedbackMax (see feedback.go)
+
+	guardrails guardrails // see guardrails.go
 }
 
 // New returns an empty Store.

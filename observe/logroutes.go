@@ -49,6 +49,8 @@ type logWire struct {
 	BytesIn            int64               `json:"request_bytes"`          // body bytes received
 	BytesOut           int64               `json:"response_bytes"`         // body bytes sent
 	Metadata           map[string]string   `json:"metadata"`               // x-gateway-metadata
+	Guardrails         string              `json:"guardrails,omitempty"`   // passed, failed or denied
+	HookResults        json.RawMessage     `json:"hook_results,omitempty"` // each guardrail's verdict and its checks'
 	// The kept bodies (Options.LogBodies), in GET /logs/{id} only.
 	Request  *logBodyWire `json:"request,omitempty"`
 	Response *logBodyWire `json:"response,omitempty"`
@@ -68,7 +70,8 @@ func wireLog(rec *gateway.RequestLog) logWire {
 		ReqUnits: rec.PromptTokens, ResUnits: rec.CompletionTokens, TotalUnits: rec.TotalTokens,
 		CachedUnits: rec.CachedPromptTokens, Cost: rec.Cost, CostCurrency: "USD", CostUnknown: rec.CostUnknown,
 		CacheStatus: rec.CacheStatus, Retries: rec.Attempts, LastUsedOption: rec.FallbackIndex, Rescued: rec.Rescued,
-		ErrorCode: rec.ErrorCode, Aborted: rec.Aborted, BytesIn: rec.BytesIn, BytesOut: rec.BytesOut, Metadata: md}
+		ErrorCode: rec.ErrorCode, Aborted: rec.Aborted, BytesIn: rec.BytesIn, BytesOut: rec.BytesOut, Metadata: md,
+		Guardrails: rec.Guardrails, HookResults: rec.HookResults}
 }
 
 // serveLogs serves {prefix}/logs and {prefix}/logs/{id}:

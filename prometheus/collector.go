@@ -66,6 +66,7 @@ type Collector struct {
 	cost        *prom.CounterVec
 	rateLimited prom.Counter
 	budget      prom.Counter
+	guardrails  *prom.CounterVec
 	skipped     prom.Counter
 	tripped     prom.Counter
 	all         []prom.Collector
@@ -145,12 +146,15 @@ func NewCollector(opts Options) *Collector {
 			Help: "Requests the gateway refused with 429 under a rate-limits policy."}),
 		budget: prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "budget_exhausted_requests_total",
 			Help: "Requests the gateway refused with 412 because a usage-limits policy's budget was spent."}),
+		guardrails: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "guardrail_verdicts_total",
+			Help: "Requests whose config attached guardrails, by their outcome: passed, failed (answered 246) or denied (refused 446)."},
+			[]string{"verdict"}),
 	}
 	c.skipped = prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "breaker_skipped_targets_total",
 		Help: "Targets requests passed over because their circuit breakers were open (gateway.RequestLog.SkippedTargets)."})
 	c.tripped = prom.NewCounter(prom.CounterOpts{Namespace: ns, Name: "breaker_trips_total",
 		Help: "Circuit breakers opened by requests' failed attempts (gateway.RequestLog.TrippedTargets)."})
-	c.all = []prom.Collector{c.requests, c.duration, c.ttfb, c.prompt, c.completion, c.cost, c.rateLimited, c.budget, c.skipped, c.tripped}
+	c.all = []prom.Collector{c.requests, c.duration, c.ttfb, c.prompt, c.completion, c.cost, c.rateLimited, c.budget, c.skipped, c.tripped, c.guardrails}
 	return c
 }
 
@@ -217,6 +221,9 @@ func (c *Collector) count(rec *gateway.RequestLog) {
 		c.rateLimited.Inc()
 	case rec.Status == http.StatusPreconditionFailed && rec.ErrorCode == codeBudgetExhausted:
 		c.budget.Inc()
+	}
+	if v := rec.Guardrails; v == "passed" || v == "failed" || v == "denied" {
+		c.guardrails.WithLabelValues(v).Inc()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/guardrail"
 )
 
 // TestEveryFieldIsStored fails when a record type of the gateway gains a
@@ -30,6 +31,8 @@ func TestEveryFieldIsStored(t *testing.T) {
 			"Value", "Status", "WorkspaceID", "OrganisationID", "CreatedAt", "LastUpdatedAt"}},
 		{reflect.TypeFor[gateway.PolicyCondition](), []string{"Key", "Value"}}, // stored as JSON
 		{reflect.TypeFor[gateway.PolicyGroupBy](), []string{"Key"}},            // stored as JSON
+		{reflect.TypeFor[guardrail.Record](), []string{"ID", "Slug", "Name", "WorkspaceID", "Checks", "Actions", "StreamMode",
+			"OnError", "VersionID", "OwnerID", "UpdatedBy", "CreatedAt", "UpdatedAt"}},
 	} {
 		for i := range tc.typ.NumField() {
 			if f := tc.typ.Field(i); !slices.Contains(tc.stored, f.Name) {

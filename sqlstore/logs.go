@@ -166,12 +166,12 @@ func scanLog(row scanner, more ...any) (*gateway.RequestLog, error) {
 	var (
 		r                         gateway.RequestLog
 		timeUS, latencyUS, ttfbUS int64
-		cacheStatus, meta         string
+		cacheStatus, meta, hooks  string
 	)
 	if err := row.Scan(append([]any{&r.ID, &timeUS, &r.TraceID, &r.WorkspaceID, &r.KeyID, &r.VirtualKey, &r.ConfigID, &r.Provider,
 		&r.Model, &r.Method, &r.Path, &r.Query, &r.Status, &latencyUS, &ttfbUS, &r.BytesIn, &r.BytesOut,
 		&r.PromptTokens, &r.CompletionTokens, &r.TotalTokens, &r.CachedPromptTokens, &r.Cost, &r.CostUnknown,
-		&cacheStatus, &r.Attempts, &r.FallbackIndex, &r.Rescued, &r.ErrorCode, &r.Aborted, &meta}, more...)...); err != nil {
+		&cacheStatus, &r.Attempts, &r.FallbackIndex, &r.Rescued, &r.ErrorCode, &r.Aborted, &meta, &r.Guardrails, &hooks}, more...)...); err != nil {
 		if notFound(err) {
 			return nil, err
 		}
@@ -180,6 +180,9 @@ func scanLog(row scanner, more ...any) (*gateway.RequestLog, error) {
 	r.Time = time.UnixMicro(timeUS).UTC()
 	r.Latency, r.TTFB = time.Duration(latencyUS)*time.Microsecond, time.Duration(ttfbUS)*time.Microsecond
 	r.CacheStatus = gateway.CacheStatus(cacheStatus)
+	if hooks != "" {
+		r.HookResults = json.RawMessage(hooks)
+	}
 	if meta != "{}" {
 		if err := json.Unmarshal([]byte(meta), &r.Metadata); err != nil {
 			return nil, fmt.Errorf("sqlstore: request log %s: metadata: %w", r.ID, err)

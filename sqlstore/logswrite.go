@@ -18,10 +18,10 @@ import (
 // writes and scanLog reads them.
 const logColumns = `id, time_us, trace_id, workspace_id, key_id, virtual_key, config_id, provider, model, method, path, query,
 	status, latency_us, ttfb_us, bytes_in, bytes_out, prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens,
-	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata`
+	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata, guardrails, hook_results`
 
 // logColumnCount is the number of logColumns.
-const logColumnCount = 30
+const logColumnCount = 32
 
 // sqliteLogRows is how many ids unstoredLogs looks up in one query.
 const sqliteLogRows = 64
@@ -157,7 +157,7 @@ func bindLog(st *sqlite3.Stmt, r *gateway.RequestLog) error {
 		v string
 	}{{1, r.ID}, {3, r.TraceID}, {4, r.WorkspaceID}, {5, r.KeyID}, {6, r.VirtualKey}, {7, r.ConfigID}, {8, r.Provider},
 		{9, r.Model}, {10, r.Method}, {11, r.Path}, {12, r.Query}, {24, string(r.CacheStatus)}, {28, r.ErrorCode},
-		{30, metadataJSON(r.Metadata)}}
+		{30, metadataJSON(r.Metadata)}, {31, r.Guardrails}, {32, string(r.HookResults)}}
 	ints := [...]struct {
 		i int
 		v int64
@@ -239,14 +239,14 @@ func metadataJSON(m map[string]string) string {
 const logInsertPostgres = `INSERT INTO request_logs (` + logColumns + `)
 SELECT id, time_us, trace_id, workspace_id, key_id, virtual_key, config_id, provider, model, method, path, query,
 	status, latency_us, ttfb_us, bytes_in, bytes_out, prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens,
-	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata::jsonb
+	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata::jsonb, guardrails, hook_results
 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
 	$10::text[], $11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[],
 	$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::float8[], $23::bool[], $24::text[], $25::bigint[],
-	$26::bigint[], $27::bool[], $28::text[], $29::bool[], $30::text[])
+	$26::bigint[], $27::bool[], $28::text[], $29::bool[], $30::text[], $31::text[], $32::text[])
 	AS t(id, time_us, trace_id, workspace_id, key_id, virtual_key, config_id, provider, model, method, path, query,
 	status, latency_us, ttfb_us, bytes_in, bytes_out, prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens,
-	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata)
+	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata, guardrails, hook_results)
 ON CONFLICT DO NOTHING`
 
 // addLogsPostgres inserts recs with logInsertPostgres: one array per
@@ -308,7 +308,9 @@ func (s *Store) addLogsPostgres(ctx context.Context, tx *sql.Tx, recs []*gateway
 		boolean(func(r *gateway.RequestLog) bool { return r.Rescued }),
 		text(func(r *gateway.RequestLog) string { return r.ErrorCode }),
 		boolean(func(r *gateway.RequestLog) bool { return r.Aborted }),
-		text(func(r *gateway.RequestLog) string { return metadataJSON(r.Metadata) }))
+		text(func(r *gateway.RequestLog) string { return metadataJSON(r.Metadata) }),
+		text(func(r *gateway.RequestLog) string { return r.Guardrails }),
+		text(func(r *gateway.RequestLog) string { return string(r.HookResults) }))
 	return err
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
 	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/prompt"
 )
@@ -321,7 +322,7 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // hosts in allow, and its logs; and the products of p: the budgets
 // (priced as opts prices the logs), the first of its admissions, and the
 // observability routes, writes audited in opts.Audit, the request logs
-// stored in p.observe.Logs.
+// stored in p.observe.Logs; and the guardrails, when the store keeps them.
 func newGateway(opts gateway.Options, p products, allow []string, sink gateway.LogSink, errLog *slog.Logger) (*gateway.Gateway, *observe.Routes) {
 	opts.Providers = providers()
 	opts.CustomHostAllow = allow
@@ -335,6 +336,11 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 	if obs.Logs != nil {
 		opts.LogSinks = append(opts.LogSinks, observe.Sink(obs.Logs))
 	}
+	var hooks *guardrail.Hooks
+	if p.guardrails != nil {
+		hooks = &guardrail.Hooks{Store: p.guardrails, Feedback: obs.Feedback, ErrorLog: errLog}
+		opts.Hooks = hooks
+	}
 	g := gateway.New(opts)
 	audit := &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}
 	mountAdmin(g, opts, audit)
@@ -342,6 +348,10 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 	pr := p.prompt
 	pr.Audit, pr.ErrorLog = audit, errLog
 	prompt.Mount(g, pr)
+	if hooks != nil {
+		hooks.Auditor = audit
+		hooks.Mount(g)
+	}
 	obs.Audit = audit
 	obs.ErrorLog = errLog
 	return g, observe.Mount(g, obs)

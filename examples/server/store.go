@@ -18,6 +18,7 @@ import (
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/console"
+	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/prompt"
@@ -259,9 +260,10 @@ func (b *backend) Close() error {
 // data plane: the budgets, an admission of the gateway's, the
 // observability routes and the prompts.
 type products struct {
-	budget  budget.Options
-	observe observe.Options
-	prompt  prompt.Options
+	budget     budget.Options
+	observe    observe.Options
+	guardrails guardrail.AdminStore
+	prompt     prompt.Options
 }
 
 // setStores sets every store of o and of the products p that st
@@ -312,6 +314,9 @@ func setStores(o *gateway.Options, p *products, st any) {
 	}
 	if s, ok := st.(prompt.Store); ok {
 		p.prompt.Store = s
+	}
+	if s, ok := st.(guardrail.AdminStore); ok {
+		p.guardrails = s
 	}
 	if s, ok := st.(budget.Counter); ok && b.Counter == nil {
 		b.Counter = s // budget counters in the database, unless -redis keeps them

@@ -1,4 +1,4 @@
--- Schema version 10 for SQLite: prompts, partials, labels and collections
+-- Schema version 11 for Postgres: prompts, partials, labels and collections
 -- (prompt.Store).
 --
 -- One row per record of prompt_records, kind saying which; data is the
