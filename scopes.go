@@ -28,6 +28,8 @@ const (
 	ScopeWorkspacesRead   Scope = "workspaces.read"
 	ScopeWorkspacesWrite  Scope = "workspaces.write"
 	ScopeAuditLogsRead    Scope = "audit_logs.read"
+	ScopePromptsRead      Scope = "prompts.read"
+	ScopePromptsWrite     Scope = "prompts.write"
 	ScopeGuardrailsRead   Scope = "guardrails.read"
 	ScopeGuardrailsWrite  Scope = "guardrails.write"
 )
@@ -36,7 +38,7 @@ const (
 var allScopes = []Scope{ScopeCompletionsWrite, ScopeAPIKeysRead, ScopeAPIKeysWrite, ScopeVirtualKeysRead,
 	ScopeVirtualKeysWrite, ScopeConfigsRead, ScopeConfigsWrite, ScopePoliciesRead, ScopePoliciesWrite,
 	ScopeLogsRead, ScopeLogsWrite, ScopeAnalyticsRead, ScopeWorkspacesRead, ScopeWorkspacesWrite, ScopeAuditLogsRead,
-	ScopeGuardrailsRead, ScopeGuardrailsWrite}
+	ScopeGuardrailsRead, ScopeGuardrailsWrite, ScopePromptsRead, ScopePromptsWrite}
 
 // memberScopes is the member role's preset.
 var memberScopes = []Scope{ScopeCompletionsWrite}

@@ -40,6 +40,7 @@ type Store struct {
 	workspaces map[string]*gateway.Workspace             // by id (see workspaces.go)
 	audit      []observe.AuditRecord                     // oldest first, at most memoryAuditMax (see audit.go)
 
+	prompts   prompts   // prompt.Store: see prompts.go
 	responses responses // gateway.ResponseStore: see responses.go
 
 	budgetMu sync.RWMutex              // guards budgets

@@ -9,7 +9,9 @@
 // admin.WorkspaceStore, observe.AuditStore, observe.Store (with
 // observe.Aggregator), observe.FeedbackStore, observe.ExportStore,
 // budget.Store and budget.Counter; pass it as each of
-// those in gateway.Options.
+// those in gateway.Options. It is also the prompt product's prompt.Store
+// (prompts, partials, labels, collections and their versions), which is
+// read from the database on every use rather than from the snapshot.
 //
 // Load applies a store file (admin.Decode) as
 // admin.Apply does, checked by the same rules: each entry it

@@ -27,6 +27,7 @@ import (
 	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
+	"github.com/modelgateway/gateway/prompt"
 )
 
 func main() {
@@ -348,6 +349,9 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 	a.ErrorLog, a.Audit = errLog, audit
 	admin.Mount(g, a)
 	budgets.Mount(g, audit)
+	pr := p.prompt
+	pr.Audit, pr.ErrorLog = audit, errLog
+	prompt.Mount(g, pr)
 	if hooks != nil {
 		hooks.Auditor = audit
 		hooks.Mount(g)

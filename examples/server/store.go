@@ -21,6 +21,7 @@ import (
 	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
+	"github.com/modelgateway/gateway/prompt"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -257,14 +258,15 @@ func (b *backend) Close() error {
 
 // products are the options of the products the server mounts beside the
 // data plane: the administration routes, the budgets (an admission of
-// the gateway's), the observability routes, the guardrails, and the audit
-// log of their writes.
+// the gateway's), the observability routes, the guardrails, the prompts,
+// and the audit log of their writes.
 type products struct {
 	admin      admin.Options
 	budget     budget.Options
 	observe    observe.Options
 	guardrails guardrail.AdminStore
 	audit      observe.AuditStore // where every product's writes are audited
+	prompt     prompt.Options
 }
 
 // setStores sets every store of o and of the products p that st
@@ -312,6 +314,9 @@ func setStores(o *gateway.Options, p *products, st any) {
 	b.Audit = p.audit
 	if s, ok := st.(budget.Store); ok {
 		b.Store = s
+	}
+	if s, ok := st.(prompt.Store); ok {
+		p.prompt.Store = s
 	}
 	if s, ok := st.(guardrail.AdminStore); ok {
 		p.guardrails = s
