@@ -59,7 +59,7 @@ func TestAuthenticate(t *testing.T) {
 }
 
 func TestAuthenticateMiddleware(t *testing.T) {
-	st := &MemoryStore{}
+	st := &testStore{}
 	st.AddAPIKey(APIKey{ID: "k1", Digest: HashAPIKey("gw-1"), WorkspaceID: "ws", Role: RoleAdmin,
 		Metadata: map[string]string{"_environment": "prod"}, DefaultConfig: "pc-1"})
 	var got Identity
@@ -149,7 +149,7 @@ func TestSelectionStoreDown(t *testing.T) {
 	} {
 		t.Run(tc.header, func(t *testing.T) {
 			var logged bytes.Buffer
-			store := &MemoryStore{}
+			store := &testStore{}
 			store.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1"})
 			g := New(Options{Keys: store, VirtualKeys: downStores{}, Configs: downStores{},
 				ErrorLog: slog.New(slog.NewTextHandler(&logged, nil))})

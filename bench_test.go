@@ -77,7 +77,7 @@ func BenchmarkPassThrough(b *testing.B) {
 		sink LogSink
 	}{{"gateway", discardSink{}}, {"gateway+LogBuffer", &LogBuffer{}}} {
 		b.Run(sink.name, func(b *testing.B) {
-			st := &MemoryStore{}
+			st := &testStore{}
 			st.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey("gw-bench"), WorkspaceID: "ws"})
 			st.AddVirtualKey(VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk-up", BaseURL: up.URL + "/v1"})
 			g := New(Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, LogSink: sink.sink})

@@ -407,7 +407,7 @@ func TestMemoryCacheBounds(t *testing.T) {
 // bare ReverseProxy): the hit answers without a network round trip.
 func BenchmarkCacheHit(b *testing.B) {
 	up := benchUpstream(b)
-	st := &MemoryStore{}
+	st := &testStore{}
 	st.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey("gw-bench"), WorkspaceID: "ws"})
 	st.AddVirtualKey(VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk-up", BaseURL: up.URL + "/v1"})
 	g := New(Options{Keys: st, VirtualKeys: st, Configs: st, LogSink: &LogBuffer{}})

@@ -331,7 +331,7 @@ func typedIDs(jobs []FineTuningJob) []string {
 func TestClientAgainstGatewaytest(t *testing.T) {
 	fake := gatewaytest.NewServer()
 	t.Cleanup(fake.Close)
-	store := &MemoryStore{}
+	store := &testStore{}
 	store.AddAPIKey(APIKey{ID: "key-1", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(VirtualKey{Slug: "fake", Provider: ProviderOpenAI, APIKey: "sk-fake", BaseURL: fake.URL, WorkspaceID: "ws-1"})
 	gw := New(Options{Keys: store, VirtualKeys: store})

@@ -178,7 +178,7 @@ func FuzzParseConfig(f *testing.F) {
 // pays to find its parsed config ("parse-cache": no parse, no allocation
 // once warm) and to build its routing plan from it ("plan").
 func BenchmarkConfigResolution(b *testing.B) {
-	st := &MemoryStore{}
+	st := &testStore{}
 	st.AddVirtualKey(VirtualKey{Slug: "a", Provider: "openai", APIKey: "sk-a", BaseURL: "https://a.example/v1"})
 	st.AddVirtualKey(VirtualKey{Slug: "b", Provider: "openai", APIKey: "sk-b", BaseURL: "https://b.example/v1"})
 	st.AddConfig(SavedConfig{ID: "pc-1", Config: json.RawMessage(`{"strategy":{"mode":"fallback"},"retry":{"attempts":2},
@@ -210,7 +210,7 @@ func BenchmarkConfigResolution(b *testing.B) {
 }
 
 func TestSavedConfigResolutionAllocs(t *testing.T) {
-	st := &MemoryStore{}
+	st := &testStore{}
 	st.AddConfig(SavedConfig{ID: "pc-1", Config: json.RawMessage(`{"virtual_key":"a","retry":{"attempts":1}}`)})
 	g := New(Options{Configs: st})
 	defer g.Close()

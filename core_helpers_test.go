@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // coreKey is the gateway API key of the harness's member key; coreAdminKey
@@ -60,7 +59,7 @@ func (u *coreUpstream) received() []coreReceived {
 // virtual key "vk-up" pointing at up.
 type coreEnv struct {
 	t     *testing.T
-	store *MemoryStore
+	store *testStore
 	gw    *Gateway
 	srv   *httptest.Server
 	up    *coreUpstream
@@ -69,7 +68,7 @@ type coreEnv struct {
 
 func newCoreEnv(t *testing.T, up *coreUpstream, mod func(*Options)) *coreEnv {
 	t.Helper()
-	e := &coreEnv{t: t, store: &MemoryStore{}, up: up, logs: &LogBuffer{}}
+	e := &coreEnv{t: t, store: &testStore{}, up: up, logs: &LogBuffer{}}
 	e.store.AddAPIKey(APIKey{ID: "key-member", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1", Role: RoleMember})
 	e.store.AddAPIKey(APIKey{ID: "key-admin", Digest: HashAPIKey(coreAdminKey), WorkspaceID: "ws-1", Role: RoleAdmin})
 	if up != nil {
@@ -142,47 +141,4 @@ func deref(p *string) string {
 		return "<null>"
 	}
 	return *p
-}
-
-type auditWireT struct {
-	Timestamp    time.Time `json:"timestamp"`
-	Method       string    `json:"method"`
-	URI          string    `json:"uri"`
-	RequestID    string    `json:"request_id"`
-	UserID       string    `json:"user_id"`
-	UserType     string    `json:"user_type"`
-	APIKeyID     string    `json:"api_key_id"`
-	WorkspaceID  string    `json:"workspace_id"`
-	Status       int       `json:"response_status_code"`
-	ResourceType string    `json:"resource_type"`
-	ResourceID   string    `json:"resource_id"`
-	Action       string    `json:"action"`
-	ClientIP     string    `json:"client_ip"`
-	Detail       string    `json:"detail"`
-}
-
-type auditListT struct {
-	Object  string       `json:"object"`
-	Records []auditWireT `json:"records"`
-	Total   int          `json:"total"`
-}
-
-// auditLogs reads GET /v1/audit-logs?query with key, failing unless 200,
-// and returns the list and its raw body.
-func auditLogs(e *coreEnv, key, query string) (auditListT, string) {
-	e.t.Helper()
-	res := e.do("GET", "/v1/audit-logs"+query, nil, HeaderAPIKey+": "+key)
-	b, _ := io.ReadAll(res.Body)
-	status := res.StatusCode
-	if status != 200 {
-		e.t.Fatalf("GET /v1/audit-logs%s = %d %s", query, status, b)
-	}
-	var l auditListT
-	if err := json.Unmarshal(b, &l); err != nil {
-		e.t.Fatal(err)
-	}
-	if l.Object != "list" || l.Records == nil {
-		e.t.Fatalf("audit list %s has no object list or records", b)
-	}
-	return l, string(b)
 }

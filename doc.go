@@ -7,7 +7,7 @@
 //
 // A Gateway serves every path under its prefix (default "/v1"):
 //
-//	store := &gateway.MemoryStore{}
+//	store := memstore.New()
 //	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey(os.Getenv("GATEWAY_KEY")), WorkspaceID: "ws-1"})
 //	store.AddVirtualKey(gateway.VirtualKey{Slug: "openai-prod", Provider: "openai", APIKey: os.Getenv("OPENAI_API_KEY")})
 //	g := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Configs: store, Policies: store,
@@ -99,8 +99,9 @@
 //
 // KeyStore, VirtualKeyStore, ConfigStore and PolicyStore are small
 // interfaces of what the data plane reads; the writes of the
-// administration routes are package admin's interfaces. MemoryStore implements them all and loads the JSON document of
-// examples/server (admin.Decode). The sqlstore sub-module keeps them,
+// administration routes are package admin's interfaces. memstore.Store
+// implements them all, and admin.Apply loads the JSON document of
+// examples/server into it. The sqlstore sub-module keeps them,
 // the workspaces, the audit log and the request logs in SQLite or
 // Postgres, secrets sealed, hot-path lookups served from an in-process
 // snapshot that replicas bring up to date within a second or two. Provider kinds are registered by

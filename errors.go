@@ -82,6 +82,8 @@ type Error struct {
 	Err error
 }
 
+// Error returns "gateway: " and the message, followed by the parameter
+// it names when the message does not already say it.
 func (e *Error) Error() string {
 	if e.Param != "" && !strings.Contains(e.Message, e.Param) {
 		return "gateway: " + e.Message + " (" + e.Param + ")"

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // exampleProvider is a stand-in for an OpenAI-compatible provider.
@@ -33,7 +34,7 @@ func exampleProvider() *httptest.Server {
 // exampleGateway returns a gateway with one API key and a virtual key
 // "openai-dev" pointing at the provider.
 func exampleGateway(provider string) *gateway.Gateway {
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "key-1", Digest: gateway.HashAPIKey("gw-example-key"), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "openai-dev", Provider: gateway.ProviderOpenAI,
 		APIKey: "sk-example", BaseURL: provider + "/v1", WorkspaceID: "ws-1"})

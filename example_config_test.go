@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // ParseConfig names the JSON path of the first invalid field.
@@ -41,7 +42,7 @@ func Example_fallback() {
 	}))
 	defer spare.Close()
 
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "busy", Provider: "openai", APIKey: "sk-1", BaseURL: busy.URL + "/v1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "spare", Provider: "openai", APIKey: "sk-2", BaseURL: spare.URL + "/v1"})
@@ -73,7 +74,7 @@ func Example_cache() {
 	}))
 	defer provider.Close()
 
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "openai", Provider: "openai", APIKey: "sk-1", BaseURL: provider.URL + "/v1"})
 	g := gateway.New(gateway.Options{Keys: store, VirtualKeys: store,

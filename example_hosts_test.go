@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // whereSent is a Transport standing in for the cloud hosts: it answers
@@ -39,7 +40,7 @@ func (whereSent) RoundTrip(r *http.Request) (*http.Response, error) {
 // build the URL, and the bearer token becomes api-key. A header set that is
 // incomplete for the path is refused, naming the missing header.
 func Example_azureOpenAI() {
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1"})
 	g := gateway.New(gateway.Options{Keys: store, Transport: whereSent{}})
 	defer g.Close()
@@ -82,7 +83,7 @@ func Example_virtualKeysForCloudHosts() {
 	if err != nil {
 		panic(err)
 	}
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	if err := admin.Apply(context.Background(), f, store); err != nil {
 		panic(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // A MemoryLimiter bucket remembers what was consumed: it drains at the
@@ -49,7 +50,7 @@ func Example_rateLimitsPolicy() {
 	}))
 	defer provider.Close()
 
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "key-admin", Digest: gateway.HashAPIKey("gw-admin"), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "openai", Provider: "openai", APIKey: "sk-…", BaseURL: provider.URL + "/v1", WorkspaceID: "ws-1"})
 	gw := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Policies: store})
@@ -95,7 +96,7 @@ func Example_rateLimitsPolicy() {
 // The stages compose in front of a host's own handler: Limits enforces the
 // rate-limits policies of the caller's workspace there too.
 func ExampleLimits() {
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1"})
 	store.PutPolicy(context.Background(), &gateway.RateLimitsPolicy{ID: "7d1e0000-0000-4000-8000-00000000000a",
 		WorkspaceID: "ws-1", GroupBy: []gateway.PolicyGroupBy{{Key: "api_key"}},

@@ -10,13 +10,14 @@ import (
 	"sync"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // A product contributes its control routes with Handle: they run behind
 // the gateway's key check, see the caller's identity, and are never
 // rate-limited, routed or request-logged.
 func ExampleGateway_Handle() {
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1"})
 	g := gateway.New(gateway.Options{Keys: store})
 	defer g.Close()
@@ -80,7 +81,7 @@ func ExampleAdmission() {
 		io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`)
 	}))
 	defer provider.Close()
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "up", Provider: "openai", APIKey: "sk-x", BaseURL: provider.URL + "/v1"})
 	q := &quota{used: map[string]int64{}}

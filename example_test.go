@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // The gateway mounted on a host's own mux, in front of an OpenAI-compatible
@@ -18,7 +19,7 @@ func Example() {
 	}))
 	defer provider.Close()
 
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "openai-prod", Provider: "openai", APIKey: "sk-stored", BaseURL: provider.URL + "/v1"})
 	g := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Configs: store, Policies: store})
@@ -48,7 +49,7 @@ func Example() {
 
 // Errors are OpenAI-shaped, with param naming the offending header.
 func ExampleWriteError() {
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey("gw-secret")})
 	g := gateway.New(gateway.Options{Keys: store})
 	defer g.Close()
@@ -65,7 +66,7 @@ func ExampleWriteError() {
 
 // Trace, Authenticate and ParseHeaders run in front of a host's own handler.
 func ExampleAuthenticate() {
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
 	h := gateway.Trace(gateway.Authenticate(store)(gateway.ParseHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := gateway.IdentityFrom(r.Context())
@@ -96,7 +97,7 @@ func ExampleParseForwardHeaders() {
 func ExampleLogBuffer() {
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer provider.Close()
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "team-a", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1"})
 	logs := &gateway.LogBuffer{}
 	g := gateway.New(gateway.Options{Keys: store, LogSink: logs, CustomHostAllow: []string{"127.0.0.1"}})

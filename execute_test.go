@@ -670,7 +670,7 @@ func (w *pipeWriter) Flush() { w.send(http.StatusOK) }
 // in-memory hosts of pipeTransport, and requests are served directly.
 func bubbleGateway(t *testing.T, mod func(*Options), hosts pipeTransport) *Gateway {
 	t.Helper()
-	st := &MemoryStore{}
+	st := &testStore{}
 	st.AddAPIKey(APIKey{ID: "key-1", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1"})
 	st.AddAPIKey(APIKey{ID: "key-2", Digest: HashAPIKey("gw-other-workspace"), WorkspaceID: "ws-2"})
 	for host := range hosts {

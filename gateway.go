@@ -32,30 +32,18 @@ type Options struct {
 
 	// VirtualKeys, Configs and Policies are the stores behind virtual keys,
 	// saved configs and rate-limits policies. Nil means none exist.
-	// MemoryStore implements all of them and Keys.
+	// memstore.Store implements all of them and Keys.
 	VirtualKeys VirtualKeyStore
 	Configs     ConfigStore
 	Policies    PolicyStore
 
-	// Workspaces looks up the registered workspaces (package admin
-	// registers them through /admin/workspaces): a workspace's
-	// usage_limits bound every key of it together, and an organisation
-	// key's list of usage-limits policies shows those of these workspaces
-	// when Options.UsageLimits cannot list every workspace's; its
-	// default guardrails are checked on its keys' requests (see Hooks):
-	// the gateway reads the caller's workspace at most once a second, so
-	// a change of them is in force within a second. Nil means
-	// none is registered. Workspace ids that keys, virtual keys and
-	// configs name need not be registered. MemoryStore implements it.
-	Workspaces WorkspaceLookup
-
-	// Audit receives one record per write of the gateway's own control
-	// routes (POST, PUT or DELETE of usage-limits policies), and serves
-	// GET /audit-logs; the routes of package admin record theirs through
-	// admin.Options.Audit, usually over the same store. Nil means no audit log:
-	// writes are not recorded and /audit-logs answers 404. MemoryStore
-	// implements it.
-	Audit AuditStore
+	// Workspaces finds the caller's workspace, whose default guardrails
+	// (Workspace.InputGuardrails, OutputGuardrails) are checked on its
+	// keys' requests (see Hooks): the gateway reads a workspace at most
+	// once a second, so a change of them is in force within a second. Nil
+	// means no workspace defaults. memstore.Store and sqlstore.Store
+	// implement it.
+	Workspaces WorkspaceStore
 
 	// Responses keeps the responses of POST /responses that the gateway
 	// translated for a provider kind without a Responses API, for

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // hostsStoreJSON is the store every host test loads: virtual keys and
@@ -115,7 +116,7 @@ func newHostsEnv(t *testing.T, fake http.HandlerFunc) *hostsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &gateway.MemoryStore{}
+	st := memstore.New()
 	if err := admin.Apply(context.Background(), f, st); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // keyCreate creates a workspace service key of ws-1 through the control
@@ -365,7 +366,7 @@ func BenchmarkKeyRateLimits(b *testing.B) {
 		{"requests+tokens", `[{"type":"requests","unit":"rpm","value":1e15},{"type":"tokens","unit":"rph","value":1e15}]`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			store := &gateway.MemoryStore{}
+			store := memstore.New()
 			store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey(polMember), WorkspaceID: "ws-1", Role: gateway.RoleMember,
 				RateLimits: json.RawMessage(bc.rateLimits)})
 			store.AddVirtualKey(gateway.VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk", BaseURL: "http://provider.test/v1", WorkspaceID: "ws-1"})

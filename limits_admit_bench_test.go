@@ -25,7 +25,7 @@ func BenchmarkAdmissionCheck(b *testing.B) {
 		return st
 	}
 	b.Run("rate-limits", func(b *testing.B) {
-		store := &MemoryStore{}
+		store := &testStore{}
 		store.PutPolicy(ctx, &RateLimitsPolicy{ID: "7d1e0000-0000-4000-8000-0000000000d1", Conditions: cond, GroupBy: group,
 			Type: PolicyRequests, Unit: PolicyPerHour, Value: 1e15, Status: PolicyActive, WorkspaceID: "ws-1"})
 		gw := New(Options{Keys: store, Policies: store})

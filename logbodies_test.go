@@ -142,7 +142,7 @@ func BenchmarkLogBodies(b *testing.B) {
 	up := benchUpstream(b)
 	for _, on := range []bool{false, true} {
 		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
-			st := &MemoryStore{}
+			st := &testStore{}
 			st.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey("gw-bench"), WorkspaceID: "ws"})
 			st.AddVirtualKey(VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk-up", BaseURL: up.URL + "/v1"})
 			g := New(Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, LogSink: discardSink{}, LogBodies: on})

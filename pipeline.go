@@ -46,8 +46,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) begin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := stateFrom(r.Context())
-		if st == nil {
+		if st == nil || st.control {
+			// A control route serving a data-plane request in process
+			// (see Handle) starts a request of its own, as its caller.
+			caller := st
 			st = &requestState{start: time.Now()}
+			if caller != nil {
+				st.traceID, st.identity, st.key = caller.traceID, caller.identity, caller.key
+				st.log.TraceID, st.log.KeyID, st.log.WorkspaceID = caller.log.TraceID, caller.log.KeyID, caller.log.WorkspaceID
+			}
 			r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
 		}
 		st.gw = g

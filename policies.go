@@ -84,7 +84,7 @@ const (
 //
 // Its JSON form is the RateLimitsPolicy schema of the public API.
 type RateLimitsPolicy struct {
-	// ID is a UUID, kept in lower case: the control plane and MemoryStore
+	// ID is a UUID, kept in lower case: the control plane and memstore.Store
 	// find a policy whatever the case of the id they are given.
 	ID         string            `json:"id"`
 	Name       string            `json:"name,omitempty"`

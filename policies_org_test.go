@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // Organisation keys of the policy tests, added to the policy harness.
@@ -20,13 +22,20 @@ const (
 )
 
 // newPolOrgEnv is the policy harness with audit records, the organisation
-// keys and a virtual key "vk-2" of ws-2. mod may change the options.
-func newPolOrgEnv(t *testing.T, mod func(*gateway.Options)) *polEnv {
+// keys and a virtual key "vk-2" of ws-2. mod may change the gateway's
+// options, adminMod admin's.
+func newPolOrgEnv(t *testing.T, mod func(*gateway.Options), adminMod func(*admin.Options)) *polEnv {
 	t.Helper()
-	e := newPolEnv(t, nil, func(o *gateway.Options) {
-		o.Audit = o.Keys.(*gateway.MemoryStore)
+	var st *memstore.Store
+	e := newPolEnvAdmin(t, nil, func(o *gateway.Options) {
+		st = o.Keys.(*memstore.Store)
 		if mod != nil {
 			mod(o)
+		}
+	}, func(o *admin.Options) {
+		o.Audit = &observe.Auditor{Store: st}
+		if adminMod != nil {
+			adminMod(o)
 		}
 	})
 	e.store.AddAPIKey(gateway.APIKey{ID: "key-pol-org", Digest: gateway.HashAPIKey(polOrg), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
@@ -85,7 +94,7 @@ func (l orgPolicyList) ids() string {
 // enforced on ws-1's requests; a workspace key still sees only its own;
 // the audit records name each policy's workspace.
 func TestRateLimitsPoliciesOrganisationKey(t *testing.T) {
-	e := newPolOrgEnv(t, nil)
+	e := newPolOrgEnv(t, nil, nil)
 	const base = "/v1/policies/rate-limits"
 	body := func(ws string, value int) string {
 		return `{"name":"` + ws + ` per key","conditions":[{"key":"workspace_id","value":"` + ws + `"}],"group_by":[{"key":"api_key"}],` +
@@ -181,7 +190,7 @@ func TestRateLimitsPoliciesOrganisationKey(t *testing.T) {
 		"rate_limits_policies.delete " + c1.ID + " ws-1",
 		"rate_limits_policies.delete " + c2.ID + " ws-2",
 	}
-	recs, _, err := e.store.AuditRecords(context.Background(), gateway.AuditQuery{KeyID: "key-pol-org", ResourceType: "rate_limits_policies"})
+	recs, _, err := e.store.AuditRecords(context.Background(), observe.AuditQuery{KeyID: "key-pol-org", ResourceType: "rate_limits_policies"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,13 +205,13 @@ func TestRateLimitsPoliciesOrganisationKey(t *testing.T) {
 
 // TestOrganisationRateLimitsListFallback: over a store that cannot list
 // every workspace's rate-limits policies, an organisation key's list shows
-// those of the workspaces Options.Workspaces registers.
+// those of the workspaces admin.Options.Workspaces registers.
 func TestOrganisationRateLimitsListFallback(t *testing.T) {
+	var st *memstore.Store
 	e := newPolOrgEnv(t, func(o *gateway.Options) {
-		st := o.Keys.(*gateway.MemoryStore)
-		o.Workspaces = st
+		st = o.Keys.(*memstore.Store)
 		o.Policies = struct{ admin.PolicyStore }{st}
-	})
+	}, func(o *admin.Options) { o.Workspaces = st })
 	for _, ws := range []string{"ws-1", "ws-2"} {
 		e.want(200, polOrg, "POST", "/v1/admin/workspaces", `{"name":"`+ws+`","slug":"`+ws+`"}`, nil)
 	}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
-	"github.com/modelgateway/gateway/observe"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // Gateway API keys of the policy tests. Admin and member keys of ws-1 and
@@ -48,7 +48,7 @@ const (
 // ws-1) points at a fake provider that counts the requests it serves.
 type polEnv struct {
 	t     *testing.T
-	store *gateway.MemoryStore
+	store *memstore.Store
 	srv   *httptest.Server
 	gw    *gateway.Gateway
 	logs  *gateway.LogBuffer
@@ -59,7 +59,14 @@ type polEnv struct {
 // when up is nil) and the gateway. mod may change the options.
 func newPolEnv(t *testing.T, up http.HandlerFunc, mod func(*gateway.Options)) *polEnv {
 	t.Helper()
-	e := &polEnv{t: t, store: &gateway.MemoryStore{}, logs: &gateway.LogBuffer{}}
+	return newPolEnvAdmin(t, up, mod, nil)
+}
+
+// newPolEnvAdmin is newPolEnv whose admin.Options adminMod may change
+// after they are taken from the gateway's options.
+func newPolEnvAdmin(t *testing.T, up http.HandlerFunc, mod func(*gateway.Options), adminMod func(*admin.Options)) *polEnv {
+	t.Helper()
+	e := &polEnv{t: t, store: memstore.New(), logs: &gateway.LogBuffer{}}
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		e.calls.Add(1)
@@ -88,7 +95,7 @@ func newPolEnv(t *testing.T, up http.HandlerFunc, mod func(*gateway.Options)) *p
 		mod(&opts)
 	}
 	e.gw = gateway.New(opts)
-	mountAdmin(e.gw, opts)
+	mountAdmin(e.gw, opts, adminMod)
 	e.srv = httptest.NewServer(e.gw)
 	t.Cleanup(func() { e.srv.Close(); e.gw.Close() })
 	return e
@@ -1151,7 +1158,7 @@ func polSend(gw http.Handler) (int, string) {
 // the whole gateway with fake time.
 func TestPolicyWindowFakeTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &gateway.MemoryStore{}
+		store := memstore.New()
 		store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey(polMember), WorkspaceID: "ws-1", Role: gateway.RoleMember})
 		store.AddVirtualKey(gateway.VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk", BaseURL: "http://provider.test/v1", WorkspaceID: "ws-1"})
 		p := perKey3
@@ -1206,7 +1213,7 @@ func BenchmarkPolicyAdmission(b *testing.B) {
 		{"requests+tokens", []gateway.RateLimitsPolicy{perKey3, tokens100}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			store := &gateway.MemoryStore{}
+			store := memstore.New()
 			store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey(polMember), WorkspaceID: "ws-1", Role: gateway.RoleMember})
 			store.AddVirtualKey(gateway.VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk", BaseURL: "http://provider.test/v1", WorkspaceID: "ws-1"})
 			for _, p := range bc.policies {
@@ -1445,7 +1452,7 @@ func TestPolicyRetryAfterLongestWait(t *testing.T) {
 		})
 		t.Run(tt.name+"/fake time", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := &gateway.MemoryStore{}
+				store := memstore.New()
 				store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey(polMember), WorkspaceID: "ws-1", Role: gateway.RoleMember})
 				store.AddVirtualKey(gateway.VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk", BaseURL: "http://provider.test/v1", WorkspaceID: "ws-1"})
 				for _, p := range []gateway.RateLimitsPolicy{tt.first, tt.second} {
@@ -1519,17 +1526,17 @@ func TestPolicyIDCase(t *testing.T) {
 	}
 }
 
-// hookStore is a MemoryStore (compare-and-swap included) that runs hook
+// hookStore is a memstore.Store (compare-and-swap included) that runs hook
 // once, inside the next Policy call after it is armed: between the read
 // and the write of a PUT.
 type hookStore struct {
-	*gateway.MemoryStore
+	*memstore.Store
 	armed atomic.Bool
 	hook  func()
 }
 
 func (s *hookStore) Policy(ctx context.Context, id string) (*gateway.RateLimitsPolicy, error) {
-	p, err := s.MemoryStore.Policy(ctx, id)
+	p, err := s.Store.Policy(ctx, id)
 	if s.armed.CompareAndSwap(true, false) {
 		s.hook()
 	}
@@ -1558,7 +1565,7 @@ func TestPolicyPutRaces(t *testing.T) {
 	setup := func(t *testing.T) (*polEnv, *hookStore) {
 		hs := &hookStore{}
 		e := newPolEnv(t, nil, func(o *gateway.Options) { o.Policies = hs })
-		hs.MemoryStore = e.store
+		hs.Store = e.store
 		e.put(perKey3)
 		return e, hs
 	}
@@ -1653,16 +1660,15 @@ func TestPolicyPutGivesUp(t *testing.T) {
 }
 
 // mountAdmin mounts the admin routes on gw over the stores of opts that
-// keep what they serve, audited into opts.Audit.
-func mountAdmin(gw *gateway.Gateway, opts gateway.Options) {
+// keep what they serve, with the options mod may change.
+func mountAdmin(gw *gateway.Gateway, opts gateway.Options, mod func(*admin.Options)) {
 	var o admin.Options
 	o.Keys, _ = opts.Keys.(admin.KeyStore)
 	o.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
 	o.Configs, _ = opts.Configs.(admin.ConfigStore)
-	o.Workspaces, _ = opts.Workspaces.(admin.WorkspaceStore)
 	o.Policies, _ = opts.Policies.(admin.PolicyStore)
-	if opts.Audit != nil {
-		o.Audit = &observe.Auditor{Store: opts.Audit}
+	if mod != nil {
+		mod(&o)
 	}
 	admin.Mount(gw, o)
 }

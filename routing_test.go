@@ -318,7 +318,7 @@ func TestInheritedVirtualKeyRefusesChildCredential(t *testing.T) {
 // overrides them for itself and its children; override_params merge down
 // the tree, the nearer target winning.
 func TestConfigInheritanceNested(t *testing.T) {
-	st := &MemoryStore{}
+	st := &testStore{}
 	st.AddConfig(SavedConfig{ID: "pc-tree", Config: json.RawMessage(`{
 		"strategy": {"mode": "fallback"},
 		"provider": "openai", "api_key": "sk-top", "custom_host": "https://top.example/v1",

@@ -28,6 +28,8 @@ const (
 	ScopeWorkspacesRead   Scope = "workspaces.read"
 	ScopeWorkspacesWrite  Scope = "workspaces.write"
 	ScopeAuditLogsRead    Scope = "audit_logs.read"
+	ScopePromptsRead      Scope = "prompts.read"
+	ScopePromptsWrite     Scope = "prompts.write"
 	ScopeGuardrailsRead   Scope = "guardrails.read"
 	ScopeGuardrailsWrite  Scope = "guardrails.write"
 )
@@ -36,7 +38,7 @@ const (
 var allScopes = []Scope{ScopeCompletionsWrite, ScopeAPIKeysRead, ScopeAPIKeysWrite, ScopeVirtualKeysRead,
 	ScopeVirtualKeysWrite, ScopeConfigsRead, ScopeConfigsWrite, ScopePoliciesRead, ScopePoliciesWrite,
 	ScopeLogsRead, ScopeLogsWrite, ScopeAnalyticsRead, ScopeWorkspacesRead, ScopeWorkspacesWrite, ScopeAuditLogsRead,
-	ScopeGuardrailsRead, ScopeGuardrailsWrite}
+	ScopeGuardrailsRead, ScopeGuardrailsWrite, ScopePromptsRead, ScopePromptsWrite}
 
 // memberScopes is the member role's preset.
 var memberScopes = []Scope{ScopeCompletionsWrite}
@@ -61,21 +63,4 @@ func (id Identity) Can(s Scope) bool { return slices.Contains(id.Scopes, s) }
 func missingScope(s Scope) *Error {
 	return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodePermissionDenied,
 		Message: "this gateway API key lacks the " + string(s) + " scope"}
-}
-
-// scopedIdentity returns the caller of r when it holds the scope r needs
-// in a control-plane area: read for a GET, write for anything else.
-// Otherwise it answers the 403 naming the missing scope and reports
-// false.
-func scopedIdentity(w http.ResponseWriter, r *http.Request, read, write Scope) (Identity, bool) {
-	id, _ := IdentityFrom(r.Context())
-	need := write
-	if r.Method == http.MethodGet {
-		need = read
-	}
-	if !id.Can(need) {
-		WriteError(w, r, missingScope(need))
-		return id, false
-	}
-	return id, true
 }

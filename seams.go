@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Handle registers h as a control route of the gateway: a route of a
@@ -13,7 +15,8 @@ import (
 // http.ServeMux pattern whose path is relative to the gateway's prefix:
 // "/virtual-keys/{slug}" or "GET /models" serve /v1/virtual-keys/{slug} and
 // GET /v1/models under the default prefix. Control routes check the
-// caller's scopes themselves (Identity.Can). The body of a request to h
+// caller's scopes themselves (Identity.Can); one may serve a data-plane
+// request of its caller with ServeDataPlane. The body of a request to h
 // is capped at Options.MaxBodyBytes: reading past it fails with an
 // *http.MaxBytesError, which WriteError answers 413. Handle panics when pattern is
 // not a path from "/" or conflicts with a registered route, as
@@ -33,12 +36,37 @@ func (g *Gateway) Handle(pattern string, h http.Handler) {
 		path = g.prefix + path
 	}
 	limit := g.opts.MaxBodyBytes
-	g.mux.Handle(path, g.control(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A control request is not a request log of the LogSinks (nor, so,
+		// in analytics); the LogSink still gets its line.
+		if st := stateFrom(r.Context()); st != nil {
+			st.control = true
+		}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		h.ServeHTTP(w, r)
-	})))
+	}))
+}
+
+// ServeDataPlane serves r, a request a control route made from its own
+// (r.Clone, with a data-plane path and body of its choosing), as a
+// data-plane request of the same caller: with the caller's identity and
+// trace id, and opts as its request options in place of x-gateway-*
+// headers (which the control route's request no longer has; start from
+// RequestOptionsFrom). The whole pipeline runs (admissions and budgets,
+// rate limits, routing, translation, cache, execution) and the request is
+// logged as one of its own, with opts.Metadata. A product's route that
+// runs a stored prompt uses it. Outside a control route, r is
+// authenticated by its own headers.
+func (g *Gateway) ServeDataPlane(w http.ResponseWriter, r *http.Request, opts RequestOptions) {
+	st := &requestState{start: time.Now(), opts: opts, parsed: true}
+	if caller := stateFrom(r.Context()); caller != nil {
+		st.traceID, st.identity, st.key, st.badAuth = caller.traceID, caller.identity, caller.key, caller.badAuth
+		st.log.TraceID, st.log.KeyID, st.log.WorkspaceID = caller.log.TraceID, caller.log.KeyID, caller.log.WorkspaceID
+	}
+	st.log.Metadata = opts.Metadata
+	g.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
 }
 
 // Provider returns the provider kind registered under slug: a built-in

@@ -61,7 +61,7 @@ func TestHandle(t *testing.T) {
 
 // policyStoreOf is a PolicyStore holding ps.
 func policyStoreOf(ps ...RateLimitsPolicy) PolicyStore {
-	s := &MemoryStore{}
+	s := &testStore{}
 	for _, p := range ps {
 		if err := s.PutPolicy(context.Background(), &p); err != nil {
 			panic(err)
@@ -289,5 +289,52 @@ func TestAdmissionRequestBody(t *testing.T) {
 	got := up.received()
 	if len(got) != 3 || got[0].Body != chat || got[1].Body != embed || got[2].Body != legacy {
 		t.Errorf("the provider got %+v, want the bodies whole", got)
+	}
+}
+
+// TestServeDataPlane: a control route serves a data-plane request of its
+// caller in process: with the caller's identity and trace id and the
+// options it passes, through the rate limits to the provider, logged as
+// a request of its own (the control route itself is not).
+func TestServeDataPlane(t *testing.T) {
+	sink := &recordingSink{}
+	up := newCoreUpstream(t, nil)
+	e := newCoreEnv(t, up, func(o *Options) {
+		o.LogSinks = []LogSink{sink}
+		o.Policies = policyStoreOf(RateLimitsPolicy{ID: "p1", Conditions: []PolicyCondition{{Key: "workspace_id", Value: "ws-1"}},
+			GroupBy: []PolicyGroupBy{{Key: "api_key"}}, Type: PolicyRequests, Unit: PolicyPerMinute, Value: 1, Status: PolicyActive, WorkspaceID: "ws-1"})
+	})
+	e.gw.Handle("POST /run", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		opts, _ := RequestOptionsFrom(r.Context())
+		opts.VirtualKey = "vk-up"
+		opts.Metadata = map[string]string{"run": "1", "team": opts.Metadata["team"]}
+		in := r.Clone(r.Context())
+		in.URL.Path = "/v1/chat/completions"
+		in.Body = io.NopCloser(strings.NewReader(`{"model":"m","messages":[]}`))
+		in.ContentLength = -1
+		e.gw.ServeDataPlane(w, in, opts)
+	}))
+	res := e.do("POST", "/v1/run", nil, "x-gateway-api-key: "+coreKey, "x-gateway-trace-id: t-run", `x-gateway-metadata: {"team":"a"}`)
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || string(b) != `{"ok":true}` {
+		t.Fatalf("run: %d %s", res.StatusCode, b)
+	}
+	got := up.received()
+	if len(got) != 1 || got[0].Path != "/v1/chat/completions" || got[0].Body != `{"model":"m","messages":[]}` ||
+		got[0].Header.Get("Authorization") != "Bearer sk-stored-secret" {
+		t.Fatalf("the provider got %+v", got)
+	}
+	// The caller's rate limit counts the request it served.
+	if res := e.do("POST", "/v1/run", nil, "x-gateway-api-key: "+coreKey); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("second run: %d, want 429", res.StatusCode)
+	}
+	e.gw.Close()
+	recs := sink.records()
+	if len(recs) != 2 {
+		t.Fatalf("%d request logs, want the two served requests'", len(recs))
+	}
+	if r := recs[0]; r.Path != "/v1/chat/completions" || r.KeyID != "key-member" || r.WorkspaceID != "ws-1" || r.TraceID != "t-run" ||
+		r.VirtualKey != "vk-up" || r.Status != 200 || r.Metadata["run"] != "1" || r.Metadata["team"] != "a" {
+		t.Fatalf("request log %+v", r)
 	}
 }

@@ -62,7 +62,7 @@ func TestUpstreamTraceIDNotDuplicated(t *testing.T) {
 // Authorization from the request, so that a host's own handler behind it
 // cannot forward them (x-gateway-hostc-secret-access-key is a secret).
 func TestParseHeadersRemovesGatewayHeaders(t *testing.T) {
-	store := &MemoryStore{}
+	store := &testStore{}
 	store.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1"})
 	got := make(chan http.Header, 1)
 	srv := httptest.NewServer(Trace(Authenticate(store)(ParseHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -239,7 +239,7 @@ func TestParseHeadersAloneInFrontOfGateway(t *testing.T) {
 // that stage.
 func TestLimitsInFrontOfGateway(t *testing.T) {
 	up := newCoreUpstream(t, nil)
-	store := &MemoryStore{}
+	store := &testStore{}
 	store.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey(coreKey), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(VirtualKey{Slug: "vk-up", Provider: "openai", APIKey: "sk", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
 	store.PutPolicy(t.Context(), &RateLimitsPolicy{ID: "7d1e0000-0000-4000-8000-000000000009", WorkspaceID: "ws-1",

@@ -65,7 +65,7 @@ func BenchmarkStream(b *testing.B) {
 		serve(b, rp, http.Header{"Content-Type": {"application/json"}})
 	})
 	b.Run("gateway", func(b *testing.B) {
-		st := &MemoryStore{}
+		st := &testStore{}
 		st.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey("gw-bench"), WorkspaceID: "ws"})
 		st.AddVirtualKey(VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk-up", BaseURL: up.URL + "/v1"})
 		g := New(Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, LogSink: discardSink{}})

@@ -116,6 +116,3 @@ func visibleASCII(s string) bool {
 // random ids would land on a random page each (in SQLite, about 20 µs of
 // CPU more per stored record past 200,000 records).
 func newTraceID() string { return uuid.NewV7() }
-
-// newUUID returns a random (version 4) UUID.
-func newUUID() string { return uuid.New() }

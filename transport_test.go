@@ -65,7 +65,7 @@ func TestUpstreamConnectionReuse(t *testing.T) {
 			up.Start()
 			t.Cleanup(up.Close)
 
-			st := &MemoryStore{}
+			st := &testStore{}
 			st.AddAPIKey(APIKey{ID: "k", Digest: HashAPIKey("gw-k"), WorkspaceID: "ws"})
 			st.AddVirtualKey(VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk-up", BaseURL: up.URL + "/v1"})
 			g := New(Options{Keys: st, VirtualKeys: st, Transport: tc.transport})

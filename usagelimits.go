@@ -2,11 +2,15 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/modelgateway/gateway/internal/bounds"
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // An API key's usage_limits (APIKey.UsageLimits, a JSON object) and a
@@ -147,4 +151,16 @@ func UsageLimitsJSON(raw json.RawMessage, workspace bool) (json.RawMessage, erro
 		seen = append(seen, e)
 	}
 	return ul, nil
+}
+
+// limitsJSON checks rate_limits (an array) or usage_limits (an object):
+// nil for absent or null. A malformed one is the 400 invalid_parameter
+// naming its field.
+func limitsJSON(name string, raw json.RawMessage, open byte) (json.RawMessage, error) {
+	rl, err := bounds.Limits(name, raw, open)
+	var fe *httpapi.FieldError
+	if errors.As(err, &fe) {
+		return rl, policyInvalid(fe.Param, fe.Message)
+	}
+	return rl, err
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -33,8 +34,15 @@ type Workspace struct {
 	UpdatedAt        time.Time
 }
 
-// cloneWorkspace returns a copy of w sharing no memory with it.
-func cloneWorkspace(w *Workspace) *Workspace {
+// WorkspaceStore finds a registered workspace by id, for what the data
+// plane applies of it (its default guardrails). Implementations must be
+// safe for concurrent use and return ErrNotFound for an unknown id.
+type WorkspaceStore interface {
+	Workspace(ctx context.Context, id string) (*Workspace, error)
+}
+
+// Clone returns a copy of w sharing no memory with it.
+func (w *Workspace) Clone() *Workspace {
 	c := *w
 	c.Metadata = maps.Clone(w.Metadata)
 	c.RateLimits = slices.Clone(w.RateLimits)

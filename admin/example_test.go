@@ -20,7 +20,7 @@ func ExampleMount() {
 	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "key-admin", Digest: gateway.HashAPIKey("gw-admin"), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
 
-	g := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Configs: store, Policies: store, Audit: store})
+	g := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, Configs: store, Policies: store})
 	defer g.Close()
 	admin.Mount(g, admin.Options{Keys: store, VirtualKeys: store, Configs: store, Policies: store,
 		Audit: &observe.Auditor{Store: store}})
@@ -51,7 +51,7 @@ func ExampleApply() {
 	if err != nil {
 		panic(err)
 	}
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	if err := admin.Apply(context.Background(), f, store); err != nil {
 		panic(err)
 	}

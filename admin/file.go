@@ -206,7 +206,7 @@ func (f *File) Records() (*Records, error) {
 }
 
 // Target is a store a File is applied to record by record, as an
-// in-memory store takes them (memstore.Store; a MemoryStore until v0.2).
+// in-memory store takes them (memstore.Store; a memstore.Store until v0.2).
 // A database applies the Records of a File in one transaction of its own
 // instead (sqlstore.Store.Load).
 type Target interface {

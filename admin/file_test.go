@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	gateway "github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 func TestDecode(t *testing.T) {
@@ -35,7 +36,7 @@ func TestDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &gateway.MemoryStore{}
+	s := memstore.New()
 	if err := admin.Apply(t.Context(), f, s); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestFileErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := admin.Decode(strings.NewReader(tc.doc))
 			if err == nil {
-				s := &gateway.MemoryStore{}
+				s := memstore.New()
 				err = admin.Apply(t.Context(), f, s)
 				if err != nil {
 					// Load is all or nothing.
@@ -125,7 +126,7 @@ func TestFileScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s gateway.MemoryStore
+	var s memstore.Store
 	if err := admin.Apply(t.Context(), f, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestFileScopes(t *testing.T) {
 		t.Errorf("key %+v", k)
 	}
 	f, _ = admin.Decode(strings.NewReader(`{"api_keys":[{"id":"k","key":"gw-k","workspace_id":"ws","scopes":["logs.read","root"]}]}`))
-	if err := admin.Apply(t.Context(), f, new(gateway.MemoryStore)); err == nil || !strings.Contains(err.Error(), "api_keys[0].scopes[1]") {
+	if err := admin.Apply(t.Context(), f, memstore.New()); err == nil || !strings.Contains(err.Error(), "api_keys[0].scopes[1]") {
 		t.Errorf("Apply: %v, want an error naming api_keys[0].scopes[1]", err)
 	}
 }
@@ -146,7 +147,7 @@ func TestFileAllowedRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st gateway.MemoryStore
+	var st memstore.Store
 	if err := admin.Apply(t.Context(), f, &st); err == nil || !strings.Contains(err.Error(), "virtual_keys[0].allowed_routes[1]") {
 		t.Errorf("store file with a bad allowed route: %v", err)
 	}

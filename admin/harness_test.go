@@ -85,18 +85,26 @@ func (e *coreEnv) now() time.Time {
 	return time.Now()
 }
 
+// envOptions are the gateway's options, with the workspaces and the
+// audit log that start gives the admin routes.
+type envOptions struct {
+	gateway.Options
+	Workspaces admin.WorkspaceStore
+	Audit      observe.AuditStore
+}
+
 // start serves a gateway of opts over real HTTP, with the admin routes
 // mounted on the stores of opts that keep what they serve (as the
 // gateway served them before they moved out of it) and audited into
 // opts.Audit.
-func (e *coreEnv) start(opts gateway.Options) {
+func (e *coreEnv) start(opts envOptions) {
 	e.t.Helper()
-	e.gw = gateway.New(opts)
+	e.gw = gateway.New(opts.Options)
 	o := admin.Options{Now: e.now}
 	o.Keys, _ = opts.Keys.(admin.KeyStore)
 	o.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
 	o.Configs, _ = opts.Configs.(admin.ConfigStore)
-	o.Workspaces, _ = opts.Workspaces.(admin.WorkspaceStore)
+	o.Workspaces = opts.Workspaces
 	o.Policies, _ = opts.Policies.(admin.PolicyStore)
 	if opts.Audit != nil {
 		o.Audit = &observe.Auditor{Store: opts.Audit, Now: e.now}
@@ -116,12 +124,12 @@ func (e *coreEnv) start(opts gateway.Options) {
 
 // withBudgets wires package budget over the env's store as a host does:
 // its stage is an admission of o, and start mounts its routes.
-func withBudgets(o *gateway.Options) {
+func withBudgets(o *envOptions) {
 	st := o.Keys.(*memstore.Store)
 	o.Admissions = append(o.Admissions, budget.New(budget.Options{Store: st, Workspaces: st, Audit: st}))
 }
 
-func newCoreEnv(t *testing.T, up *coreUpstream, mod func(*gateway.Options)) *coreEnv {
+func newCoreEnv(t *testing.T, up *coreUpstream, mod func(*envOptions)) *coreEnv {
 	t.Helper()
 	e := &coreEnv{t: t, store: memstore.New(), up: up, logs: &gateway.LogBuffer{}}
 	e.store.AddAPIKey(gateway.APIKey{ID: "key-member", Digest: gateway.HashAPIKey(coreKey), WorkspaceID: "ws-1", Role: gateway.RoleMember})
@@ -129,8 +137,8 @@ func newCoreEnv(t *testing.T, up *coreUpstream, mod func(*gateway.Options)) *cor
 	if up != nil {
 		e.store.AddVirtualKey(gateway.VirtualKey{Slug: "vk-up", Provider: "openai", APIKey: "sk-stored-secret", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
 	}
-	opts := gateway.Options{Keys: e.store, VirtualKeys: e.store, Configs: e.store, Policies: e.store, LogSink: e.logs,
-		CustomHostAllow: []string{"127.0.0.1"}}
+	opts := envOptions{Options: gateway.Options{Keys: e.store, VirtualKeys: e.store, Configs: e.store, Policies: e.store, LogSink: e.logs,
+		CustomHostAllow: []string{"127.0.0.1"}}}
 	if mod != nil {
 		mod(&opts)
 	}

@@ -48,7 +48,7 @@ func newAKEnv(t *testing.T) *akEnv {
 		Scopes: []gateway.Scope{gateway.ScopeAPIKeysWrite, gateway.ScopeCompletionsWrite}})
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-up", Provider: "openai", APIKey: "sk-stored-secret", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
 	e.clock = func() time.Time { return time.Now().Add(time.Duration(e.offset.Load())) }
-	e.start(gateway.Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, LogSink: e.logs})
+	e.start(envOptions{Options: gateway.Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, LogSink: e.logs}})
 	return e
 }
 
@@ -389,7 +389,7 @@ func TestAPIKeysBadInput(t *testing.T) {
 // TestAPIKeysNotManaged: a key store that is no admin.KeyStore serves no
 // control plane.
 func TestAPIKeysNotManaged(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *gateway.Options) { o.Keys = keysOnly{o.Keys} })
+	e := newCoreEnv(t, nil, func(o *envOptions) { o.Keys = keysOnly{o.Keys} })
 	res := e.do("GET", "/v1/api-keys", nil, gateway.HeaderAPIKey+": "+coreAdminKey)
 	if res.StatusCode != 404 {
 		t.Fatalf("status = %d, want 404", res.StatusCode)

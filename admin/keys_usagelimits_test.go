@@ -18,7 +18,7 @@ func newULKeyEnv(t *testing.T) *coreEnv {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"gpt-4o","choices":[],"usage":{"prompt_tokens":20,"completion_tokens":20,"total_tokens":40}}`)
 	})
-	return newCoreEnv(t, up, func(o *gateway.Options) { withBudgets(o) })
+	return newCoreEnv(t, up, func(o *envOptions) { withBudgets(o) })
 }
 
 // call sends a request with a gateway key and returns the status and body.

@@ -16,7 +16,7 @@ import (
 // header (methods in the order GET, POST, PUT, DELETE), code and message,
 // as they were before the dispatchers were made one.
 func TestControlPlaneMethodNotAllowed(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *gateway.Options) {
+	e := newCoreEnv(t, nil, func(o *envOptions) {
 		o.Workspaces = o.Keys.(*memstore.Store)
 		withBudgets(o)
 	})
@@ -70,7 +70,7 @@ func TestControlPlaneMethodNotAllowed(t *testing.T) {
 // JSON type is a 400 naming the field as the body spells it, for both
 // kinds of policy, whose create bodies share their skeleton.
 func TestPolicyCreateTypeErrorNamesField(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *gateway.Options) { withBudgets(o) })
+	e := newCoreEnv(t, nil, func(o *envOptions) { withBudgets(o) })
 	for _, path := range []string{"/v1/policies/rate-limits", "/v1/policies/usage-limits"} {
 		for _, c := range []struct{ body, param string }{
 			{`{"name":5}`, "name"},

@@ -120,18 +120,9 @@ func (a *plane) listPolicies(w http.ResponseWriter, r *http.Request, k *control.
 }
 
 func (a *plane) getPolicy(w http.ResponseWriter, r *http.Request, k *control.PolicyKind[gateway.RateLimitsPolicy], id gateway.Identity, pid string) error {
-	// status filters as in the list, active by default: an archived policy
-	// is found only with status=archived.
-	status, err := control.Enum(r.URL.Query(), "status", gateway.PolicyActive, gateway.PolicyActive, gateway.PolicyArchived)
+	p, err := k.Read(r, id, pid, nil)
 	if err != nil {
 		return err
-	}
-	p, err := k.Lookup(r, id, pid)
-	if err != nil {
-		return err
-	}
-	if p.Status != status {
-		return k.NotFound(pid)
 	}
 	if p.Conditions == nil {
 		p.Conditions = []gateway.PolicyCondition{}

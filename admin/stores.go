@@ -99,8 +99,9 @@ type ConfigStore interface {
 	DeleteConfig(ctx context.Context, workspaceID, id string) error
 }
 
-// WorkspaceStore keeps the workspaces of /admin/workspaces. It is a
-// gateway.WorkspaceLookup too, which the budgets of workspaces read.
+// WorkspaceStore keeps the workspaces of /admin/workspaces. Its
+// Workspace and Workspaces are what budget.Workspaces reads, so that one
+// store serves both.
 //
 // Implementations must be safe for concurrent use, and each method
 // atomic with respect to the others. Workspace, UpdateWorkspace and
@@ -113,7 +114,8 @@ type ConfigStore interface {
 // workspace ordered by CreatedAt then ID. Workspaces returned are the
 // caller's to change.
 type WorkspaceStore interface {
-	gateway.WorkspaceLookup
+	Workspace(ctx context.Context, id string) (*gateway.Workspace, error)
+	Workspaces(ctx context.Context) ([]gateway.Workspace, error)
 	CreateWorkspace(ctx context.Context, w *gateway.Workspace) error
 	UpdateWorkspace(ctx context.Context, old, w *gateway.Workspace) error
 	DeleteWorkspace(ctx context.Context, id string) error

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // loopNet is a DNS that answers 127.0.0.1 for each of its names: a name a
@@ -44,7 +45,7 @@ func (n loopNet) dial(ctx context.Context, network, addr string) (net.Conn, erro
 func newTrustEnv(t *testing.T, up *coreUpstream, allow ...string) *akEnv {
 	t.Helper()
 	n := loopNet{"tenant.test": true, "other.test": true}
-	return &akEnv{coreEnv: newCoreEnv(t, up, func(o *gateway.Options) {
+	return &akEnv{coreEnv: newCoreEnv(t, up, func(o *envOptions) {
 		st := o.Keys.(*memstore.Store)
 		st.AddAPIKey(gateway.APIKey{ID: "key-admin-2", Digest: gateway.HashAPIKey(akAdmin2), WorkspaceID: "ws-2", Role: gateway.RoleAdmin})
 		st.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(akOrg), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
@@ -103,7 +104,7 @@ func TestTenantVirtualKeyHostGuarded(t *testing.T) {
 		t.Errorf("tenant base_url refused at dial: %+v, want it to name the virtual key", eb.Error)
 	}
 	// The issue's own case: localhost, resolved by the system.
-	e2 := &akEnv{coreEnv: newCoreEnv(t, up, func(o *gateway.Options) { o.CustomHostAllow = nil })}
+	e2 := &akEnv{coreEnv: newCoreEnv(t, up, func(o *envOptions) { o.CustomHostAllow = nil })}
 	e2.want(200, coreAdminKey, "POST", "/v1/virtual-keys",
 		`{"name":"local","provider":"openai","key":"sk-tenant-local","base_url":"http://localhost:`+p+`/v1"}`, nil)
 	if st, code, reached := e2.dataCall(up, coreKey, gateway.HeaderVirtualKey+": local"); st == 200 || reached != 0 {
@@ -199,9 +200,9 @@ func TestTenantConfigCustomHostGuarded(t *testing.T) {
 }
 
 // auditOf returns the newest audit record of method on path.
-func (e *akEnv) auditOf(method, path string) gateway.AuditRecord {
+func (e *akEnv) auditOf(method, path string) observe.AuditRecord {
 	e.t.Helper()
-	recs, _, err := e.store.AuditRecords(context.Background(), gateway.AuditQuery{Method: method, URI: path})
+	recs, _, err := e.store.AuditRecords(context.Background(), observe.AuditQuery{Method: method, URI: path})
 	if err != nil || len(recs) == 0 {
 		e.t.Fatalf("audit records of %s %s: %v, %v", method, path, recs, err)
 	}
@@ -280,7 +281,7 @@ func TestVirtualKeyHostChangeNeedsSecret(t *testing.T) {
 		e.wantErr(400, tc.field, coreAdminKey, "POST", "/v1/virtual-keys",
 			`{"name":"bad","provider":"openai","`+tc.field+`":"`+tc.value+`"}`)
 	}
-	all, _, _ := e.store.AuditRecords(t.Context(), gateway.AuditQuery{})
+	all, _, _ := e.store.AuditRecords(t.Context(), observe.AuditQuery{})
 	recs, _ := json.Marshal(all)
 	for _, s := range []string{"sk-stored-0001", "sk-new-0002", "aws-secret-000", "aws-token-0003"} {
 		if bytes.Contains(recs, []byte(s)) {

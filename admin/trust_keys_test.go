@@ -185,7 +185,7 @@ func (s *growingKeys) UpdateAPIKey(ctx context.Context, old, k *gateway.APIKey) 
 // gained scopes meanwhile is refused, and keeps them.
 func TestAPIKeysOrderCheckedAsWritten(t *testing.T) {
 	var gk *growingKeys
-	e := newCoreEnv(t, nil, func(o *gateway.Options) {
+	e := newCoreEnv(t, nil, func(o *envOptions) {
 		gk = &growingKeys{Store: o.Keys.(*memstore.Store), grow: "key-narrow"}
 		o.Keys = gk
 	})
@@ -343,7 +343,7 @@ func TestWorkspacesAndPoliciesBounds(t *testing.T) {
 // TestUsageLimitsPolicyNameBounds: a usage-limits policy's name is a
 // label, on create and update.
 func TestUsageLimitsPolicyNameBounds(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *gateway.Options) { withBudgets(o) })
+	e := newCoreEnv(t, nil, func(o *envOptions) { withBudgets(o) })
 	const body = `{"name":"NAME","conditions":[{"key":"workspace_id","value":"ws-1"}],"group_by":[{"key":"api_key"}],"type":"cost","credit_limit":10}`
 	cpErr(e, 400, coreAdminKey, "POST", "/v1/policies/usage-limits", strings.Replace(body, "NAME", "a\\u0000b", 1), "name", "invalid_parameter")
 	var p struct{ ID string }

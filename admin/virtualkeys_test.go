@@ -23,7 +23,7 @@ const (
 func newCPEnv(t *testing.T) *akEnv {
 	t.Helper()
 	up := newCoreUpstream(t, nil)
-	e := &akEnv{coreEnv: newCoreEnv(t, up, func(o *gateway.Options) {
+	e := &akEnv{coreEnv: newCoreEnv(t, up, func(o *envOptions) {
 		st := o.Keys.(*memstore.Store)
 		st.AddAPIKey(gateway.APIKey{ID: "key-admin-2", Digest: gateway.HashAPIKey(akAdmin2), WorkspaceID: "ws-2", Role: gateway.RoleAdmin})
 		st.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(akOrg), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
@@ -290,7 +290,7 @@ func TestVirtualKeysPaging(t *testing.T) {
 // TestVirtualKeysNotManaged: a virtual key store without VirtualKeyAdmin
 // serves no control plane, and configs likewise.
 func TestVirtualKeysNotManaged(t *testing.T) {
-	e := newCoreEnv(t, nil, func(o *gateway.Options) {
+	e := newCoreEnv(t, nil, func(o *envOptions) {
 		o.VirtualKeys = vkOnly{o.VirtualKeys}
 		o.Configs = configsOnly{o.Configs}
 	})

@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -347,7 +345,7 @@ func (a *plane) updateWorkspace(w http.ResponseWriter, r *http.Request, store Wo
 		if err != nil {
 			return nil, err
 		}
-		ws := cloneWorkspace(old)
+		ws := old.Clone()
 		b.apply(ws)
 		if err := a.workspaceGuardrails(ctx, &b, ws); err != nil {
 			return nil, err
@@ -401,17 +399,6 @@ func (a *plane) deleteWorkspace(w http.ResponseWriter, r *http.Request, store Wo
 	}
 	httpapi.WriteJSON(w, http.StatusOK, struct{}{})
 	return nil
-}
-
-// cloneWorkspace returns a copy of w sharing no memory with it.
-func cloneWorkspace(w *gateway.Workspace) *gateway.Workspace {
-	c := *w
-	c.Metadata = maps.Clone(w.Metadata)
-	c.RateLimits = slices.Clone(w.RateLimits)
-	c.UsageLimits = slices.Clone(w.UsageLimits)
-	c.InputGuardrails = slices.Clone(w.InputGuardrails)
-	c.OutputGuardrails = slices.Clone(w.OutputGuardrails)
-	return &c
 }
 
 // limitsJSON checks the rate_limits (an array) or usage_limits (an

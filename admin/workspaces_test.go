@@ -23,7 +23,7 @@ const (
 // set (unless bare) and the keys above.
 func newWSEnv(t *testing.T, bare bool) *coreEnv {
 	t.Helper()
-	e := newCoreEnv(t, nil, func(o *gateway.Options) {
+	e := newCoreEnv(t, nil, func(o *envOptions) {
 		if !bare {
 			o.Workspaces = o.Keys.(*memstore.Store)
 			o.Audit = o.Keys.(*memstore.Store)

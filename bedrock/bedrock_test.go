@@ -21,6 +21,7 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 const (
@@ -107,7 +108,7 @@ func newEnv(t *testing.T, opts bedrock.Options, fake http.HandlerFunc) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &gateway.MemoryStore{}
+	st := memstore.New()
 	if err := admin.Apply(context.Background(), f, st); err != nil {
 		t.Fatal(err)
 	}

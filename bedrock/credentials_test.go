@@ -13,6 +13,7 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // TestStoredKeyPairNeverFollowsCallerHost: a saved config's AWS key pair
@@ -39,7 +40,7 @@ func TestStoredKeyPairNeverFollowsCallerHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &gateway.MemoryStore{}
+	st := memstore.New()
 	if err := admin.Apply(context.Background(), f, st); err != nil {
 		t.Fatal(err)
 	}

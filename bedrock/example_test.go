@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/bedrock"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // signedBy is a Transport standing in for Bedrock: it answers every request
@@ -33,7 +34,7 @@ func (signedBy) RoundTrip(r *http.Request) (*http.Response, error) {
 // Registering the Bedrock provider on a gateway, and a request whose
 // credentials come in the hostC headers.
 func ExampleNew() {
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey("gw-secret"), WorkspaceID: "ws-1"})
 	g := gateway.New(gateway.Options{
 		Keys:      store,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // TestUsageLimitsCalendarReset: an exhausted entity of a weekly budget is
@@ -67,7 +68,7 @@ func TestUsageLimitsAlertOnce(t *testing.T) {
 	if n := strings.Count(e.errors(), "alert threshold reached"); n != 1 {
 		t.Fatalf("%d alert warnings, want 1:\n%s", n, e.errors())
 	}
-	recs, _, err := e.store.AuditRecords(context.Background(), gateway.AuditQuery{Action: "usage_limits_policies.alert_threshold"})
+	recs, _, err := e.store.AuditRecords(context.Background(), observe.AuditQuery{Action: "usage_limits_policies.alert_threshold"})
 	if err != nil || len(recs) != 1 || recs[0].ResourceID != pid || recs[0].KeyID != "key-ul-member" || recs[0].WorkspaceID != "ws-1" {
 		t.Fatalf("alert audit records %+v %v, want one of policy %s", recs, err, pid)
 	}
@@ -164,7 +165,7 @@ func TestKeyUsageLimits(t *testing.T) {
 	if code, _ := e.complete(ulMember, 1); code != 200 {
 		t.Fatalf("another key: %d", code)
 	}
-	recs, _, _ := e.store.AuditRecords(context.Background(), gateway.AuditQuery{Action: "api_keys.alert_threshold"})
+	recs, _, _ := e.store.AuditRecords(context.Background(), observe.AuditQuery{Action: "api_keys.alert_threshold"})
 	if len(recs) != 1 || recs[0].ResourceType != "api_keys" || recs[0].ResourceID != k.ID {
 		t.Fatalf("alert audit records of the key: %+v", recs)
 	}

@@ -29,7 +29,7 @@ func Example() {
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "openai", Provider: "openai", APIKey: "sk-example", BaseURL: provider.URL + "/v1", WorkspaceID: "ws-1"})
 
 	b := budget.New(budget.Options{Store: st, Workspaces: st, Audit: st})
-	g := gateway.New(gateway.Options{Keys: st, VirtualKeys: st, Audit: st, Admissions: []gateway.Admission{b}})
+	g := gateway.New(gateway.Options{Keys: st, VirtualKeys: st, Admissions: []gateway.Admission{b}})
 	defer g.Close()
 	b.Mount(g, &observe.Auditor{Store: st})
 

@@ -97,7 +97,7 @@ func newULEnv(t *testing.T, counter budget.Counter, mod func(*budget.Options)) *
 	}
 	b := budget.New(bopts)
 	e.gw = gateway.New(gateway.Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st,
-		Workspaces: st, Audit: st, LogSink: e.logs, ErrorLog: errLog, Prices: bopts.Prices, Admissions: []gateway.Admission{b}})
+		LogSink: e.logs, ErrorLog: errLog, Prices: bopts.Prices, Admissions: []gateway.Admission{b}})
 	b.Mount(e.gw, &observe.Auditor{Store: st, ErrorLog: errLog})
 	e.srv = httptest.NewServer(e.gw)
 	t.Cleanup(func() { e.srv.Close(); e.gw.Close() })

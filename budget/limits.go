@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 )
 
 // An API key's usage_limits (gateway.APIKey.UsageLimits, a JSON object)
@@ -37,7 +38,7 @@ func parseLimits(raw []byte, workspace bool) ([]limitEntry, error) {
 	case err != nil:
 		return nil, err
 	case ok == nil && !workspace: // null is no budget of a workspace, and not one of a key
-		return nil, invalid("usage_limits", "usage_limits must be an object of type, credit_limit, alert_threshold and periodic_reset")
+		return nil, control.Invalid("usage_limits", "usage_limits must be an object of type, credit_limit, alert_threshold and periodic_reset")
 	case ok == nil:
 		return nil, nil
 	case !workspace:
@@ -75,7 +76,7 @@ func newBudgetSet(kind, id, ws string, raw []byte, created time.Time) *budgetSet
 		if ge := (*gateway.Error)(nil); errors.As(err, &ge) {
 			msg = ge.Message
 		}
-		s.err = errors.New("gateway: stored usage_limits of " + what + quoteShort(id) + " are not valid: " + msg)
+		s.err = errors.New("gateway: stored usage_limits of " + what + control.Quote(id) + " are not valid: " + msg)
 		return s
 	}
 	anchor := ""
@@ -101,7 +102,7 @@ func newBudgetSet(kind, id, ws string, raw []byte, created time.Time) *budgetSet
 		if kind == "workspace" {
 			pid += "\x00" + typ + "\x00" + reset + "\x00" + strconv.Itoa(days)
 		}
-		s.hits[i] = budgetHit{policyID: pid, valueKey: id, label: what + quoteShort(id), typ: typ,
+		s.hits[i] = budgetHit{policyID: pid, valueKey: id, label: what + control.Quote(id), typ: typ,
 			limit: en.CreditLimit, alert: alert, reset: reset, days: days, anchor: anchor, workspace: ws,
 			resType: resType, resID: id}
 	}

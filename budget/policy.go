@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/bounds"
+	"github.com/modelgateway/gateway/internal/control"
 )
 
 // Policy types: what a budget counts.
@@ -246,7 +248,7 @@ func periodKey(reset string, days int, start time.Time) string {
 // Validate checks every field of p: a UUID id, a known type and status,
 // and what the control plane checks (see check).
 func (p *Policy) Validate() error {
-	if !uuidRE.MatchString(p.ID) {
+	if !control.ValidUUID(p.ID) {
 		return errors.New("gateway: usage-limits policy id must be a UUID")
 	}
 	if p.Status != gateway.PolicyActive && p.Status != gateway.PolicyArchived {
@@ -261,24 +263,24 @@ func (p *Policy) Validate() error {
 // check validates the fields a caller of the control plane sets, naming
 // the offending one in Param.
 func (p *Policy) check() *gateway.Error {
-	if len(p.Name) > maxPolicyName {
-		return invalid("name", "policy name must be at most 255 bytes")
+	if len(p.Name) > bounds.MaxNameBytes {
+		return control.Invalid("name", "policy name must be at most 255 bytes")
 	}
 	if e := checkLimit(p.Type, p.CreditLimit, p.AlertThreshold, p.PeriodicReset, p.PeriodicResetDays); e != nil {
 		return e
 	}
 	for i, c := range p.Conditions {
 		if !keyValid(c.Key) {
-			return invalid("conditions["+strconv.Itoa(i)+"].key", "policy key "+quoteShort(c.Key)+" is not api_key, workspace_id, organisation_id or metadata.<name>")
+			return control.Invalid("conditions["+strconv.Itoa(i)+"].key", "policy key "+control.Quote(c.Key)+" is not api_key, workspace_id, organisation_id or metadata.<name>")
 		}
 	}
 	for i, g := range p.GroupBy {
 		if !keyValid(g.Key) {
-			return invalid("group_by["+strconv.Itoa(i)+"].key", "policy key "+quoteShort(g.Key)+" is not api_key, workspace_id, organisation_id or metadata.<name>")
+			return control.Invalid("group_by["+strconv.Itoa(i)+"].key", "policy key "+control.Quote(g.Key)+" is not api_key, workspace_id, organisation_id or metadata.<name>")
 		}
 		for _, o := range p.GroupBy[:i] {
 			if o.Key == g.Key {
-				return invalid("group_by["+strconv.Itoa(i)+"].key", "group key "+quoteShort(g.Key)+" is given twice")
+				return control.Invalid("group_by["+strconv.Itoa(i)+"].key", "group key "+control.Quote(g.Key)+" is given twice")
 			}
 		}
 	}
@@ -379,4 +381,36 @@ func Equal(a, b *Policy) bool {
 		a.LastResetAt == b.LastResetAt && a.Status == b.Status &&
 		a.WorkspaceID == b.WorkspaceID && a.OrganisationID == b.OrganisationID &&
 		a.CreatedAt == b.CreatedAt && a.LastUpdatedAt == b.LastUpdatedAt
+}
+
+// keyValid reports whether k is a condition or group key: api_key,
+// workspace_id, organisation_id or metadata.<name>.
+func keyValid(k string) bool {
+	switch {
+	case k == "api_key", k == "workspace_id", k == "organisation_id":
+		return true
+	case strings.HasPrefix(k, "metadata.") && len(k) > len("metadata."):
+		return true
+	}
+	return false
+}
+
+// conditionValue returns the value of a condition or group key for a
+// request by its caller's identity and metadata
+// (gateway.RequestOptions.Metadata).
+func conditionValue(id gateway.Identity, md map[string]string, key string) (string, bool) {
+	switch key {
+	case "api_key":
+		return id.KeyID, true
+	case "workspace_id":
+		return id.WorkspaceID, true
+	case "organisation_id":
+		v, ok := md[gateway.MetadataOrganisation]
+		return v, ok
+	}
+	if name, ok := strings.CutPrefix(key, "metadata."); ok {
+		v, ok := md[name]
+		return v, ok
+	}
+	return "", false
 }

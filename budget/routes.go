@@ -50,7 +50,7 @@ func (b *Stage) Mount(g *gateway.Gateway, a *observe.Auditor) {
 
 // serve serves every usage-limits route (see Mount).
 func (b *Stage) serve(w http.ResponseWriter, r *http.Request) {
-	id, ok := scoped(w, r, gateway.ScopePoliciesRead, gateway.ScopePoliciesWrite)
+	id, ok := control.Scoped(w, r, gateway.ScopePoliciesRead, gateway.ScopePoliciesWrite)
 	if !ok {
 		return
 	}
@@ -69,47 +69,47 @@ func (b *Stage) serve(w http.ResponseWriter, r *http.Request) {
 			http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return b.create(w, r, k, id) },
 		}.Serve(w, r)
 	case strings.HasSuffix(r.URL.Path, "/entities"):
-		err = k.serveItem(w, r, &pid, httpapi.Methods{
+		err = k.ServeItem(w, r, &pid, httpapi.Methods{
 			http.MethodGet: func(w http.ResponseWriter, r *http.Request) error { return b.listEntities(w, r, k, id, pid) },
 		})
 	case r.PathValue("entityId") != "":
-		err = k.serveItem(w, r, &pid, httpapi.Methods{
+		err = k.ServeItem(w, r, &pid, httpapi.Methods{
 			http.MethodPut: func(w http.ResponseWriter, r *http.Request) error {
 				return b.resetEntity(w, r, k, id, pid, r.PathValue("entityId"))
 			},
 		})
 	default:
-		err = k.serveItem(w, r, &pid, httpapi.Methods{
+		err = k.ServeItem(w, r, &pid, httpapi.Methods{
 			http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return b.get(w, r, k, id, pid) },
 			http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return b.update(w, r, k, id, pid) },
 			http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return b.archive(w, r, k, id, pid) },
 		})
 	}
 	if err != nil {
-		answerError(w, r, b.errLog, "usage-limits policy store", err)
+		control.Fail(w, r, b.errLog, "usage-limits policy store", err)
 	}
 }
 
 // kind is the usage-limits policies of b's Store for the shared skeleton
 // of the policy routes.
-func (b *Stage) kind() *policyKind[Policy] {
+func (b *Stage) kind() *control.PolicyKind[Policy] {
 	store := b.policies
-	k := &policyKind[Policy]{
-		what: "usage-limits", idParam: usageIDParam, object: usageObject,
-		get: store.UsageLimitsPolicy, inWS: store.UsageLimitsPolicies, put: store.PutUsageLimitsPolicy,
-		swap:     store.CompareAndSwapUsageLimitsPolicy,
-		ws:       func(p *Policy) string { return p.WorkspaceID },
-		created:  func(p *Policy) string { return p.CreatedAt },
-		status:   func(p *Policy) string { return p.Status },
-		stamp:    func(p *Policy, now string) { p.LastUpdatedAt = now },
-		clone:    (*Policy).Clone,
-		policyID: func(p *Policy) string { return p.ID },
+	k := &control.PolicyKind[Policy]{
+		What: "usage-limits", IDParam: usageIDParam, Object: usageObject,
+		Get: store.UsageLimitsPolicy, InWS: store.UsageLimitsPolicies, Put: store.PutUsageLimitsPolicy,
+		Swap:     store.CompareAndSwapUsageLimitsPolicy,
+		WS:       func(p *Policy) string { return p.WorkspaceID },
+		Created:  func(p *Policy) string { return p.CreatedAt },
+		Status:   func(p *Policy) string { return p.Status },
+		Stamp:    func(p *Policy, now string) { p.LastUpdatedAt = now },
+		Clone:    (*Policy).Clone,
+		PolicyID: func(p *Policy) string { return p.ID },
 	}
 	if l, ok := store.(allLister); ok {
-		k.all = l.AllUsageLimitsPolicies
+		k.All = l.AllUsageLimitsPolicies
 	}
 	if b.workspaces != nil {
-		k.wss = b.workspaces.Workspaces
+		k.Workspaces = b.workspaces.Workspaces
 	}
 	return k
 }
@@ -117,18 +117,18 @@ func (b *Stage) kind() *policyKind[Policy] {
 // allLister is an optional capability of a Store,
 // found by type assertion: AllUsageLimitsPolicies returns the policies of
 // every workspace, for an organisation key's list; callers must not
-// modify them. MemoryStore and sqlstore.Store implement it. Without it,
+// modify them. memstore.Store and sqlstore.Store implement it. Without it,
 // such a list shows the policies of the workspaces Options.Workspaces
 // registers.
 type allLister interface {
 	AllUsageLimitsPolicies(ctx context.Context) ([]Policy, error)
 }
 
-func (b *Stage) list(w http.ResponseWriter, r *http.Request, k *policyKind[Policy], id gateway.Identity) error {
+func (b *Stage) list(w http.ResponseWriter, r *http.Request, k *control.PolicyKind[Policy], id gateway.Identity) error {
 	now := b.now()
-	return list(k, w, r, id, httpapi.DefaultPaging,
+	return control.ListPolicies(k, w, r, id, httpapi.DefaultPaging,
 		func(q url.Values) (func(*Policy) bool, error) {
-			typ, err := enum(q, "type", "", Cost, Tokens)
+			typ, err := control.Enum(q, "type", "", Cost, Tokens)
 			if err != nil {
 				return nil, err
 			}
@@ -137,22 +137,14 @@ func (b *Stage) list(w http.ResponseWriter, r *http.Request, k *policyKind[Polic
 		func(p *Policy) policyWire { return p.wire(now) })
 }
 
-func (b *Stage) get(w http.ResponseWriter, r *http.Request, k *policyKind[Policy], id gateway.Identity, pid string) error {
-	q := r.URL.Query()
-	status, err := enum(q, "status", gateway.PolicyActive, gateway.PolicyActive, gateway.PolicyArchived)
+func (b *Stage) get(w http.ResponseWriter, r *http.Request, k *control.PolicyKind[Policy], id gateway.Identity, pid string) error {
+	var usage string
+	p, err := k.Read(r, id, pid, func(q url.Values) (err error) {
+		usage, err = control.Enum(q, "include_usage", "false", "true", "false")
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	usage, err := enum(q, "include_usage", "false", "true", "false")
-	if err != nil {
-		return err
-	}
-	p, err := k.lookup(r, id, pid)
-	if err != nil {
-		return err
-	}
-	if p.Status != status {
-		return k.notFound(pid)
 	}
 	wire := p.wire(b.now())
 	wire.Object = usageObject
@@ -166,7 +158,7 @@ func (b *Stage) get(w http.ResponseWriter, r *http.Request, k *policyKind[Policy
 			wire.ValueKeyUsageMap[e.ValueKey] = e.EntityUsage
 		}
 	}
-	writeJSON(w, http.StatusOK, wire)
+	httpapi.WriteJSON(w, http.StatusOK, wire)
 	return nil
 }
 
@@ -184,26 +176,26 @@ type createBody struct {
 	OrganisationID    string                    `json:"organisation_id"`
 }
 
-func (c *createBody) head() createHead {
-	return createHead{c.Name, c.Conditions, c.GroupBy, c.Type, c.WorkspaceID, c.OrganisationID}
+func (c *createBody) head() control.PolicyHead {
+	return control.PolicyHead{Name: c.Name, Conditions: c.Conditions, GroupBy: c.GroupBy, Type: c.Type, WorkspaceID: c.WorkspaceID, OrganisationID: c.OrganisationID}
 }
 
-func (b *Stage) create(w http.ResponseWriter, r *http.Request, k *policyKind[Policy], id gateway.Identity) error {
+func (b *Stage) create(w http.ResponseWriter, r *http.Request, k *control.PolicyKind[Policy], id gateway.Identity) error {
 	var c createBody
-	return create(k, w, r, id, b.maxBody, &c, c.head,
+	return control.CreatePolicy(k, w, r, id, &c, c.head,
 		func() error {
 			switch {
 			case c.Type == "":
-				return invalid("type", "type is required: cost or tokens")
+				return control.Invalid("type", "type is required: cost or tokens")
 			case c.CreditLimit == nil:
-				return invalid("credit_limit", "credit_limit is required")
+				return control.Invalid("credit_limit", "credit_limit is required")
 			case c.PeriodicResetDays != nil && *c.PeriodicResetDays < 1:
-				return invalid("periodic_reset_days", "periodic_reset_days must be an integer from 1 to 365, or null")
+				return control.Invalid("periodic_reset_days", "periodic_reset_days must be an integer from 1 to 365, or null")
 			}
 			return nil
 		},
 		func(ws, now string) (*Policy, error) {
-			p := &Policy{ID: newUUID(), Conditions: c.Conditions, GroupBy: c.GroupBy, Type: c.Type,
+			p := &Policy{ID: control.NewUUID(), Conditions: c.Conditions, GroupBy: c.GroupBy, Type: c.Type,
 				CreditLimit: *c.CreditLimit, AlertThreshold: c.AlertThreshold, Status: gateway.PolicyActive, WorkspaceID: ws,
 				OrganisationID: c.OrganisationID, CreatedAt: now, LastUpdatedAt: now}
 			if c.Name != nil {
@@ -212,7 +204,7 @@ func (b *Stage) create(w http.ResponseWriter, r *http.Request, k *policyKind[Pol
 			if c.PeriodicReset != nil {
 				p.PeriodicReset = *c.PeriodicReset
 				if p.PeriodicReset == "" {
-					return nil, invalid("periodic_reset", "periodic_reset must be weekly, monthly or null")
+					return nil, control.Invalid("periodic_reset", "periodic_reset must be weekly, monthly or null")
 				}
 			}
 			if c.PeriodicResetDays != nil {
@@ -227,10 +219,10 @@ func (b *Stage) create(w http.ResponseWriter, r *http.Request, k *policyKind[Pol
 
 // archive serves DELETE: the policy is archived (no longer
 // enforced, listed with status=archived), as the reference says.
-func (b *Stage) archive(w http.ResponseWriter, r *http.Request, k *policyKind[Policy], id gateway.Identity, pid string) error {
-	err := k.update(r, id, pid, func(p *Policy) error {
+func (b *Stage) archive(w http.ResponseWriter, r *http.Request, k *control.PolicyKind[Policy], id gateway.Identity, pid string) error {
+	err := k.Update(r, id, pid, func(p *Policy) error {
 		if p.Status == gateway.PolicyArchived {
-			return k.notFound(pid)
+			return k.NotFound(pid)
 		}
 		p.Status = gateway.PolicyArchived
 		return nil
@@ -238,6 +230,6 @@ func (b *Stage) archive(w http.ResponseWriter, r *http.Request, k *policyKind[Po
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, struct{}{})
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // Organisation keys of the policy tests, added to the usage-limits
@@ -73,7 +74,7 @@ func (l policyList) ids() string {
 // key keyID, oldest first.
 func policyAudit(t *testing.T, e *ulEnv, keyID, resourceType string) []string {
 	t.Helper()
-	recs, _, err := e.store.AuditRecords(context.Background(), gateway.AuditQuery{KeyID: keyID, ResourceType: resourceType})
+	recs, _, err := e.store.AuditRecords(context.Background(), observe.AuditQuery{KeyID: keyID, ResourceType: resourceType})
 	if err != nil {
 		t.Fatal(err)
 	}

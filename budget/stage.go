@@ -17,6 +17,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/jsonscan"
 	"github.com/modelgateway/gateway/observe"
 )
@@ -85,7 +86,6 @@ type Stage struct {
 	audit      observe.AuditStore
 	errLog     *slog.Logger
 	now        func() time.Time
-	maxBody    int64
 	keys       *lru.Cache[string, *budgetSet] // parsed API keys' usage_limits, by key id
 	wss        *lru.Cache[string, *budgetSet] // workspaces' usage_limits, by workspace id
 
@@ -130,10 +130,6 @@ type Options struct {
 
 	// Now is the clock of the periods. Nil means time.Now.
 	Now func() time.Time
-
-	// MaxBodyBytes caps the bodies of the control routes. Zero means
-	// 32 MiB, the gateway's default.
-	MaxBodyBytes int64
 }
 
 // Bounds of the budgets' caches and estimates.
@@ -154,7 +150,7 @@ const (
 // New returns the budgets opts describes.
 func New(opts Options) *Stage {
 	b := &Stage{policies: opts.Store, counter: opts.Counter, workspaces: opts.Workspaces,
-		prices: opts.Prices, audit: opts.Audit, errLog: opts.ErrorLog, now: opts.Now, maxBody: opts.MaxBodyBytes}
+		prices: opts.Prices, audit: opts.Audit, errLog: opts.ErrorLog, now: opts.Now}
 	if b.counter == nil {
 		b.counter = &MemoryCounter{}
 	}
@@ -166,9 +162,6 @@ func New(opts Options) *Stage {
 	}
 	if b.now == nil {
 		b.now = time.Now
-	}
-	if b.maxBody <= 0 {
-		b.maxBody = 32 << 20
 	}
 	b.keys, _ = lru.New[string, *budgetSet](maxBudgetSets)
 	b.wss, _ = lru.New[string, *budgetSet](maxBudgetSets)
@@ -400,7 +393,7 @@ func uploadBody(contentType string) bool {
 // usageLabel names a policy in a refusal: its name, else its id.
 func usageLabel(p *Policy) string {
 	if p.Name != "" {
-		return quoteShort(p.Name)
+		return control.Quote(p.Name)
 	}
 	return p.ID
 }
@@ -502,4 +495,11 @@ func (br *budgetRun) alert(ctx context.Context, h *budgetHit, usage float64, now
 	if err := b.audit.AddAuditRecord(ctx, &rec); err != nil {
 		b.errLog.ErrorContext(ctx, "gateway: audit store", "err", err)
 	}
+}
+
+// internal is the 500 of a failure the caller is told nothing about,
+// as gateway.WriteError answers an error that is not a *gateway.Error.
+func internal(err error) *gateway.Error {
+	return &gateway.Error{Status: http.StatusInternalServerError, Type: gateway.TypeGateway, Code: gateway.CodeInternal,
+		Message: "internal gateway error", Err: err}
 }

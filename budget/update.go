@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
@@ -23,17 +24,17 @@ import (
 // compare-and-swap (see policyKind.update); the new fields are checked
 // together, so that an alert_threshold above a lowered credit_limit is a
 // 400. Changing the reset period starts a new period for every entity.
-func (b *Stage) update(w http.ResponseWriter, r *http.Request, kind *policyKind[Policy], id gateway.Identity, pid string) error {
-	data, err := readBody(w, r, b.maxBody)
+func (b *Stage) update(w http.ResponseWriter, r *http.Request, kind *control.PolicyKind[Policy], id gateway.Identity, pid string) error {
+	data, err := control.ReadBody(r)
 	if err != nil {
 		return err
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
-		return invalid("", "the body must be a JSON object")
+		return control.Invalid("", "the body must be a JSON object")
 	}
 	if len(fields) == 0 {
-		return invalid("", "the body must set at least one of name, credit_limit, alert_threshold, periodic_reset, periodic_reset_days and reset_usage_for_value")
+		return control.Invalid("", "the body must set at least one of name, credit_limit, alert_threshold, periodic_reset, periodic_reset_days and reset_usage_for_value")
 	}
 	var (
 		name, resetValue, reset *string
@@ -45,19 +46,19 @@ func (b *Stage) update(w http.ResponseWriter, r *http.Request, kind *policyKind[
 		null := string(raw) == "null"
 		switch k {
 		case "name":
-			if err := json.Unmarshal(raw, &name); err != nil || name != nil && checkLabel("name", *name) != nil {
-				return invalid("name", "name must be a string of at most 255 bytes without control characters, or null")
+			if err := json.Unmarshal(raw, &name); err != nil || name != nil && control.Label("name", *name) != nil {
+				return control.Invalid("name", "name must be a string of at most 255 bytes without control characters, or null")
 			}
 			if name == nil {
 				name = new(string)
 			}
 		case "credit_limit":
 			if err := json.Unmarshal(raw, &credit); err != nil || credit == nil || !(*credit >= 0) || math.IsInf(*credit, 0) {
-				return invalid("credit_limit", "credit_limit must be a number of at least 0")
+				return control.Invalid("credit_limit", "credit_limit must be a number of at least 0")
 			}
 		case "alert_threshold":
 			if err := json.Unmarshal(raw, &alert); err != nil || alert != nil && !(*alert >= 0) {
-				return invalid("alert_threshold", "alert_threshold must be a number of at least 0, or null")
+				return control.Invalid("alert_threshold", "alert_threshold must be a number of at least 0, or null")
 			}
 			if null {
 				alert = new(float64)
@@ -65,30 +66,30 @@ func (b *Stage) update(w http.ResponseWriter, r *http.Request, kind *policyKind[
 			}
 		case "periodic_reset":
 			if err := json.Unmarshal(raw, &reset); err != nil || reset != nil && *reset != ResetWeekly && *reset != ResetMonthly {
-				return invalid("periodic_reset", "periodic_reset must be weekly, monthly or null")
+				return control.Invalid("periodic_reset", "periodic_reset must be weekly, monthly or null")
 			}
 			if reset == nil {
 				reset = new(string)
 			}
 		case "periodic_reset_days":
 			if err := json.Unmarshal(raw, &days); err != nil || days != nil && (*days < 1 || *days > 365) {
-				return invalid("periodic_reset_days", "periodic_reset_days must be an integer from 1 to 365, or null")
+				return control.Invalid("periodic_reset_days", "periodic_reset_days must be an integer from 1 to 365, or null")
 			}
 			if days == nil {
 				days = new(int)
 			}
 		case "reset_usage_for_value":
 			if err := json.Unmarshal(raw, &resetValue); err != nil || resetValue == nil {
-				return invalid("reset_usage_for_value", "reset_usage_for_value must be a string: the value key of an entity")
+				return control.Invalid("reset_usage_for_value", "reset_usage_for_value must be a string: the value key of an entity")
 			}
 		default:
-			return invalid(k, "unknown field "+quoteShort(k)+": name, credit_limit, alert_threshold, periodic_reset, periodic_reset_days and reset_usage_for_value can be changed")
+			return control.Invalid(k, "unknown field "+control.Quote(k)+": name, credit_limit, alert_threshold, periodic_reset, periodic_reset_days and reset_usage_for_value can be changed")
 		}
 	}
 	ctx := r.Context()
-	err = kind.update(r, id, pid, func(p *Policy) error {
+	err = kind.Update(r, id, pid, func(p *Policy) error {
 		if p.Status == gateway.PolicyArchived {
-			return kind.notFound(pid) // deleted, as far as changes go
+			return kind.NotFound(pid) // deleted, as far as changes go
 		}
 		if name != nil {
 			p.Name = *name
@@ -115,7 +116,7 @@ func (b *Stage) update(w http.ResponseWriter, r *http.Request, kind *policyKind[
 			}
 		}
 		if resetValue != nil {
-			p.LastResetAt = policyNow()
+			p.LastResetAt = control.PolicyNow()
 		}
 		if e := p.check(); e != nil {
 			return e
@@ -130,7 +131,7 @@ func (b *Stage) update(w http.ResponseWriter, r *http.Request, kind *policyKind[
 			return err
 		}
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, struct{}{})
 	return nil
 }
 
@@ -172,24 +173,24 @@ func (b *Stage) entities(ctx context.Context, p *Policy) ([]usageEntity, error) 
 	return out, nil
 }
 
-func (b *Stage) listEntities(w http.ResponseWriter, r *http.Request, k *policyKind[Policy], id gateway.Identity, pid string) error {
+func (b *Stage) listEntities(w http.ResponseWriter, r *http.Request, k *control.PolicyKind[Policy], id gateway.Identity, pid string) error {
 	q := r.URL.Query()
-	status, err := enum(q, "status", "", EntityActive, EntityExhausted)
+	status, err := control.Enum(q, "status", "", EntityActive, EntityExhausted)
 	if err != nil {
 		return err
 	}
 	search := ""
 	if vs, ok := q["search"]; ok {
 		if len(vs) != 1 {
-			return invalid("search", "search must be given once")
+			return control.Invalid("search", "search must be given once")
 		}
 		search = vs[0]
 	}
 	page, err := httpapi.ParsePage(q)
 	if err != nil {
-		return apiError(err)
+		return control.Translate(err)
 	}
-	p, err := k.lookup(r, id, pid)
+	p, err := k.Lookup(r, id, pid)
 	if err != nil {
 		return err
 	}
@@ -208,7 +209,7 @@ func (b *Stage) listEntities(w http.ResponseWriter, r *http.Request, k *policyKi
 		}
 		total++
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Object string        `json:"object"`
 		Data   []usageEntity `json:"data"`
 		Total  int           `json:"total"`
@@ -218,9 +219,9 @@ func (b *Stage) listEntities(w http.ResponseWriter, r *http.Request, k *policyKi
 
 // resetEntity serves PUT …/entities/{entityId}/reset: the entity,
 // named by its id (or its value key), has its usage set to zero.
-func (b *Stage) resetEntity(w http.ResponseWriter, r *http.Request, k *policyKind[Policy], id gateway.Identity, pid, eid string) error {
+func (b *Stage) resetEntity(w http.ResponseWriter, r *http.Request, k *control.PolicyKind[Policy], id gateway.Identity, pid, eid string) error {
 	ctx := r.Context()
-	p, err := k.lookup(r, id, pid)
+	p, err := k.Lookup(r, id, pid)
 	if err != nil {
 		return err
 	}
@@ -237,18 +238,18 @@ func (b *Stage) resetEntity(w http.ResponseWriter, r *http.Request, k *policyKin
 	}
 	if !found {
 		return &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound,
-			Message: "usage-limits policy " + pid + " has no entity " + quoteShort(eid)}
+			Message: "usage-limits policy " + pid + " has no entity " + control.Quote(eid)}
 	}
 	if _, err := b.counter.ResetUsage(ctx, p.ID, valueKey); err != nil {
 		return err
 	}
 	now := b.now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	if err := k.update(r, id, pid, func(p *Policy) error {
+	if err := k.Update(r, id, pid, func(p *Policy) error {
 		p.LastResetAt = now
 		return nil
 	}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	httpapi.WriteJSON(w, http.StatusOK, struct{}{})
 	return nil
 }

@@ -67,7 +67,7 @@ func benchSignIn(b *testing.B, h http.Handler, key string) *http.Cookie {
 // benchPages renders each path of the console over a gateway whose log
 // store is logs (holding its records already), as key, b.N times.
 func benchPages(b *testing.B, logs observe.Store, key string, paths map[string]string) {
-	st := &gateway.MemoryStore{}
+	st := memstore.New()
 	st.AddAPIKey(gateway.APIKey{ID: "key-ws1", Digest: gateway.HashAPIKey(ws1Key), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
 	g := gateway.New(gateway.Options{Keys: st, Policies: st, VirtualKeys: st, Configs: st})
 	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Policies: st, Audit: &observe.Auditor{Store: st}})
@@ -95,7 +95,7 @@ func benchPages(b *testing.B, logs observe.Store, key string, paths map[string]s
 }
 
 // BenchmarkPages renders the overview (six analytics graphs) and the
-// logs page (50 rows) over a MemoryStore full of request logs (10,000,
+// logs page (50 rows) over a memstore.Store full of request logs (10,000,
 // its bound).
 func BenchmarkPages(b *testing.B) {
 	st := memstore.New()

@@ -50,7 +50,7 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// env is a real gateway on a MemoryStore with the console mounted at
+// env is a real gateway on a memstore.Store with the console mounted at
 // /console/, served over HTTP.
 type env struct {
 	t     *testing.T
@@ -78,7 +78,7 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-1", Provider: "openai", APIKey: "sk-upstream-secret-1", BaseURL: up.URL, WorkspaceID: "ws-1"})
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-2", Provider: "openai", APIKey: "sk-upstream-secret-2", BaseURL: up.URL, WorkspaceID: "ws-2"})
 	var o gateway.Options
-	o.Keys, o.VirtualKeys, o.Configs, o.Policies, o.Workspaces, o.Audit = st, st, st, st, st, st
+	o.Keys, o.VirtualKeys, o.Configs, o.Policies = st, st, st, st
 	o.LogSinks = []gateway.LogSink{observe.Sink(st)}
 	ob := observe.Options{Logs: st, Audit: &observe.Auditor{Store: st}}
 	u, _ := url.Parse(up.URL)

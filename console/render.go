@@ -25,7 +25,7 @@ type pageData struct {
 
 // pageNames are the page templates, each parsed with layout.html.
 var pageNames = []string{"signin", "error", "overview", "logs", "log", "apikeys", "created", "confirm",
-	"virtualkeys", "configs", "config", "policies", "audit", "guardrails", "guardrail"}
+	"virtualkeys", "configs", "config", "prompts", "prompt", "policies", "audit", "guardrails", "guardrail"}
 
 // parsePages parses every page with the layout, once.
 func parsePages() map[string]*template.Template {

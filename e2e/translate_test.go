@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // fakeAnthropic answers Messages requests: a streamed answer of text and a
@@ -64,7 +65,7 @@ func fakeAnthropic(t *testing.T) *httptest.Server {
 // Messages API as if OpenAI had answered.
 func TestOpenAISDKThroughAnthropic(t *testing.T) {
 	anth := fakeAnthropic(t)
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey("gw-sdk"), WorkspaceID: "ws"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "claude", Provider: gateway.ProviderAnthropic, APIKey: "sk-ant", BaseURL: anth.URL + "/v1"})
 	g := gateway.New(gateway.Options{Keys: store, VirtualKeys: store, CustomHostAllow: []string{"127.0.0.1"}})

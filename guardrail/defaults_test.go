@@ -82,7 +82,7 @@ func TestKeyDefaults(t *testing.T) {
 }
 
 // withWorkspaces makes the env's store the gateway's Options.Workspaces.
-func withWorkspaces(o *gateway.Options) { o.Workspaces = o.Keys.(gateway.WorkspaceLookup) }
+func withWorkspaces(o *gateway.Options) { o.Workspaces = o.Keys.(gateway.WorkspaceStore) }
 
 // TestWorkspaceDefaultsOrder: the workspace's defaults run first, then
 // the key's, then the config's top level, then its target's, a guardrail

@@ -7,8 +7,6 @@ import (
 	"github.com/modelgateway/gateway/observe"
 )
 
-var _ observe.Aggregator = (*Store)(nil)
-
 // AggregateLogs implements observe.Aggregator: AggregateRecords over the
 // records the store keeps and its feedback.
 func (s *Store) AggregateLogs(ctx context.Context, a *observe.Aggregation) ([]observe.Aggregate, error) {

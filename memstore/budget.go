@@ -11,8 +11,6 @@ import (
 	"github.com/modelgateway/gateway/budget"
 )
 
-var _ budget.Store = (*Store)(nil)
-
 // UsageLimitsPolicies implements budget.Store: the policies of
 // workspaceID, oldest first, in a new slice. Their Conditions, GroupBy and
 // AlertThreshold are shared with the store, which never changes them

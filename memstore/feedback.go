@@ -9,8 +9,6 @@ import (
 	"github.com/modelgateway/gateway/observe"
 )
 
-var _ observe.FeedbackStore = (*Store)(nil)
-
 // memoryFeedbackMax is how much feedback a Store keeps: past it,
 // the oldest added goes.
 const memoryFeedbackMax = 100000

@@ -15,8 +15,6 @@ type memoryExport struct {
 	content []byte // never modified once stored: replaced whole
 }
 
-var _ observe.ExportStore = (*Store)(nil)
-
 // memoryExportsMax is how many log exports a Store keeps: past it,
 // the oldest created that is not in progress goes.
 const memoryExportsMax = 1000

@@ -21,8 +21,6 @@ type responses struct {
 
 type responseKey struct{ workspace, id string }
 
-var _ gateway.ResponseStore = (*Store)(nil)
-
 // PutResponse stores a copy of r, replacing a record of the same
 // workspace and id; past 10,000 responses the oldest goes.
 func (s *Store) PutResponse(_ context.Context, r *gateway.StoredResponse) error {

@@ -20,7 +20,7 @@ import (
 )
 
 // newAnalyticsEnv is the logs harness with Options.Feedback on its
-// MemoryStore, an upstream that answers by model (m-bad: 400, m-err: 500,
+// memstore.Store, an upstream that answers by model (m-bad: 400, m-err: 500,
 // m-flaky: 503 on a prompt's first try, else 200 with usage growing with
 // the prompt) and under /down always 500, and a virtual key vk-down
 // pointing there. Its clock is the real one until the returned pointer

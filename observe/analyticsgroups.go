@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/modelgateway/gateway/internal/control"
 )
 
 // The group routes of the reference: the window's figures by user, model
@@ -73,7 +75,7 @@ func groupModels(rs *Routes, ctx context.Context, ar *analyticsRequest, _ *http.
 func groupMetadata(rs *Routes, ctx context.Context, ar *analyticsRequest, r *http.Request) (any, error) {
 	key := r.PathValue("metadataKey")
 	if key == "" || len(key) > metadataKeyMax {
-		return nil, policyInvalid("metadataKey", "the metadata key must be 1 to 256 bytes")
+		return nil, control.Invalid("metadataKey", "the metadata key must be 1 to 256 bytes")
 	}
 	a := ar.aggregation(MeasureCost|MeasureTokens|MeasureFeedback|MeasureLastSeen, DimMetadata)
 	a.MetadataKey = key

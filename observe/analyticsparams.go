@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 )
 
 // analyticsRequest is what an analytics route was asked: the filters and
@@ -40,11 +41,11 @@ func analyticsParams(v url.Values, id gateway.Identity, now time.Time) (*analyti
 			continue
 		}
 		if len(vs) != 1 {
-			return nil, policyInvalid(name, name+" must be given once")
+			return nil, control.Invalid(name, name+" must be given once")
 		}
 		f, err := strconv.ParseFloat(vs[0], 64)
 		if err != nil || math.IsNaN(f) || f < -10 || f > 10 {
-			return nil, policyInvalid(name, name+" must be a number from -10 to 10")
+			return nil, control.Invalid(name, name+" must be a number from -10 to 10")
 		}
 		if name == "weighted_feedback_min" {
 			ar.weightedFeedback.Min, ar.weightedFeedback.HasMin = f, true
@@ -53,7 +54,7 @@ func analyticsParams(v url.Values, id gateway.Identity, now time.Time) (*analyti
 		}
 	}
 	if wf := ar.weightedFeedback; wf.HasMin && wf.HasMax && wf.Min > wf.Max {
-		return nil, policyInvalid("weighted_feedback_max", "weighted_feedback_max must not be below weighted_feedback_min")
+		return nil, control.Invalid("weighted_feedback_max", "weighted_feedback_max must not be below weighted_feedback_min")
 	}
 	q, err := logQuery(rest, id)
 	if err != nil {
@@ -73,12 +74,14 @@ func analyticsParams(v url.Values, id gateway.Identity, now time.Time) (*analyti
 	}
 	ar.width = BucketWidth(q.Start, q.End)
 	if q.End.Sub(q.Start) > analyticsBucketsMax*ar.width {
-		return nil, policyInvalid("time_of_generation_min", "the window from time_of_generation_min to time_of_generation_max may span at most 3660 days")
+		return nil, control.Invalid("time_of_generation_min", "the window from time_of_generation_min to time_of_generation_max may span at most 3660 days")
 	}
 	ar.query = *q
-	if ar.size, ar.page, err = pageParams(v); err != nil {
+	pg, err := control.Page(v)
+	if err != nil {
 		return nil, err
 	}
+	ar.size, ar.page = pg.Size, pg.Number
 	return ar, nil
 }
 

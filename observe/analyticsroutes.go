@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
@@ -51,10 +52,10 @@ var analyticsRoutes = map[string]analyticsRoute{
 // would hide most of them (a request costs a fraction of a cent).
 func (rs *Routes) analytics(route analyticsRoute) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !allowOnly(w, r, http.MethodGet) {
+		if !control.Allow(w, r, http.MethodGet) {
 			return
 		}
-		id, ok := scopedIdentity(w, r, gateway.ScopeAnalyticsRead, gateway.ScopeAnalyticsRead)
+		id, ok := control.Scoped(w, r, gateway.ScopeAnalyticsRead, gateway.ScopeAnalyticsRead)
 		if !ok {
 			return
 		}
@@ -70,10 +71,10 @@ func (rs *Routes) analytics(route analyticsRoute) http.HandlerFunc {
 		}
 		out, err := route(rs, r.Context(), ar, r)
 		if err != nil {
-			rs.controlPlaneError(w, r, "analytics", err)
+			control.Fail(w, r, rs.errLog, "analytics", err)
 			return
 		}
-		writeJSON(w, http.StatusOK, out)
+		httpapi.WriteJSON(w, http.StatusOK, out)
 	}
 }
 

@@ -227,7 +227,7 @@ type logsOnly struct{ observe.Store }
 
 // TestAnalyticsWithoutAggregator holds the routes over a Store without
 // Aggregator, with feedback kept by another store, to their answers
-// over the MemoryStore's own aggregation.
+// over memstore.Store's own aggregation.
 func TestAnalyticsWithoutAggregator(t *testing.T) {
 	e, clock := newAnalyticsEnv(t)
 	analyticsTraffic(t, e)

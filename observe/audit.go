@@ -11,19 +11,70 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 )
 
-// The audit log's types are still declared by the root package while the
-// control plane moves out of it; they become this package's own when the
-// last control route has left the root.
-type (
-	// AuditRecord is one control-plane write, as the audit log keeps it.
-	AuditRecord = gateway.AuditRecord
-	// AuditQuery selects audit records.
-	AuditQuery = gateway.AuditQuery
-	// AuditStore keeps the audit log.
-	AuditStore = gateway.AuditStore
-)
+// AuditRecord is one control-plane write, as the audit log keeps it. It
+// names who did what to which resource and how it ended, never a secret:
+// it holds no request or response body, no header and no query string.
+type AuditRecord struct {
+	Time         time.Time
+	RequestID    string // the request's trace id
+	KeyID        string // the gateway API key that made the request
+	WorkspaceID  string // the workspace acted in; empty for organisation-wide writes
+	Method       string
+	URI          string // the request's path, without its query
+	Action       string // e.g. "api_keys.create": ResourceType "." create, update, delete, or the route's verb (rotate, reset, start, cancel)
+	ResourceType string // api_keys, virtual_keys, configs, workspaces, rate_limits_policies, usage_limits_policies, log_exports
+	ResourceID   string // the id or slug acted on, or made by a create; empty when unknown
+	Status       int    // the response's status code
+	ClientIP     string // the address of the connection's peer
+	Detail       string // what the write changed that its route does not say, e.g. "base_url: https://a.example → https://b.example"; never a secret
+}
+
+// AuditQuery selects audit records. A zero field matches every record;
+// Start and End bound Time inclusively.
+type AuditQuery struct {
+	Start, End   time.Time
+	Method       string
+	URI          string
+	RequestID    string
+	KeyID        string
+	WorkspaceID  string
+	ResourceType string
+	Action       string
+	ClientIP     string
+	Status       int
+
+	// Offset and Limit page the matches (see AuditStore); zero Limit
+	// means every match.
+	Offset, Limit int
+}
+
+// Match reports whether q selects rec, paging aside.
+func (q *AuditQuery) Match(rec *AuditRecord) bool {
+	return (q.Start.IsZero() || !rec.Time.Before(q.Start)) && (q.End.IsZero() || !rec.Time.After(q.End)) &&
+		(q.Method == "" || q.Method == rec.Method) && (q.URI == "" || q.URI == rec.URI) &&
+		(q.RequestID == "" || q.RequestID == rec.RequestID) && (q.KeyID == "" || q.KeyID == rec.KeyID) &&
+		(q.WorkspaceID == "" || q.WorkspaceID == rec.WorkspaceID) &&
+		(q.ResourceType == "" || q.ResourceType == rec.ResourceType) &&
+		(q.Action == "" || q.Action == rec.Action) && (q.ClientIP == "" || q.ClientIP == rec.ClientIP) &&
+		(q.Status == 0 || q.Status == rec.Status)
+}
+
+// AuditStore keeps the audit log of the control plane: one AuditRecord
+// per control-plane write, added by an Auditor and read by GET
+// /audit-logs. memstore.Store and sqlstore.Store implement it.
+//
+// Implementations must be safe for concurrent use. AddAuditRecord stores a
+// copy of rec. AuditRecords returns the records q matches (see
+// AuditQuery.Match), newest first, skipping q.Offset of them and returning
+// at most q.Limit (every one when q.Limit is zero), and total, the number
+// of every match.
+type AuditStore interface {
+	AddAuditRecord(ctx context.Context, rec *AuditRecord) error
+	AuditRecords(ctx context.Context, q AuditQuery) (recs []AuditRecord, total int, err error)
+}
 
 // An Auditor records every control-plane write in Store: one
 // AuditRecord per request other than GET, HEAD and OPTIONS to a handler
@@ -68,14 +119,14 @@ func (a *Auditor) Wrap(resource string, h http.Handler) http.Handler {
 			return
 		}
 		bw := &auditWriter{ResponseWriter: w}
-		n := new(note)
-		r = r.WithContext(context.WithValue(r.Context(), noteKey{}, n))
+		ctx, n := control.WithNote(r.Context())
+		r = r.WithContext(ctx)
 		h.ServeHTTP(bw, r)
 		rec := a.record(r, resource, bw)
-		if n.workspace != "" {
-			rec.WorkspaceID = n.workspace
+		if n.Workspace != "" {
+			rec.WorkspaceID = n.Workspace
 		}
-		rec.Detail = n.detail
+		rec.Detail = n.Detail
 		if err := a.Store.AddAuditRecord(r.Context(), &rec); err != nil {
 			log := a.ErrorLog
 			if log == nil {
@@ -87,30 +138,14 @@ func (a *Auditor) Wrap(resource string, h http.Handler) http.Handler {
 	})
 }
 
-// note is what a handler adds to its request's audit record.
-type note struct {
-	workspace string
-	detail    string
-}
-
-type noteKey struct{}
-
 // ActedIn records that the audited write r acted in workspace ws (an
 // organisation key naming a workspace in the body, say), for its audit
 // record. It does nothing outside an Auditor, or for an empty ws.
-func ActedIn(r *http.Request, ws string) {
-	if n, ok := r.Context().Value(noteKey{}).(*note); ok && ws != "" {
-		n.workspace = ws
-	}
-}
+func ActedIn(r *http.Request, ws string) { control.ActedIn(r, ws) }
 
 // Detail records what the audited write r changed that its route does
 // not say, for its audit record. It must never hold a secret.
-func Detail(r *http.Request, detail string) {
-	if n, ok := r.Context().Value(noteKey{}).(*note); ok {
-		n.detail = detail
-	}
-}
+func Detail(r *http.Request, detail string) { control.Detail(r, detail) }
 
 // record describes the request r, answered as bw holds.
 func (a *Auditor) record(r *http.Request, resource string, bw *auditWriter) AuditRecord {

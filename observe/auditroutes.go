@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // auditRecordWire is a record of the reference's AuditLogObjectList, and
@@ -44,12 +46,12 @@ type auditRecordWire struct {
 // organisation_id and country are accepted and ignored: the gateway has
 // one organisation and keeps no country.
 func (rs *Routes) serveAuditLogs(w http.ResponseWriter, r *http.Request) {
-	if !allowOnly(w, r, http.MethodGet) {
+	if !control.Allow(w, r, http.MethodGet) {
 		return
 	}
 	id, _ := gateway.IdentityFrom(r.Context())
 	if !id.Can(gateway.ScopeAuditLogsRead) {
-		gateway.WriteError(w, r, missingScope(gateway.ScopeAuditLogsRead))
+		gateway.WriteError(w, r, control.MissingScope(gateway.ScopeAuditLogsRead))
 		return
 	}
 	if rs.audit == nil {
@@ -67,7 +69,7 @@ func (rs *Routes) serveAuditLogs(w http.ResponseWriter, r *http.Request) {
 	if q != nil {
 		recs, n, err := rs.audit.AuditRecords(r.Context(), *q)
 		if err != nil {
-			rs.fail(w, r, "audit store", err)
+			control.Fail(w, r, rs.errLog, "audit store", err)
 			return
 		}
 		total = n
@@ -78,7 +80,7 @@ func (rs *Routes) serveAuditLogs(w http.ResponseWriter, r *http.Request) {
 				ResourceID: rec.ResourceID, Action: rec.Action, ClientIP: rec.ClientIP, Detail: rec.Detail})
 		}
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Object  string            `json:"object"`
 		Records []auditRecordWire `json:"records"`
 		Total   int               `json:"total"`
@@ -88,18 +90,18 @@ func (rs *Routes) serveAuditLogs(w http.ResponseWriter, r *http.Request) {
 // auditQuery reads the filters of GET /audit-logs. A nil query (and nil
 // error) matches nothing.
 func auditQuery(v map[string][]string, id gateway.Identity) (*AuditQuery, error) {
-	size, page, err := pageParams(v)
+	pg, err := control.Page(v)
 	if err != nil {
 		return nil, err
 	}
-	q := &AuditQuery{Offset: page * size, Limit: size}
+	q := &AuditQuery{Offset: pg.Number * pg.Size, Limit: pg.Size}
 	one := func(name string) (string, error) {
 		vs, ok := v[name]
 		if !ok {
 			return "", nil
 		}
 		if len(vs) != 1 || vs[0] == "" {
-			return "", policyInvalid(name, name+" must be given once, not empty")
+			return "", control.Invalid(name, name+" must be given once, not empty")
 		}
 		return vs[0], nil
 	}
@@ -126,14 +128,14 @@ func auditQuery(v map[string][]string, id gateway.Identity) (*AuditQuery, error)
 			continue
 		}
 		if *f.dst, err = time.Parse(time.RFC3339Nano, s); err != nil {
-			return nil, policyInvalid(f.name, f.name+" must be an RFC 3339 date-time, e.g. 2025-01-31T12:00:00Z")
+			return nil, control.Invalid(f.name, f.name+" must be an RFC 3339 date-time, e.g. 2025-01-31T12:00:00Z")
 		}
 	}
 	if s, err := one("response_status_code"); err != nil {
 		return nil, err
 	} else if s != "" {
 		if q.Status, err = strconv.Atoi(s); err != nil || q.Status < 100 || q.Status > 599 {
-			return nil, policyInvalid("response_status_code", "response_status_code must be an HTTP status code")
+			return nil, control.Invalid("response_status_code", "response_status_code must be an HTTP status code")
 		}
 	}
 	ut, err := one("user_type")
@@ -141,13 +143,13 @@ func auditQuery(v map[string][]string, id gateway.Identity) (*AuditQuery, error)
 	case err != nil:
 		return nil, err
 	case ut != "" && ut != "api_key" && ut != "user":
-		return nil, policyInvalid("user_type", "user_type must be api_key or user")
+		return nil, control.Invalid("user_type", "user_type must be api_key or user")
 	case ut == "user":
 		return nil, nil
 	}
 	if id.Type != gateway.KeyOrganisation {
 		if q.WorkspaceID != "" && q.WorkspaceID != id.WorkspaceID {
-			return nil, otherWorkspace()
+			return nil, control.OtherWorkspace()
 		}
 		if id.WorkspaceID == "" {
 			return nil, nil

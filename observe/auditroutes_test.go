@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/memstore"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // The audit log's reading route, over writes of the gateway's own
@@ -34,12 +35,12 @@ func newWSEnv(t *testing.T, bare bool) *coreEnv {
 	if bare {
 		return newWSEnvAudit(t, nil)
 	}
-	return newWSEnvAudit(t, func(s gateway.AuditStore) gateway.AuditStore { return s })
+	return newWSEnvAudit(t, func(s observe.AuditStore) observe.AuditStore { return s })
 }
 
 // newWSEnvAudit is newWSEnv with the audit store audit makes of the
 // harness's (none when audit is nil).
-func newWSEnvAudit(t *testing.T, audit func(gateway.AuditStore) gateway.AuditStore) *coreEnv {
+func newWSEnvAudit(t *testing.T, audit func(observe.AuditStore) observe.AuditStore) *coreEnv {
 	t.Helper()
 	e := newCoreEnv(t, nil, func(o *Options) {
 		if audit != nil {
@@ -59,11 +60,11 @@ func newWSEnvAudit(t *testing.T, audit func(gateway.AuditStore) gateway.AuditSto
 
 // tickAudit stamps each record it stores with the time now gives.
 type tickAudit struct {
-	gateway.AuditStore
+	observe.AuditStore
 	now func() time.Time
 }
 
-func (a tickAudit) AddAuditRecord(ctx context.Context, rec *gateway.AuditRecord) error {
+func (a tickAudit) AddAuditRecord(ctx context.Context, rec *observe.AuditRecord) error {
 	rec.Time = a.now()
 	return a.AuditStore.AddAuditRecord(ctx, rec)
 }
@@ -197,7 +198,7 @@ func TestAuditFiltersAndIsolation(t *testing.T) {
 	// The records are stamped a minute apart from 2030-01-01 00:00 on.
 	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	var tick atomic.Int64
-	e := newWSEnvAudit(t, func(s gateway.AuditStore) gateway.AuditStore {
+	e := newWSEnvAudit(t, func(s observe.AuditStore) observe.AuditStore {
 		return tickAudit{s, func() time.Time { return base.Add(time.Duration(tick.Add(1)) * time.Minute) }}
 	})
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
+	"github.com/modelgateway/gateway/internal/httpapi"
 	"github.com/modelgateway/gateway/internal/uuid"
 )
 
@@ -42,7 +44,7 @@ const customLogsMax = 100
 // other metadata string values the record's metadata. It answers
 // {"object":"list","data":[{"id"},…]} with the new records' ids.
 func (rs *Routes) addCustomLogs(w http.ResponseWriter, r *http.Request, id gateway.Identity) {
-	body, err := rs.readPolicyBody(w, r)
+	body, err := control.ReadBody(r)
 	if err != nil {
 		gateway.WriteError(w, r, err)
 		return
@@ -56,11 +58,11 @@ func (rs *Routes) addCustomLogs(w http.ResponseWriter, r *http.Request, id gatew
 		err = json.Unmarshal(trimmed, &logs[0])
 	}
 	if err != nil {
-		gateway.WriteError(w, r, policyBodyError(err))
+		gateway.WriteError(w, r, control.Translate(httpapi.BodyError(err)))
 		return
 	}
 	if len(logs) == 0 || len(logs) > customLogsMax {
-		gateway.WriteError(w, r, policyInvalid("", "the body must hold 1 to 100 logs"))
+		gateway.WriteError(w, r, control.Invalid("", "the body must hold 1 to 100 logs"))
 		return
 	}
 	now := rs.clock()
@@ -72,7 +74,7 @@ func (rs *Routes) addCustomLogs(w http.ResponseWriter, r *http.Request, id gatew
 		}
 	}
 	if err := rs.logs.AddLogs(r.Context(), recs); err != nil {
-		rs.fail(w, r, "log store", err)
+		control.Fail(w, r, rs.errLog, "log store", err)
 		return
 	}
 	type idWire struct {
@@ -82,7 +84,7 @@ func (rs *Routes) addCustomLogs(w http.ResponseWriter, r *http.Request, id gatew
 	for i, rec := range recs {
 		data[i] = idWire{rec.ID}
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Object string   `json:"object"`
 		Data   []idWire `json:"data"`
 	}{"list", data})
@@ -99,15 +101,15 @@ func customRecord(cl *customLog, many bool, i int, id gateway.Identity, now time
 	}
 	switch {
 	case cl.Request == nil:
-		return nil, policyInvalid(field("request"), field("request")+" is required")
+		return nil, control.Invalid(field("request"), field("request")+" is required")
 	case cl.Request.URL == nil:
-		return nil, policyInvalid(field("request.url"), field("request.url")+" is required")
+		return nil, control.Invalid(field("request.url"), field("request.url")+" is required")
 	case cl.Response == nil:
-		return nil, policyInvalid(field("response"), field("response")+" is required")
+		return nil, control.Invalid(field("response"), field("response")+" is required")
 	}
 	u, err := url.Parse(*cl.Request.URL)
 	if err != nil || len(*cl.Request.URL) > 2048 {
-		return nil, policyInvalid(field("request.url"), field("request.url")+" must be a URL")
+		return nil, control.Invalid(field("request.url"), field("request.url")+" must be a URL")
 	}
 	rec := &gateway.RequestLog{ID: logID, Time: now, TraceID: uuid.NewV7(), KeyID: id.KeyID, WorkspaceID: id.WorkspaceID,
 		Provider: "custom", Method: cl.Request.Method, Path: u.Path, Status: cl.Response.Status}
@@ -115,11 +117,11 @@ func customRecord(cl *customLog, many bool, i int, id gateway.Identity, now time
 		rec.Method = http.MethodPost
 	}
 	if rec.Status != 0 && (rec.Status < 100 || rec.Status > 599) {
-		return nil, policyInvalid(field("response.status"), field("response.status")+" must be an HTTP status code")
+		return nil, control.Invalid(field("response.status"), field("response.status")+" must be an HTTP status code")
 	}
 	if rt := cl.Response.ResponseTime; rt != nil {
 		if *rt < 0 {
-			return nil, policyInvalid(field("response.response_time"), field("response.response_time")+" must be ≥ 0")
+			return nil, control.Invalid(field("response.response_time"), field("response.response_time")+" must be ≥ 0")
 		}
 		rec.Latency = time.Duration(*rt) * time.Millisecond
 	}
@@ -149,7 +151,7 @@ func customRecord(cl *customLog, many bool, i int, id gateway.Identity, now time
 	for k, raw := range cl.Metadata {
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
-			return nil, policyInvalid(field("metadata."+k), field("metadata."+k)+" must be a string")
+			return nil, control.Invalid(field("metadata."+k), field("metadata."+k)+" must be a string")
 		}
 		switch k {
 		case "trace_id":

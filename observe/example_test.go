@@ -19,7 +19,7 @@ func ExampleMount() {
 	store.AddAPIKey(gateway.APIKey{ID: "key-admin", Digest: gateway.HashAPIKey("gw-example"), WorkspaceID: "ws-1", Role: gateway.RoleAdmin})
 
 	g := gateway.New(gateway.Options{
-		Keys: store, VirtualKeys: store, Configs: store, Policies: store, Audit: store,
+		Keys: store, VirtualKeys: store, Configs: store, Policies: store,
 		LogSinks: []gateway.LogSink{observe.Sink(store)},
 	})
 	routes := observe.Mount(g, observe.Options{

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
 	"github.com/modelgateway/gateway/internal/uuid"
 )
@@ -51,12 +52,12 @@ func (rs *Routes) serveFeedback(w http.ResponseWriter, r *http.Request) {
 	if fbID != "" {
 		method = http.MethodPut
 	}
-	if !allowOnly(w, r, method) {
+	if !control.Allow(w, r, method) {
 		return
 	}
 	id, _ := gateway.IdentityFrom(r.Context())
 	if !id.Can(gateway.ScopeCompletionsWrite) && !id.Can(gateway.ScopeLogsWrite) {
-		gateway.WriteError(w, r, missingScope(gateway.ScopeLogsWrite))
+		gateway.WriteError(w, r, control.MissingScope(gateway.ScopeLogsWrite))
 		return
 	}
 	store := rs.feedback
@@ -65,13 +66,13 @@ func (rs *Routes) serveFeedback(w http.ResponseWriter, r *http.Request) {
 			Message: "feedback is not kept on this gateway"})
 		return
 	}
-	body, err := rs.readPolicyBody(w, r)
+	body, err := control.ReadBody(r)
 	if err != nil {
 		gateway.WriteError(w, r, err)
 		return
 	}
 	named, err := httpapi.WorkspaceParam(r.URL.Query())
-	err = apiError(err)
+	err = control.Translate(err)
 	if err != nil {
 		gateway.WriteError(w, r, err)
 		return
@@ -99,10 +100,10 @@ func (rs *Routes) serveFeedback(w http.ResponseWriter, r *http.Request) {
 		}
 		old, err := store.UpdateFeedback(r.Context(), f)
 		if err != nil {
-			rs.controlPlaneError(w, r, "feedback store", notFoundAs(err, "feedback "+quoteShort(fbID)+" not found"))
+			control.Fail(w, r, rs.errLog, "feedback store", notFoundAs(err, "feedback "+control.Quote(fbID)+" not found"))
 			return
 		}
-		writeJSON(w, http.StatusOK, obj{"status": "success", "message": "feedback updated", "feedback_ids": []string{old.ID}})
+		httpapi.WriteJSON(w, http.StatusOK, obj{"status": "success", "message": "feedback updated", "feedback_ids": []string{old.ID}})
 		return
 	}
 	var bodies []feedbackBody
@@ -119,7 +120,7 @@ func (rs *Routes) serveFeedback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(bodies) == 0 || len(bodies) > feedbackMax {
-		gateway.WriteError(w, r, policyInvalid("", "the body must hold 1 to 100 feedback objects"))
+		gateway.WriteError(w, r, control.Invalid("", "the body must hold 1 to 100 feedback objects"))
 		return
 	}
 	fs := make([]*Feedback, len(bodies))
@@ -142,10 +143,10 @@ func (rs *Routes) serveFeedback(w http.ResponseWriter, r *http.Request) {
 		fs[i], ids[i] = f, f.ID
 	}
 	if err := store.AddFeedback(r.Context(), fs); err != nil {
-		rs.fail(w, r, "feedback store", err)
+		control.Fail(w, r, rs.errLog, "feedback store", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, obj{"status": "success", "message": "feedback saved", "feedback_ids": ids})
+	httpapi.WriteJSON(w, http.StatusOK, obj{"status": "success", "message": "feedback saved", "feedback_ids": ids})
 }
 
 // decodeStrict decodes body into v, refusing unknown fields, as a 400
@@ -153,9 +154,9 @@ func (rs *Routes) serveFeedback(w http.ResponseWriter, r *http.Request) {
 func decodeStrict(body []byte, v any) error {
 	err := httpapi.DecodeStrict(body, v)
 	if errors.Is(err, httpapi.ErrTrailing) {
-		return policyInvalid("", "the body must hold one JSON value")
+		return control.Invalid("", "the body must hold one JSON value")
 	}
-	return apiError(err)
+	return control.Translate(err)
 }
 
 // feedbackOf checks b and returns its feedback, fields named with prefix;
@@ -164,34 +165,34 @@ func feedbackOf(b *feedbackBody, prefix string, withTrace bool) (*Feedback, erro
 	f := &Feedback{Weight: 1}
 	switch {
 	case withTrace && (b.TraceID == nil || *b.TraceID == "" || len(*b.TraceID) > 256):
-		return nil, policyInvalid(prefix+"trace_id", prefix+"trace_id is required: a string of 1 to 256 bytes")
+		return nil, control.Invalid(prefix+"trace_id", prefix+"trace_id is required: a string of 1 to 256 bytes")
 	case !withTrace && b.TraceID != nil:
-		return nil, policyInvalid(prefix+"trace_id", prefix+"trace_id cannot be changed")
+		return nil, control.Invalid(prefix+"trace_id", prefix+"trace_id cannot be changed")
 	case withTrace:
 		f.TraceID = *b.TraceID
 	}
 	if len(b.Value) == 0 || bytes.Equal(b.Value, []byte("null")) {
-		return nil, policyInvalid(prefix+"value", prefix+"value is required: an integer from -10 to 10")
+		return nil, control.Invalid(prefix+"value", prefix+"value is required: an integer from -10 to 10")
 	}
 	v, err := strconv.ParseInt(string(b.Value), 10, 64)
 	if err != nil || v < -10 || v > 10 {
-		return nil, policyInvalid(prefix+"value", prefix+"value must be an integer from -10 to 10")
+		return nil, control.Invalid(prefix+"value", prefix+"value must be an integer from -10 to 10")
 	}
 	f.Value = int(v)
 	if len(b.Weight) > 0 && !bytes.Equal(b.Weight, []byte("null")) {
 		wt, err := strconv.ParseFloat(string(b.Weight), 64)
 		if err != nil || b.Weight[0] == '"' || math.IsNaN(wt) || wt < 0 || wt > 1 {
-			return nil, policyInvalid(prefix+"weight", prefix+"weight must be a number from 0 to 1")
+			return nil, control.Invalid(prefix+"weight", prefix+"weight must be a number from 0 to 1")
 		}
 		f.Weight = wt
 	}
 	if md := bytes.TrimSpace(b.Metadata); len(md) > 0 && !bytes.Equal(md, []byte("null")) {
 		if md[0] != '{' || len(md) > feedbackMetadataMax {
-			return nil, policyInvalid(prefix+"metadata", prefix+"metadata must be a JSON object of at most 16 KiB")
+			return nil, control.Invalid(prefix+"metadata", prefix+"metadata must be a JSON object of at most 16 KiB")
 		}
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, md); err != nil {
-			return nil, policyInvalid(prefix+"metadata", prefix+"metadata must be a JSON object of at most 16 KiB")
+			return nil, control.Invalid(prefix+"metadata", prefix+"metadata must be a JSON object of at most 16 KiB")
 		}
 		f.Metadata = buf.Bytes()
 	}
@@ -205,7 +206,7 @@ func feedbackWorkspace(id gateway.Identity, query, body string) (string, error) 
 	named := query
 	if body != "" {
 		if query != "" && query != body {
-			return "", policyInvalid("workspace_id", "the query and the body name different workspaces")
+			return "", control.Invalid("workspace_id", "the query and the body name different workspaces")
 		}
 		named = body
 	}
@@ -213,7 +214,7 @@ func feedbackWorkspace(id gateway.Identity, query, body string) (string, error) 
 		return named, nil
 	}
 	if named != "" && named != id.WorkspaceID {
-		return "", otherWorkspace()
+		return "", control.OtherWorkspace()
 	}
 	return id.WorkspaceID, nil
 }

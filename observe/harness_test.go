@@ -57,10 +57,12 @@ func newCoreUpstream(t *testing.T, h http.HandlerFunc) *coreUpstream {
 
 // Options are the gateway's options and those of the observability
 // routes the harness mounts on it: Logs also reaches the gateway's
-// LogSinks through observe.Sink, and Options.Audit is the Auditor's
-// store.
+// LogSinks through observe.Sink, Audit is the Auditor's store, and
+// Workspaces serves admin's workspaces routes.
 type Options struct {
 	gateway.Options
+	Audit         observe.AuditStore
+	Workspaces    admin.WorkspaceStore
 	Logs          observe.Store
 	Feedback      observe.FeedbackStore
 	LogExports    observe.ExportStore
@@ -103,7 +105,7 @@ func newCoreEnv(t *testing.T, up *coreUpstream, mod func(*Options)) *coreEnv {
 	ao.Keys, _ = opts.Keys.(admin.KeyStore)
 	ao.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
 	ao.Configs, _ = opts.Configs.(admin.ConfigStore)
-	ao.Workspaces, _ = opts.Workspaces.(admin.WorkspaceStore)
+	ao.Workspaces = opts.Workspaces
 	ao.Policies, _ = opts.Policies.(admin.PolicyStore)
 	if opts.Audit != nil {
 		ao.Audit = &observe.Auditor{Store: opts.Audit, Now: e.clock}

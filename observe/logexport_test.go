@@ -30,8 +30,8 @@ const (
 	expLogsPerTest = observe.ExportBatch*2 + 37 // enough for the job to page three times
 )
 
-// newExportsEnv is a gateway over a MemoryStore keeping request logs and
-// log exports, with logs (the MemoryStore when nil) as its Store.
+// newExportsEnv is a gateway over a memstore.Store keeping request logs and
+// log exports, with logs (the memstore.Store when nil) as its Store.
 func newExportsEnv(t *testing.T, logs observe.Store) *coreEnv {
 	t.Helper()
 	e := newCoreEnv(t, nil, func(o *Options) {

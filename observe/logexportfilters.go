@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 )
 
 // Bounds of a log export.
@@ -73,11 +74,11 @@ func (f *exportFilter) match(rec *gateway.RequestLog) bool {
 func parseExportFilters(raw json.RawMessage, workspaceID string) (json.RawMessage, *exportFilter, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil, policyInvalid("filters", "filters is required: a JSON object, {} for every record")
+		return nil, nil, control.Invalid("filters", "filters is required: a JSON object, {} for every record")
 	}
 	var fields map[string]json.RawMessage
 	if raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
-		return nil, nil, policyInvalid("filters", "filters must be a JSON object")
+		return nil, nil, control.Invalid("filters", "filters must be a JSON object")
 	}
 	v := url.Values{}
 	f := &exportFilter{Limit: exportPageSizeMax}
@@ -92,7 +93,7 @@ func parseExportFilters(raw json.RawMessage, workspaceID string) (json.RawMessag
 		param := "filters." + name
 		kind, ok := exportFilterKinds[name]
 		if !ok {
-			return nil, nil, policyInvalid(param, "unknown filter "+quoteShort(name))
+			return nil, nil, control.Invalid(param, "unknown filter "+control.Quote(name))
 		}
 		if string(val) == "null" {
 			continue
@@ -105,20 +106,20 @@ func parseExportFilters(raw json.RawMessage, workspaceID string) (json.RawMessag
 		case "ai_model":
 			for _, m := range strings.Split(s, ",") {
 				if m = strings.TrimSpace(m); m == "" || len(m) > 256 {
-					return nil, nil, policyInvalid(param, param+" must be a comma-separated list of model names")
+					return nil, nil, control.Invalid(param, param+" must be a comma-separated list of model names")
 				}
 				f.Models = append(f.Models, m)
 			}
 		case "page_size", "current_page":
 			n, err := strconv.ParseFloat(s, 64)
 			if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
-				return nil, nil, policyInvalid(param, param+" must be a number")
+				return nil, nil, control.Invalid(param, param+" must be a number")
 			}
 			switch {
 			case name == "page_size" && (n != math.Trunc(n) || n < 1 || n > exportPageSizeMax):
-				return nil, nil, policyInvalid(param, param+" must be an integer from 1 to 50000")
+				return nil, nil, control.Invalid(param, param+" must be an integer from 1 to 50000")
 			case name == "current_page" && (n != math.Trunc(n) || n < 0 || n > exportScanMax):
-				return nil, nil, policyInvalid(param, param+" must be an integer ≥ 0")
+				return nil, nil, control.Invalid(param, param+" must be an integer ≥ 0")
 			case name == "page_size":
 				f.Limit = int(n)
 			case name == "current_page":
@@ -129,7 +130,7 @@ func parseExportFilters(raw json.RawMessage, workspaceID string) (json.RawMessag
 		}
 	}
 	if page*f.Limit+f.Limit > exportScanMax {
-		return nil, nil, policyInvalid("filters.current_page", "filters.current_page × filters.page_size must stay below 1000000")
+		return nil, nil, control.Invalid("filters.current_page", "filters.current_page × filters.page_size must stay below 1000000")
 	}
 	f.Skip = page * f.Limit
 	if workspaceID != "" {
@@ -149,7 +150,7 @@ func parseExportFilters(raw json.RawMessage, workspaceID string) (json.RawMessag
 	f.Query = q
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return nil, nil, policyInvalid("filters", "filters must be a JSON object")
+		return nil, nil, control.Invalid("filters", "filters must be a JSON object")
 	}
 	return buf.Bytes(), f, nil
 }
@@ -160,14 +161,14 @@ func filterText(param string, kind filterKind, val json.RawMessage) (string, err
 	switch kind {
 	case filterObject:
 		if val[0] != '{' {
-			return "", policyInvalid(param, param+` must be a JSON object of strings, e.g. {"team":"search"}`)
+			return "", control.Invalid(param, param+` must be a JSON object of strings, e.g. {"team":"search"}`)
 		}
 		return string(val), nil
 	case filterNumber, filterString:
 		if val[0] == '"' {
 			var s string
 			if err := json.Unmarshal(val, &s); err != nil {
-				return "", policyInvalid(param, param+" must be a JSON string or number")
+				return "", control.Invalid(param, param+" must be a JSON string or number")
 			}
 			return s, nil
 		}
@@ -175,11 +176,11 @@ func filterText(param string, kind filterKind, val json.RawMessage) (string, err
 			return string(val), nil
 		}
 		if kind == filterNumber {
-			return "", policyInvalid(param, param+" must be a number")
+			return "", control.Invalid(param, param+" must be a number")
 		}
-		return "", policyInvalid(param, param+" must be a string")
+		return "", control.Invalid(param, param+" must be a string")
 	}
-	return "", policyInvalid(param, "unknown filter")
+	return "", control.Invalid(param, "unknown filter")
 }
 
 // exportField is one requested field of an export: its name and where
@@ -195,14 +196,14 @@ type exportField struct {
 // the records GET /logs answers, given once. An empty list is a 400.
 func exportFields(names []string) ([]exportField, error) {
 	if len(names) == 0 {
-		return nil, policyInvalid("requested_data", "requested_data must name at least one field of the records GET /logs answers")
+		return nil, control.Invalid("requested_data", "requested_data must name at least one field of the records GET /logs answers")
 	}
 	t := reflect.TypeFor[logWire]()
 	out := make([]exportField, 0, len(names))
 	for i, name := range names {
 		param := "requested_data[" + strconv.Itoa(i) + "]"
 		if slices.ContainsFunc(out, func(f exportField) bool { return f.name == name }) {
-			return nil, policyInvalid(param, "requested_data names "+quoteShort(name)+" twice")
+			return nil, control.Invalid(param, "requested_data names "+control.Quote(name)+" twice")
 		}
 		found := false
 		for j := range t.NumField() {
@@ -214,7 +215,7 @@ func exportFields(names []string) ([]exportField, error) {
 			}
 		}
 		if !found {
-			return nil, policyInvalid(param, quoteShort(name)+" is not a field of the records GET /logs answers, e.g. id, trace_id, created_at, ai_model, response_status_code, cost, metadata")
+			return nil, control.Invalid(param, control.Quote(name)+" is not a field of the records GET /logs answers, e.g. id, trace_id, created_at, ai_model, response_status_code, cost, metadata")
 		}
 	}
 	return out, nil

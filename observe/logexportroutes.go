@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
 	"github.com/modelgateway/gateway/internal/uuid"
 )
@@ -59,16 +60,16 @@ func (rs *Routes) logExportRoutes() {
 
 func (rs *Routes) serveLogExports(w http.ResponseWriter, r *http.Request, action, allow string) {
 	eid := r.PathValue("exportId")
-	if !allowOnly(w, r, strings.Split(allow, ", ")...) {
+	if !control.Allow(w, r, strings.Split(allow, ", ")...) {
 		return
 	}
 	id, _ := gateway.IdentityFrom(r.Context())
 	if !id.Can(gateway.ScopeLogsRead) {
-		gateway.WriteError(w, r, missingScope(gateway.ScopeLogsRead))
+		gateway.WriteError(w, r, control.MissingScope(gateway.ScopeLogsRead))
 		return
 	}
 	if r.Method != http.MethodGet && !id.Can(gateway.ScopeLogsWrite) {
-		gateway.WriteError(w, r, missingScope(gateway.ScopeLogsWrite))
+		gateway.WriteError(w, r, control.MissingScope(gateway.ScopeLogsWrite))
 		return
 	}
 	store := rs.exportStore
@@ -98,12 +99,12 @@ func (rs *Routes) serveLogExports(w http.ResponseWriter, r *http.Request, action
 			case r.Method == http.MethodPut:
 				err = rs.updateLogExport(w, r, store, id, e)
 			default:
-				writeJSON(w, http.StatusOK, wireLogExport(e))
+				httpapi.WriteJSON(w, http.StatusOK, wireLogExport(e))
 			}
 		}
 	}
 	if err != nil {
-		rs.controlPlaneError(w, r, "log export store", err)
+		control.Fail(w, r, rs.errLog, "log export store", err)
 	}
 }
 
@@ -152,7 +153,7 @@ func exportWorkspace(id gateway.Identity, named string) (string, error) {
 		return named, nil
 	}
 	if named != "" && named != id.WorkspaceID {
-		return "", otherWorkspace()
+		return "", control.OtherWorkspace()
 	}
 	if id.WorkspaceID == "" {
 		return exportNoWorkspace, nil
@@ -169,13 +170,13 @@ func (rs *Routes) lookupLogExport(ctx context.Context, store ExportStore, id gat
 	}
 	e, err := store.LogExport(ctx, ws, eid)
 	if err != nil {
-		return nil, notFoundAs(err, "log export "+quoteShort(eid)+" not found")
+		return nil, notFoundAs(err, "log export "+control.Quote(eid)+" not found")
 	}
 	return rs.settleLogExport(ctx, store, e)
 }
 
 func logExportNotFound(eid string) *gateway.Error {
-	return &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound, Message: "log export " + quoteShort(eid) + " not found"}
+	return &gateway.Error{Status: http.StatusNotFound, Type: gateway.TypeNotFound, Code: gateway.CodeNotFound, Message: "log export " + control.Quote(eid) + " not found"}
 }
 
 // settleLogExport returns e, marked failed first when it is in progress
@@ -193,7 +194,7 @@ func (rs *Routes) settleLogExport(ctx context.Context, store ExportStore, e *Exp
 	case errors.Is(err, gateway.ErrConflict):
 		return store.LogExport(ctx, e.WorkspaceID, e.ID) // the job moved, or another request settled it
 	default:
-		return nil, notFoundAs(err, "log export "+quoteShort(e.ID)+" not found")
+		return nil, notFoundAs(err, "log export "+control.Quote(e.ID)+" not found")
 	}
 }
 
@@ -222,13 +223,13 @@ func (b *logExportBody) check(ws string, fieldsRequired bool) (json.RawMessage, 
 
 func (rs *Routes) createLogExport(w http.ResponseWriter, r *http.Request, store ExportStore, id gateway.Identity) error {
 	var b logExportBody
-	if err := rs.decodeBody(w, r, &b); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	named := ""
 	if b.WorkspaceID != nil {
 		if *b.WorkspaceID == "" {
-			return policyInvalid("workspace_id", "workspace_id must not be empty")
+			return control.Invalid("workspace_id", "workspace_id must not be empty")
 		}
 		named = *b.WorkspaceID
 	}
@@ -254,7 +255,7 @@ func (rs *Routes) createLogExport(w http.ResponseWriter, r *http.Request, store 
 	if err := store.CreateLogExport(r.Context(), e); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, exportTotal{e.ID, total, logExportObject})
+	httpapi.WriteJSON(w, http.StatusOK, exportTotal{e.ID, total, logExportObject})
 	return nil
 }
 
@@ -274,14 +275,15 @@ type exportTask struct {
 func (rs *Routes) listLogExports(w http.ResponseWriter, r *http.Request, store ExportStore, id gateway.Identity) error {
 	q := r.URL.Query()
 	named, err := httpapi.WorkspaceParam(q)
-	err = apiError(err)
+	err = control.Translate(err)
 	if err != nil {
 		return err
 	}
-	size, page, err := pageParams(q)
+	pg, err := control.Page(q)
 	if err != nil {
 		return err
 	}
+	size, page := pg.Size, pg.Number
 	ws, err := exportWorkspace(id, named)
 	if err != nil {
 		return err
@@ -299,7 +301,7 @@ func (rs *Routes) listLogExports(w http.ResponseWriter, r *http.Request, store E
 		}
 		return wireLogExport(s)
 	}, httpapi.Page{Size: size, Number: page})
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Object string          `json:"object"`
 		Total  int             `json:"total"`
 		Data   []logExportWire `json:"data"`
@@ -309,7 +311,7 @@ func (rs *Routes) listLogExports(w http.ResponseWriter, r *http.Request, store E
 
 func (rs *Routes) updateLogExport(w http.ResponseWriter, r *http.Request, store ExportStore, id gateway.Identity, e *Export) error {
 	var b logExportBody
-	if err := rs.decodeBody(w, r, &b); err != nil {
+	if err := control.Decode(r, &b, false); err != nil {
 		return err
 	}
 	if b.WorkspaceID != nil {
@@ -317,7 +319,7 @@ func (rs *Routes) updateLogExport(w http.ResponseWriter, r *http.Request, store 
 			return err
 		}
 		if *b.WorkspaceID != e.WorkspaceID {
-			return policyInvalid("workspace_id", "an export stays in the workspace it was created in")
+			return control.Invalid("workspace_id", "an export stays in the workspace it was created in")
 		}
 	}
 	if e.Status != ExportDraft {
@@ -340,16 +342,16 @@ func (rs *Routes) updateLogExport(w http.ResponseWriter, r *http.Request, store 
 		if errors.Is(err, gateway.ErrConflict) {
 			return exportStateConflict(e, "it changed while being updated; read it again")
 		}
-		return notFoundAs(err, "log export "+quoteShort(e.ID)+" not found")
+		return notFoundAs(err, "log export "+control.Quote(e.ID)+" not found")
 	}
-	writeJSON(w, http.StatusOK, exportTotal{e.ID, total, logExportObject})
+	httpapi.WriteJSON(w, http.StatusOK, exportTotal{e.ID, total, logExportObject})
 	return nil
 }
 
 // exportStateConflict is the 409 of a request export e's status refuses.
 func exportStateConflict(e *Export, why string) *gateway.Error {
 	return &gateway.Error{Status: http.StatusConflict, Type: gateway.TypeInvalidRequest, Code: gateway.CodeConflict, Param: "status",
-		Message: "log export " + quoteShort(e.ID) + " is " + string(e.Status) + ": " + why}
+		Message: "log export " + control.Quote(e.ID) + " is " + string(e.Status) + ": " + why}
 }
 
 func (rs *Routes) startLogExport(w http.ResponseWriter, r *http.Request, store ExportStore, e *Export) error {
@@ -367,7 +369,7 @@ func (rs *Routes) startLogExport(w http.ResponseWriter, r *http.Request, store E
 		if errors.Is(err, gateway.ErrConflict) {
 			return exportStateConflict(e, "it changed while being started (started or cancelled by another request); read it again")
 		}
-		return notFoundAs(err, "log export "+quoteShort(e.ID)+" not found")
+		return notFoundAs(err, "log export "+control.Quote(e.ID)+" not found")
 	}
 	logs := rs.logs
 	if !rs.exports.start(next.ID, func(ctx context.Context) { rs.runExport(ctx, store, logs, next, started) }) {
@@ -375,7 +377,7 @@ func (rs *Routes) startLogExport(w http.ResponseWriter, r *http.Request, store E
 		return &gateway.Error{Status: http.StatusServiceUnavailable, Type: gateway.TypeGateway, Code: "shutting_down",
 			Message: "the gateway is shutting down: the export was not started"}
 	}
-	writeJSON(w, http.StatusOK, exportTask{"export started", logExportObject})
+	httpapi.WriteJSON(w, http.StatusOK, exportTask{"export started", logExportObject})
 	return nil
 }
 
@@ -396,11 +398,11 @@ func (rs *Routes) cancelLogExport(w http.ResponseWriter, r *http.Request, store 
 		err := store.UpdateLogExport(r.Context(), e, next, nil)
 		if err == nil {
 			rs.exports.cancel(e.ID)
-			writeJSON(w, http.StatusOK, exportTask{"export stopped", logExportObject})
+			httpapi.WriteJSON(w, http.StatusOK, exportTask{"export stopped", logExportObject})
 			return nil
 		}
 		if !errors.Is(err, gateway.ErrConflict) {
-			return notFoundAs(err, "log export "+quoteShort(e.ID)+" not found")
+			return notFoundAs(err, "log export "+control.Quote(e.ID)+" not found")
 		}
 		// The job's heartbeat moved it meanwhile: read it again.
 		if e, err = store.LogExport(r.Context(), e.WorkspaceID, e.ID); err != nil {
@@ -417,7 +419,7 @@ func (rs *Routes) downloadLogExport(w http.ResponseWriter, r *http.Request, e *E
 	// The host is the operator's (Options.PublicURL), never the
 	// request's Host or X-Forwarded-* headers, which the caller chooses.
 	w.Header().Set("Cache-Control", "no-store") // the URL is a credential
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		SignedURL string `json:"signed_url"`
 	}{rs.signedExportURL(e.ID)})
 	return nil
@@ -429,7 +431,7 @@ func (rs *Routes) logExportContent(w http.ResponseWriter, r *http.Request, store
 	}
 	content, err := store.LogExportContent(r.Context(), e.WorkspaceID, e.ID)
 	if err != nil {
-		return notFoundAs(err, "log export "+quoteShort(e.ID)+" has no records stored")
+		return notFoundAs(err, "log export "+control.Quote(e.ID)+" has no records stored")
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(content))
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // signedURLTTL is how long a log export's signed_url stays valid.
@@ -95,7 +97,7 @@ func (rs *Routes) serveSignedExport(w http.ResponseWriter, r *http.Request) (wor
 	}
 	r.Header.Del(gateway.HeaderAPIKey)
 	if r.Method != http.MethodGet {
-		methodNotAllowed(w, r, http.MethodGet)
+		control.WriteError(w, r, httpapi.Only(r, http.MethodGet))
 		return "", true
 	}
 	if err := rs.checkExportSignature(r.URL.Query(), eid); err != nil {
@@ -116,7 +118,7 @@ func (rs *Routes) serveSignedExport(w http.ResponseWriter, r *http.Request) (wor
 		err = rs.logExportContent(w, r, store, e)
 	}
 	if err != nil {
-		rs.controlPlaneError(w, r, "log export store", notFoundAs(err, "log export "+quoteShort(eid)+" not found"))
+		control.Fail(w, r, rs.errLog, "log export store", notFoundAs(err, "log export "+control.Quote(eid)+" not found"))
 	}
 	return workspace, true
 }

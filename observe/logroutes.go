@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
+	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
 // logWire is a request log as GET /logs and GET /logs/{id} answer it: the
@@ -92,7 +94,7 @@ func (rs *Routes) serveLogs(w http.ResponseWriter, r *http.Request) {
 	if logID == "" {
 		allow = append(allow, http.MethodPost)
 	}
-	if !allowOnly(w, r, allow...) {
+	if !control.Allow(w, r, allow...) {
 		return
 	}
 	scope := gateway.ScopeLogsRead
@@ -100,7 +102,7 @@ func (rs *Routes) serveLogs(w http.ResponseWriter, r *http.Request) {
 		scope = gateway.ScopeLogsWrite
 	}
 	if !id.Can(scope) {
-		gateway.WriteError(w, r, missingScope(scope))
+		gateway.WriteError(w, r, control.MissingScope(scope))
 		return
 	}
 	store := rs.logs
@@ -121,12 +123,12 @@ func (rs *Routes) serveLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		rec, err := store.Log(r.Context(), ws, logID)
 		if err != nil {
-			rs.controlPlaneError(w, r, "log store", notFoundAs(err, "log "+quoteShort(logID)+" not found"))
+			control.Fail(w, r, rs.errLog, "log store", notFoundAs(err, "log "+control.Quote(logID)+" not found"))
 			return
 		}
 		wl := wireLog(rec)
 		wl.Request, wl.Response = wireBodies(rec)
-		writeJSON(w, http.StatusOK, wl)
+		httpapi.WriteJSON(w, http.StatusOK, wl)
 	default:
 		rs.listLogs(w, r, store, id)
 	}
@@ -139,14 +141,14 @@ func (rs *Routes) listLogs(w http.ResponseWriter, r *http.Request, store Store, 
 		gateway.WriteError(w, r, err)
 		return
 	}
-	size, _, err := pageParams(v) // pages are cursors (after), not numbers: current_page is only checked
+	pg, err := control.Page(v) // pages are cursors (after), not numbers: current_page is only checked
 	if err != nil {
 		gateway.WriteError(w, r, err)
 		return
 	}
 	if s, ok := v["after"]; ok {
 		if len(s) != 1 || s[0] == "" || len(s[0]) > 128 {
-			gateway.WriteError(w, r, policyInvalid("after", "after must be the last_id of the previous page"))
+			gateway.WriteError(w, r, control.Invalid("after", "after must be the last_id of the previous page"))
 			return
 		}
 		q.After = s[0]
@@ -154,14 +156,14 @@ func (rs *Routes) listLogs(w http.ResponseWriter, r *http.Request, store Store, 
 	data := []logWire{}
 	more := false
 	if q.WorkspaceID != "\x00" {
-		q.Limit = size + 1 // one more tells whether another page follows
+		q.Limit = pg.Size + 1 // one more tells whether another page follows
 		recs, err := store.Logs(r.Context(), q)
 		if err != nil {
-			rs.fail(w, r, "log store", err)
+			control.Fail(w, r, rs.errLog, "log store", err)
 			return
 		}
-		if more = len(recs) > size; more {
-			recs = recs[:size]
+		if more = len(recs) > pg.Size; more {
+			recs = recs[:pg.Size]
 		}
 		for i := range recs {
 			data = append(data, wireLog(&recs[i]))
@@ -171,7 +173,7 @@ func (rs *Routes) listLogs(w http.ResponseWriter, r *http.Request, store Store, 
 	if len(data) > 0 {
 		last = data[len(data)-1].ID
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpapi.WriteJSON(w, http.StatusOK, struct {
 		Object  string    `json:"object"`
 		Data    []logWire `json:"data"`
 		HasMore bool      `json:"has_more"`
@@ -201,7 +203,7 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 	q := &Query{}
 	for _, name := range []string{"weighted_feedback_min", "weighted_feedback_max"} {
 		if _, ok := v[name]; ok {
-			return nil, policyInvalid(name, name+" is a filter of the analytics routes only: request logs carry no feedback")
+			return nil, control.Invalid(name, name+" is a filter of the analytics routes only: request logs carry no feedback")
 		}
 	}
 	one := func(name string) (string, bool, error) {
@@ -210,7 +212,7 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 			return "", false, nil
 		}
 		if len(vs) != 1 || vs[0] == "" {
-			return "", false, policyInvalid(name, name+" must be given once, not empty")
+			return "", false, control.Invalid(name, name+" must be given once, not empty")
 		}
 		return vs[0], true, nil
 	}
@@ -222,7 +224,7 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 		var out []string
 		for _, p := range strings.Split(s, ",") {
 			if p = strings.TrimSpace(p); p == "" || len(p) > 256 {
-				return nil, policyInvalid(name, name+" must be a comma-separated list of non-empty values")
+				return nil, control.Invalid(name, name+" must be a comma-separated list of non-empty values")
 			}
 			out = append(out, p)
 		}
@@ -239,12 +241,12 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 		}
 		if ok {
 			if *f.dst, err = time.Parse(time.RFC3339Nano, s); err != nil {
-				return nil, policyInvalid(f.name, f.name+" must be an ISO 8601 date-time with an offset, e.g. 2026-02-23T14:20:31+05:30")
+				return nil, control.Invalid(f.name, f.name+" must be an ISO 8601 date-time with an offset, e.g. 2026-02-23T14:20:31+05:30")
 			}
 		}
 	}
 	if !q.Start.IsZero() && !q.End.IsZero() && q.End.Before(q.Start) {
-		return nil, policyInvalid("time_of_generation_max", "time_of_generation_max must not be before time_of_generation_min")
+		return nil, control.Invalid("time_of_generation_max", "time_of_generation_max must not be before time_of_generation_min")
 	}
 	codes, err := list("status_code")
 	if err != nil {
@@ -253,7 +255,7 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 	for _, c := range codes {
 		n, err := strconv.Atoi(c)
 		if err != nil || n < 100 || n > 599 {
-			return nil, policyInvalid("status_code", "status_code must be comma-separated HTTP status codes (100–599), not "+quoteShort(c))
+			return nil, control.Invalid("status_code", "status_code must be comma-separated HTTP status codes (100–599), not "+control.Quote(c))
 		}
 		q.StatusCodes = append(q.StatusCodes, n)
 	}
@@ -264,7 +266,7 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 	for _, m := range models {
 		p, model, ok := strings.Cut(m, "__")
 		if !ok || p == "" || model == "" {
-			return nil, policyInvalid("ai_org_model", "ai_org_model must be comma-separated provider__model pairs, not "+quoteShort(m))
+			return nil, control.Invalid("ai_org_model", "ai_org_model must be comma-separated provider__model pairs, not "+control.Quote(m))
 		}
 		q.Models = append(q.Models, ProviderModel{p, model})
 	}
@@ -280,7 +282,7 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 		return nil, err
 	} else if ok {
 		if err := json.Unmarshal([]byte(s), &q.Metadata); err != nil || q.Metadata == nil {
-			return nil, policyInvalid("metadata", `metadata must be a JSON object of strings, e.g. {"team":"search"}`)
+			return nil, control.Invalid("metadata", `metadata must be a JSON object of strings, e.g. {"team":"search"}`)
 		}
 	}
 	for _, f := range []struct {
@@ -297,7 +299,7 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 			}
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n < 0 {
-				return nil, policyInvalid(f.name+side, f.name+side+" must be an integer ≥ 0")
+				return nil, control.Invalid(f.name+side, f.name+side+" must be an integer ≥ 0")
 			}
 			if side == "_min" {
 				f.dst.Min, f.dst.HasMin = n, true
@@ -306,7 +308,7 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 			}
 		}
 		if f.dst.HasMin && f.dst.HasMax && f.dst.Min > f.dst.Max {
-			return nil, policyInvalid(f.name+"_max", f.name+"_max must not be below "+f.name+"_min")
+			return nil, control.Invalid(f.name+"_max", f.name+"_max must not be below "+f.name+"_min")
 		}
 	}
 	for _, side := range []string{"cost_min", "cost_max"} {
@@ -319,7 +321,7 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 		}
 		cents, err := strconv.ParseFloat(s, 64)
 		if err != nil || cents < 0 || math.IsInf(cents, 0) || math.IsNaN(cents) {
-			return nil, policyInvalid(side, side+" must be a number of cents ≥ 0")
+			return nil, control.Invalid(side, side+" must be a number of cents ≥ 0")
 		}
 		if side == "cost_min" {
 			q.Cost.Min, q.Cost.HasMin = cents/100, true
@@ -328,7 +330,7 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 		}
 	}
 	if q.Cost.HasMin && q.Cost.HasMax && q.Cost.Min > q.Cost.Max {
-		return nil, policyInvalid("cost_max", "cost_max must not be below cost_min")
+		return nil, control.Invalid("cost_max", "cost_max must not be below cost_min")
 	}
 	for _, name := range []string{"span_id", "prompt_slug"} {
 		if _, ok, err := one(name); err != nil {
@@ -343,7 +345,7 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 	}
 	if id.Type != gateway.KeyOrganisation {
 		if ws != "" && ws != id.WorkspaceID {
-			return nil, otherWorkspace()
+			return nil, control.OtherWorkspace()
 		}
 		ws = id.WorkspaceID
 		if ws == "" {

@@ -15,7 +15,7 @@ import (
 	"github.com/modelgateway/gateway/observe"
 )
 
-// newLogsEnv is the core harness with Options.Logs on its MemoryStore,
+// newLogsEnv is the core harness with Options.Logs on its memstore.Store,
 // a second workspace's admin, member and virtual key, and an organisation
 // key.
 func newLogsEnv(t *testing.T) *coreEnv {

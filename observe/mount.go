@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/uuid"
 )
 
@@ -50,10 +51,6 @@ type Options struct {
 	// itself). Nil means a random key per process.
 	URLSigningKey []byte
 
-	// MaxBodyBytes caps the bodies of POST /logs, /feedback and
-	// /logs/exports. Zero means 32 MiB, as the gateway's own.
-	MaxBodyBytes int64
-
 	// ErrorLog receives the stores' failures. Nil means slog.Default().
 	ErrorLog *slog.Logger
 
@@ -73,7 +70,6 @@ type Routes struct {
 	auditor     *Auditor
 	publicURL   string
 	signingKey  []byte
-	maxBody     int64
 	errLog      *slog.Logger
 	now         func() time.Time
 	ids         uuid.V7      // custom logs' ids
@@ -94,17 +90,14 @@ type Routes struct {
 // the stores' own Close.
 func Mount(g *gateway.Gateway, o Options) *Routes {
 	rs := &Routes{gw: g, logs: o.Logs, feedback: o.Feedback, exportStore: o.Exports, auditor: o.Audit,
-		publicURL: o.PublicURL, signingKey: o.URLSigningKey, maxBody: o.MaxBodyBytes, errLog: o.ErrorLog, now: o.Now}
+		publicURL: o.PublicURL, signingKey: o.URLSigningKey, errLog: o.ErrorLog, now: o.Now}
 	if o.Audit != nil {
 		rs.audit = o.Audit.Store
-	}
-	if rs.maxBody <= 0 {
-		rs.maxBody = 32 << 20
 	}
 	if rs.errLog == nil {
 		rs.errLog = slog.Default()
 	}
-	none := http.HandlerFunc(notFound)
+	none := http.HandlerFunc(control.NoRoute)
 	g.Handle("/audit-logs", http.HandlerFunc(rs.serveAuditLogs))
 	// Reads of the logs, and custom logs, are not audited writes of
 	// configuration.

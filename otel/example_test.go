@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 	gwotel "github.com/modelgateway/gateway/otel"
 )
 
@@ -34,7 +35,7 @@ func Example() {
 	}))
 	defer provider.Close()
 
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "key-1", Digest: gateway.HashAPIKey("gw-key"), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "openai", Provider: "openai", APIKey: "sk-...", BaseURL: provider.URL + "/v1", WorkspaceID: "ws-1"})
 	gw := gateway.New(gateway.Options{Keys: store, VirtualKeys: store,

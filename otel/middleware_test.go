@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 	gwotel "github.com/modelgateway/gateway/otel"
 )
 
@@ -79,7 +80,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{up: newUpstream(t), spans: tracetest.NewSpanRecorder(), logs: &gateway.LogBuffer{}, served: make(chan struct{}, 1)}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(e.spans))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "key-1", Digest: gateway.HashAPIKey(testKey), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "openai", Provider: "openai", APIKey: "sk-test", BaseURL: e.up.URL + "/v1", WorkspaceID: "ws-1"})
 	e.gw = gateway.New(gateway.Options{Keys: store, VirtualKeys: store, LogSink: e.logs,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/memstore"
 	gwprom "github.com/modelgateway/gateway/prometheus"
 )
 
@@ -16,7 +17,7 @@ import (
 // with the gateway's own 412 budget_exhausted is counted once.
 func TestCollectorCountsBudgetExhausted(t *testing.T) {
 	up := newUpstream(t)
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	const budgetKey = "gw-budget-key"
 	store.AddAPIKey(gateway.APIKey{ID: "key-budget", Digest: gateway.HashAPIKey(budgetKey), WorkspaceID: "ws-1",
 		UsageLimits: []byte(`{"type":"tokens","credit_limit":15}`)}) // 10 tokens per answer: the 3rd request is refused

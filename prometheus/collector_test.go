@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 	gwprom "github.com/modelgateway/gateway/prometheus"
 )
 
@@ -67,7 +68,7 @@ type env struct {
 func newEnv(t *testing.T, opts gwprom.Options) *env {
 	t.Helper()
 	up := newUpstream(t)
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "key-member", Digest: gateway.HashAPIKey(memberKey), WorkspaceID: "ws-1"})
 	store.AddAPIKey(gateway.APIKey{ID: "key-limited", Digest: gateway.HashAPIKey(limitedKey), WorkspaceID: "ws-2"})
 	for _, ws := range []string{"ws-1", "ws-2"} {
@@ -396,7 +397,7 @@ func (s *blockingSink) Log(*gateway.RequestLog) {
 func TestDroppedLogs(t *testing.T) {
 	sink := &blockingSink{entered: make(chan struct{}), release: make(chan struct{})}
 	col := gwprom.NewCollector(gwprom.Options{Next: sink})
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "key-member", Digest: gateway.HashAPIKey(memberKey), WorkspaceID: "ws-1"})
 	gw := gateway.New(gateway.Options{Keys: store, LogSink: col, LogQueueSize: 1})
 	defer gw.Close()
@@ -467,7 +468,7 @@ func TestBreakers(t *testing.T) {
 		w.WriteHeader(http.StatusBadGateway)
 	}))
 	defer up.Close()
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "key-member", Digest: gateway.HashAPIKey(memberKey), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "down", Provider: "openai", APIKey: "sk-test", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
 	col := gwprom.NewCollector(gwprom.Options{})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 	gwredis "github.com/modelgateway/gateway/redis"
 )
 
@@ -42,7 +43,7 @@ func newFailingUp(t *testing.T, status int) *failingUp {
 // "secondary" and breakers in Redis.
 func breakerReplica(t *testing.T, b gateway.Breakers, primary, secondary string) *httptest.Server {
 	t.Helper()
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "key-1", Digest: gateway.HashAPIKey(testKey), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "primary", Provider: "openai", APIKey: "sk-1", BaseURL: primary + "/v1", WorkspaceID: "ws-1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "secondary", Provider: "openai", APIKey: "sk-2", BaseURL: secondary + "/v1", WorkspaceID: "ws-1"})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/memstore"
 	gwredis "github.com/modelgateway/gateway/redis"
 )
 
@@ -102,7 +103,7 @@ func TestBudgetConcurrentGateways(t *testing.T) {
 		io.WriteString(w, `{"model":"gpt-4o","usage":{"prompt_tokens":20,"completion_tokens":30,"total_tokens":50}}`)
 	}))
 	defer up.Close()
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "k", Digest: gateway.HashAPIKey("gw-budget"), WorkspaceID: "ws-1", Role: gateway.RoleMember,
 		UsageLimits: []byte(`{"type":"tokens","credit_limit":1000,"periodic_reset":"monthly"}`)})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "vk", Provider: "openai", APIKey: "sk", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})

@@ -7,6 +7,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 	gwredis "github.com/modelgateway/gateway/redis"
 )
 
@@ -24,7 +25,7 @@ func Example() {
 	})
 	defer client.Close()
 
-	store := &gateway.MemoryStore{} // in production, a store every replica shares
+	store := memstore.New() // in production, a store every replica shares
 	gw := gateway.New(gateway.Options{
 		Keys:        store,
 		VirtualKeys: store,

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 	gwredis "github.com/modelgateway/gateway/redis"
 )
 
@@ -56,7 +57,7 @@ type replica struct {
 // API key, a virtual key "openai" on up, and opts for the rest.
 func newReplica(t *testing.T, up *upstream, opts gateway.Options) *replica {
 	t.Helper()
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	store.AddAPIKey(gateway.APIKey{ID: "key-1", Digest: gateway.HashAPIKey(testKey), WorkspaceID: "ws-1"})
 	store.AddVirtualKey(gateway.VirtualKey{Slug: "openai", Provider: "openai", APIKey: "sk-test", BaseURL: up.URL + "/v1", WorkspaceID: "ws-1"})
 	if err := store.PutPolicy(context.Background(), &gateway.RateLimitsPolicy{

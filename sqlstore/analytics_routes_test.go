@@ -53,10 +53,10 @@ func analyticsGateway(t *testing.T, s stores) *httptest.Server {
 }
 
 // TestAnalyticsRoutesOnEveryStore sends traffic through a gateway over a
-// MemoryStore, SQLite and Postgres (models, statuses, retries, cache hits,
+// memstore.Store, SQLite and Postgres (models, statuses, retries, cache hits,
 // users, teams, traces, feedback), adds records spread over three days,
 // and holds every analytics route, under several filters, to the answer
-// of a gateway over a MemoryStore given the same records and feedback
+// of a gateway over a memstore.Store given the same records and feedback
 // (whose routes the gateway package holds to GET /logs).
 func TestAnalyticsRoutesOnEveryStore(t *testing.T) {
 	var mu sync.Mutex
@@ -144,7 +144,7 @@ func TestAnalyticsRoutesOnEveryStore(t *testing.T) {
 		if err := logs.AddLogs(ctx, spread); err != nil {
 			t.Fatal(err)
 		}
-		// The reference: a MemoryStore with the same records and feedback.
+		// The reference: a memstore.Store with the same records and feedback.
 		recs, err := logs.Logs(ctx, &observe.Query{})
 		if err != nil {
 			t.Fatal(err)

@@ -114,7 +114,7 @@ func aggregations(end time.Time) []*observe.Aggregation {
 }
 
 // TestAggregateMatchesMemoryStore holds SQLite's and Postgres's
-// AggregateLogs to observe.AggregateRecords (MemoryStore's) over the same
+// AggregateLogs to observe.AggregateRecords (memstore.Store's) over the same
 // records and feedback: every grouping, measure and filter, to the count
 // (float sums to rounding).
 func TestAggregateMatchesMemoryStore(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
-// TestAPIKeyStore mirrors gateway's TestMemoryStoreAPIKeys: ids and
+// TestAPIKeyStore mirrors memstore.s TestAPIKeys: ids and
 // digests (current or previous) are unique; lists are by workspace,
 // oldest first; a rotated key is found by both digests until its
 // transition ends; an update from a stale read is refused.

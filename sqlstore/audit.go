@@ -7,18 +7,18 @@ import (
 	"strconv"
 	"strings"
 
-	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 )
 
-var _ gateway.AuditStore = (*Store)(nil)
+var _ observe.AuditStore = (*Store)(nil)
 
 // auditColumns are the columns of an audit record, in the order
 // AddAuditRecord writes and AuditRecords reads them.
 const auditColumns = `time, request_id, key_id, workspace_id, method, uri, action, resource_type, resource_id, status, client_ip, detail`
 
-// AddAuditRecord implements gateway.AuditStore: it appends rec, its time
+// AddAuditRecord implements observe.AuditStore: it appends rec, its time
 // kept to the microsecond. Records are kept until the host deletes them.
-func (s *Store) AddAuditRecord(ctx context.Context, rec *gateway.AuditRecord) error {
+func (s *Store) AddAuditRecord(ctx context.Context, rec *observe.AuditRecord) error {
 	_, err := s.db.ExecContext(ctx, s.dialect.rebind(`INSERT INTO audit_logs (`+auditColumns+`)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`),
 		dbTime(rec.Time), rec.RequestID, rec.KeyID, rec.WorkspaceID, rec.Method, rec.URI, rec.Action, rec.ResourceType,
@@ -29,9 +29,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`),
 	return nil
 }
 
-// AuditRecords implements gateway.AuditStore: the page of records q
+// AuditRecords implements observe.AuditStore: the page of records q
 // selects, newest first, and how many it selects in all, in one read.
-func (s *Store) AuditRecords(ctx context.Context, q gateway.AuditQuery) ([]gateway.AuditRecord, int, error) {
+func (s *Store) AuditRecords(ctx context.Context, q observe.AuditQuery) ([]observe.AuditRecord, int, error) {
 	var (
 		conds []string
 		args  []any
@@ -89,10 +89,10 @@ func (s *Store) AuditRecords(ctx context.Context, q gateway.AuditQuery) ([]gatew
 		return nil, 0, fmt.Errorf("sqlstore: reading audit records: %w", err)
 	}
 	defer rows.Close()
-	var out []gateway.AuditRecord
+	var out []observe.AuditRecord
 	for rows.Next() {
 		var (
-			r gateway.AuditRecord
+			r observe.AuditRecord
 			t sql.NullTime
 		)
 		if err := rows.Scan(&t, &r.RequestID, &r.KeyID, &r.WorkspaceID, &r.Method, &r.URI, &r.Action, &r.ResourceType,

@@ -12,7 +12,7 @@ import (
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
-// lookupFixture fills a Store (SQLite) and a MemoryStore with the same n
+// lookupFixture fills a Store (SQLite) and a memstore.Store with the same n
 // keys, virtual keys, configs and policies, in one Load each.
 func lookupFixture(tb testing.TB, n int) (*sqlstore.Store, *memstore.Store) {
 	tb.Helper()
@@ -74,7 +74,7 @@ func TestLookupsDoNotAllocate(t *testing.T) {
 }
 
 // BenchmarkLookup compares the per-request lookups of a Store holding
-// 10,000 of each record with a MemoryStore holding the same.
+// 10,000 of each record with a memstore.Store holding the same.
 func BenchmarkLookup(b *testing.B) {
 	s, m := lookupFixture(b, 10000)
 	ctx := context.Background()

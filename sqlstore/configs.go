@@ -17,7 +17,7 @@ var _ admin.ConfigStore = (*Store)(nil)
 // Config implements gateway.ConfigStore from the snapshot: the config of
 // no workspace with that id or, when there is none, the one of the
 // workspace whose id sorts first (the gateway then refuses it to callers
-// of other workspaces), as gateway.MemoryStore answers. The record is
+// of other workspaces), as memstore.Store answers. The record is
 // shared by every caller and must not be modified.
 func (s *Store) Config(_ context.Context, id string) (*gateway.SavedConfig, error) {
 	if c, ok := s.snap.Load().configs[id]; ok {
@@ -28,7 +28,7 @@ func (s *Store) Config(_ context.Context, id string) (*gateway.SavedConfig, erro
 
 // PutConfig creates or replaces the saved config c.ID of workspace
 // c.WorkspaceID with a copy of c, which becomes its only version; a
-// Version of 0 is stored as 1, as gateway.MemoryStore.AddConfig does. The
+// Version of 0 is stored as 1, as memstore.Store.AddConfig does. The
 // whole config JSON, which may hold provider credentials, is sealed under
 // the master key (ErrMasterKeyRequired without one); times are kept to
 // the microsecond. c.Config must be valid JSON; the caller validates it

@@ -29,7 +29,7 @@ type stores interface {
 	admin.ConfigStore
 	admin.PolicyStore
 	admin.WorkspaceStore
-	gateway.AuditStore
+	observe.AuditStore
 }
 
 var (
@@ -53,7 +53,7 @@ const (
 	cpSecret2   = "sk-cp-secret-0002"
 )
 
-// eachStore runs f against a gateway.MemoryStore and, as eachBackend
+// eachStore runs f against a memstore.Store and, as eachBackend
 // does, a SQLite and a Postgres Store: one table of cases holds the
 // durable stores to the in-memory one's answers.
 func eachStore(t *testing.T, f func(t *testing.T, s stores)) {
@@ -89,7 +89,7 @@ func newCPEnv(t *testing.T, s stores) *cpEnv {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]string{"auth": r.Header.Get("Authorization")})
 	}))
-	g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Workspaces: s, Audit: s,
+	g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s,
 		LogSink: &gateway.LogBuffer{}, CustomHostAllow: []string{"127.0.0.1"}})
 	mountAdmin(g, s)
 	observe.Mount(g, observe.Options{Audit: &observe.Auditor{Store: s}})
@@ -357,7 +357,7 @@ func TestTwoGatewaysOnePostgres(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s, Workspaces: s, Audit: s,
+		g := gateway.New(gateway.Options{Keys: s, VirtualKeys: s, Configs: s, Policies: s,
 			LogSink: &gateway.LogBuffer{}, CustomHostAllow: []string{"127.0.0.1"}})
 		mountAdmin(g, s)
 		observe.Mount(g, observe.Options{Audit: &observe.Auditor{Store: s}})

@@ -55,7 +55,7 @@ func openDB(dsn string) (*sql.DB, dialect, error) {
 	case path == "":
 		return nil, 0, errors.New("sqlstore: empty database name: want a file path, sqlite:PATH or postgres://…")
 	case path == ":memory:" || strings.HasPrefix(path, "file:"):
-		return nil, 0, errors.New("sqlstore: " + path + " is not a database file path: want a file path, sqlite:PATH or postgres://… (gateway.MemoryStore keeps state in memory)")
+		return nil, 0, errors.New("sqlstore: " + path + " is not a database file path: want a file path, sqlite:PATH or postgres://… (memstore.Store keeps state in memory)")
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

@@ -6,10 +6,12 @@
 // gateway.KeyStore, admin.KeyStore, gateway.VirtualKeyStore,
 // admin.VirtualKeyStore, gateway.ConfigStore, admin.ConfigStore,
 // gateway.PolicyStore, admin.PolicyCompareAndSwapper,
-// admin.WorkspaceStore, gateway.AuditStore, observe.Store (with
+// admin.WorkspaceStore, observe.AuditStore, observe.Store (with
 // observe.Aggregator), observe.FeedbackStore, observe.ExportStore,
 // budget.Store and budget.Counter; pass it as each of
-// those in gateway.Options.
+// those in gateway.Options. It is also the prompt product's prompt.Store
+// (prompts, partials, labels, collections and their versions), which is
+// read from the database on every use rather than from the snapshot.
 //
 // Load applies a store file (admin.Decode) as
 // admin.Apply does, checked by the same rules: each entry it
@@ -17,7 +19,7 @@
 // one transaction. PutAPIKey, PutVirtualKey, PutConfig and PutPolicy
 // create or replace one record, and the Delete methods remove one; a
 // virtual key's slug and a config's id are unique within a workspace, as
-// in gateway.MemoryStore. The control plane's writes (CreateAPIKey,
+// in memstore.Store. The control plane's writes (CreateAPIKey,
 // UpdateVirtualKey, UpdateConfig, UpdateWorkspace…) are compare-and-swaps
 // against the database, atomic across replicas.
 //
@@ -58,7 +60,7 @@
 // key is a start-up error, never garbage sent to a provider. A value that
 // does not open (altered, or moved from another row) fails the load that
 // meets it, naming the record and never the value. The store keeps the
-// opened credentials in memory, as gateway.MemoryStore does. Protect the
+// opened credentials in memory, as memstore.Store does. Protect the
 // master key as you would the credentials themselves; losing it loses
 // them (keys, policies and the rest stay readable).
 //

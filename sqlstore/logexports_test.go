@@ -235,7 +235,7 @@ func listLogs(t *testing.T, base, query string, fields []string) []map[string]an
 }
 
 // TestLogExportsOnEveryStore runs export lifecycles through HTTP on a
-// MemoryStore, SQLite and Postgres: the downloaded records are those GET
+// memstore.Store, SQLite and Postgres: the downloaded records are those GET
 // /logs lists for the same filters, a finished export is not restarted,
 // and another workspace's export is 404.
 func TestLogExportsOnEveryStore(t *testing.T) {

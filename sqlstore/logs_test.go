@@ -58,7 +58,7 @@ func genLogs(n int, end time.Time, seed uint64) []*gateway.RequestLog {
 
 // TestLogStoreMatchesMemoryStore: the same records and filters give the
 // same pages, in the same order, on SQLite and Postgres as on a
-// MemoryStore, whose LogQuery.Match is the reference.
+// memstore.Store, whose LogQuery.Match is the reference.
 func TestLogStoreMatchesMemoryStore(t *testing.T) {
 	end := time.Now().UTC().Truncate(time.Second)
 	recs := genLogs(600, end, 1)

@@ -14,7 +14,7 @@ import (
 // TestRollupsCountEachRecordOnce: a batch stored again (retried after a
 // lost answer), partly or whole, and a batch naming a record twice, add
 // each record to the hourly rollups once: the rollup-served aggregation
-// of whole hours equals MemoryStore's over the same records.
+// of whole hours equals memstore.Store's over the same records.
 func TestRollupsCountEachRecordOnce(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, sqliteDSN(t), sqlstore.Options{})

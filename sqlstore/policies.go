@@ -219,7 +219,7 @@ func clonePolicy(p *gateway.RateLimitsPolicy) *gateway.RateLimitsPolicy {
 }
 
 // policyEqual reports whether a and b are the same in every field but the
-// case of their ids (gateway.MemoryStore's comparison).
+// case of their ids (memstore.Store's comparison).
 func policyEqual(a, b *gateway.RateLimitsPolicy) bool {
 	return strings.EqualFold(a.ID, b.ID) && a.Name == b.Name &&
 		slices.Equal(a.Conditions, b.Conditions) && slices.Equal(a.GroupBy, b.GroupBy) &&

@@ -62,7 +62,7 @@ var authFixture struct {
 
 // BenchmarkAuthenticate authenticates requests with one of 10,000 keys
 // created through the control plane, on a SQLite Store and on a
-// MemoryStore: the Store's cached lookup costs what the MemoryStore's
+// memstore.Store: the Store's cached lookup costs what memstore.Store's
 // does. The creation rate through the API is reported once, in the log.
 func BenchmarkAuthenticate(b *testing.B) {
 	const n = 10000

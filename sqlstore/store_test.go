@@ -283,7 +283,7 @@ func TestAPIKeyConflict(t *testing.T) {
 	})
 }
 
-// TestPolicies mirrors gateway's TestMemoryStorePolicies: ids are kept in
+// TestPolicies mirrors memstore.s TestPolicies: ids are kept in
 // lower case and found in any case; a workspace's list includes the
 // policies of no workspace; a compare-and-swap replaces only the policy as
 // read, and never one deleted meanwhile.
@@ -356,7 +356,7 @@ func TestPolicies(t *testing.T) {
 }
 
 // TestLoad: a store file creates or replaces each entry it names and
-// leaves the others alone; a file MemoryStore.Load refuses is refused
+// leaves the others alone; a file admin.Apply refuses is refused
 // with its message, and changes nothing.
 func TestLoad(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {
@@ -542,7 +542,7 @@ func TestParseMasterKey(t *testing.T) {
 
 // TestSlugsPerWorkspace: a virtual key's slug and a config's id are unique
 // within a workspace. The lookups of the data plane, which name no
-// workspace, answer as gateway.MemoryStore does: the entry of no
+// workspace, answer as memstore.Store does: the entry of no
 // workspace, else the one of the workspace whose id sorts first.
 func TestSlugsPerWorkspace(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dsn string) {

@@ -14,7 +14,7 @@ import (
 // its credentials opened: the virtual key of no workspace with that slug
 // or, when there is none, the one of the workspace whose id sorts first
 // (the gateway then refuses it to callers of other workspaces), as
-// gateway.MemoryStore answers. The record is shared by every caller and
+// memstore.Store answers. The record is shared by every caller and
 // must not be modified.
 func (s *Store) VirtualKey(_ context.Context, slug string) (*gateway.VirtualKey, error) {
 	if vk, ok := s.snap.Load().vkeys[slug]; ok {

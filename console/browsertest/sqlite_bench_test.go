@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/console"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/sqlstore"
 )
@@ -46,7 +47,7 @@ func BenchmarkPagesSQLite(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	keys := &gateway.MemoryStore{}
+	keys := memstore.New()
 	const key = "gw-console-bench-org"
 	keys.AddAPIKey(gateway.APIKey{ID: "key-org", Digest: gateway.HashAPIKey(key), Type: gateway.KeyOrganisation, Role: gateway.RoleAdmin})
 	g := gateway.New(gateway.Options{Keys: keys})

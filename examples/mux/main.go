@@ -51,6 +51,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 func main() {
@@ -83,7 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("gateway: unexpected argument %q", fs.Arg(0))
 	}
 
-	store := &gateway.MemoryStore{}
+	store := memstore.New()
 	key := os.Getenv("GATEWAY_API_KEY")
 	if key == "" {
 		key = "gw-" + rand.Text()

@@ -51,7 +51,7 @@ func (r *running) stop(t *testing.T) {
 // allScopesJSON is every scope, as the body of a key that holds them all.
 const allScopesJSON = `["completions.write", "api_keys.read", "api_keys.write", "virtual_keys.read", "virtual_keys.write",
 	"configs.read", "configs.write", "policies.read", "policies.write", "logs.read", "logs.write", "analytics.read",
-	"workspaces.read", "workspaces.write", "audit_logs.read", "guardrails.read", "guardrails.write"]`
+	"workspaces.read", "workspaces.write", "audit_logs.read", "guardrails.read", "guardrails.write", "prompts.read", "prompts.write"]`
 
 var generatedRE = regexp.MustCompile(`^gateway: generated API key (gw-[A-Za-z0-9]+) \(the organisation admin key key-default\)`)
 

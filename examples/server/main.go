@@ -25,7 +25,9 @@ import (
 	"github.com/modelgateway/gateway/bedrock"
 	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/guardrail"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
+	"github.com/modelgateway/gateway/prompt"
 )
 
 func main() {
@@ -320,15 +322,16 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // stores and shared state, with the server's extra providers, the custom
 // hosts in allow, and its logs; and the products of p: the budgets
 // (priced as opts prices the logs), the first of its admissions, and the
-// observability routes, writes audited in opts.Audit, the request logs
-// stored in p.observe.Logs; and the guardrails, when the store keeps them.
+// administration and observability routes, writes audited in p.audit,
+// the request logs stored in p.observe.Logs; and the guardrails, when the
+// store keeps them.
 func newGateway(opts gateway.Options, p products, allow []string, sink gateway.LogSink, errLog *slog.Logger) (*gateway.Gateway, *observe.Routes) {
 	opts.Providers = providers()
 	opts.CustomHostAllow = allow
 	opts.LogSink = sink
 	opts.ErrorLog = errLog
 	b := p.budget
-	b.Prices, b.ErrorLog, b.MaxBodyBytes = opts.Prices, errLog, opts.MaxBodyBytes
+	b.Prices, b.ErrorLog = opts.Prices, errLog
 	budgets := budget.New(b)
 	opts.Admissions = append([]gateway.Admission{budgets}, opts.Admissions...)
 	obs := p.observe
@@ -341,9 +344,17 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 		opts.Hooks = hooks
 	}
 	g := gateway.New(opts)
-	audit := &observe.Auditor{Store: opts.Audit, ErrorLog: errLog}
-	mountAdmin(g, opts, audit, hooks)
+	audit := &observe.Auditor{Store: p.audit, ErrorLog: errLog}
+	a := p.admin
+	a.ErrorLog, a.Audit = errLog, audit
+	if hooks != nil {
+		a.Guardrails = hooks // the guardrail ids keys, workspaces and configs name are checked when written
+	}
+	admin.Mount(g, a)
 	budgets.Mount(g, audit)
+	pr := p.prompt
+	pr.Audit, pr.ErrorLog = audit, errLog
+	prompt.Mount(g, pr)
 	if hooks != nil {
 		hooks.Auditor = audit
 		hooks.Mount(g)
@@ -351,23 +362,6 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 	obs.Audit = audit
 	obs.ErrorLog = errLog
 	return g, observe.Mount(g, obs)
-}
-
-// mountAdmin mounts the administration routes (API keys, virtual keys,
-// configs, workspaces and rate-limits policies) on g over the stores of
-// opts that keep what those routes change, each write audited by audit;
-// hooks, when not nil, checks the guardrail ids they write.
-func mountAdmin(g *gateway.Gateway, opts gateway.Options, audit *observe.Auditor, hooks *guardrail.Hooks) {
-	o := admin.Options{ErrorLog: opts.ErrorLog, Audit: audit}
-	if hooks != nil {
-		o.Guardrails = hooks
-	}
-	o.Keys, _ = opts.Keys.(admin.KeyStore)
-	o.VirtualKeys, _ = opts.VirtualKeys.(admin.VirtualKeyStore)
-	o.Configs, _ = opts.Configs.(admin.ConfigStore)
-	o.Workspaces, _ = opts.Workspaces.(admin.WorkspaceStore)
-	o.Policies, _ = opts.Policies.(admin.PolicyStore)
-	admin.Mount(g, o)
 }
 
 // closeBackend closes the store once the server has stopped, and reports
@@ -524,7 +518,7 @@ func readConfig(path string, stderr io.Writer) (*admin.File, error) {
 	}
 	// The entries are checked here, with admin.Apply's rules, so
 	// that a bad file fails before any database is opened or changed.
-	if err := admin.Apply(context.Background(), f, new(gateway.MemoryStore)); err != nil {
+	if err := admin.Apply(context.Background(), f, memstore.New()); err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
 	}
 	return f, nil

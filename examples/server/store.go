@@ -21,6 +21,7 @@ import (
 	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
+	"github.com/modelgateway/gateway/prompt"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -239,7 +240,7 @@ func (b *backend) consoleSessions() console.SessionStore {
 	return nil
 }
 
-// ping reports whether the database answers; a MemoryStore always does.
+// ping reports whether the database answers; a memstore.Store always does.
 func (b *backend) ping(ctx context.Context) error {
 	if b.db != nil {
 		return b.db.Ping(ctx)
@@ -256,21 +257,25 @@ func (b *backend) Close() error {
 }
 
 // products are the options of the products the server mounts beside the
-// data plane: the budgets, an admission of the gateway's, and the
-// observability routes.
+// data plane: the administration routes, the budgets (an admission of
+// the gateway's), the observability routes, the guardrails, the prompts,
+// and the audit log of their writes.
 type products struct {
+	admin      admin.Options
 	budget     budget.Options
 	observe    observe.Options
 	guardrails guardrail.AdminStore
+	audit      observe.AuditStore // where every product's writes are audited
+	prompt     prompt.Options
 }
 
 // setStores sets every store of o and of the products p that st
-// implements. The optional stores (Workspaces, Audit, the observability
-// stores, the budgets' Store and Counter) are found by type assertion, so
+// implements. The optional stores (the administration stores, the audit
+// log, the observability stores, the budgets' Store and Counter) are found by type assertion, so
 // that a store gains those routes as soon as it implements them. A budget
 // Counter already set (by -redis) is kept.
 func setStores(o *gateway.Options, p *products, st any) {
-	b, ob := &p.budget, &p.observe
+	a, b, ob := &p.admin, &p.budget, &p.observe
 	if s, ok := st.(gateway.KeyStore); ok {
 		o.Keys = s
 	}
@@ -283,11 +288,13 @@ func setStores(o *gateway.Options, p *products, st any) {
 	if s, ok := st.(gateway.PolicyStore); ok {
 		o.Policies = s
 	}
-	if s, ok := st.(gateway.WorkspaceLookup); ok {
-		o.Workspaces = s
-	}
-	if s, ok := st.(gateway.AuditStore); ok {
-		o.Audit = s
+	a.Keys, _ = st.(admin.KeyStore)
+	a.VirtualKeys, _ = st.(admin.VirtualKeyStore)
+	a.Configs, _ = st.(admin.ConfigStore)
+	a.Workspaces, _ = st.(admin.WorkspaceStore)
+	a.Policies, _ = st.(admin.PolicyStore)
+	if s, ok := st.(observe.AuditStore); ok {
+		p.audit = s
 	}
 	if s, ok := st.(observe.Store); ok {
 		ob.Logs = s
@@ -304,11 +311,12 @@ func setStores(o *gateway.Options, p *products, st any) {
 	if s, ok := st.(gateway.ResponseStore); ok {
 		o.Responses = s // the responses kept for previous_response_id and GET /responses/{id}
 	}
-	if s, ok := st.(gateway.AuditStore); ok {
-		b.Audit = s
-	}
+	b.Audit = p.audit
 	if s, ok := st.(budget.Store); ok {
 		b.Store = s
+	}
+	if s, ok := st.(prompt.Store); ok {
+		p.prompt.Store = s
 	}
 	if s, ok := st.(guardrail.AdminStore); ok {
 		p.guardrails = s

@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/httpapi"
-	"github.com/modelgateway/gateway/observe"
 )
 
 // PolicyKind is what the routes of policies kept by id share (rate-limits
@@ -76,7 +75,33 @@ func (k *PolicyKind[P]) Lookup(r *http.Request, id gateway.Identity, pid string)
 		return nil, err
 	}
 	if id.Type == gateway.KeyOrganisation {
-		observe.ActedIn(r, k.WS(p))
+		ActedIn(r, k.WS(p))
+	}
+	return p, nil
+}
+
+// Read serves the lookup of GET of one policy: the status query
+// parameter filters as in the list (active by default, so that an
+// archived policy is found only with status=archived), then query (the
+// kind's own parameters; nil for none) is checked, then the policy pid
+// is looked up (Lookup) and must have that status.
+func (k *PolicyKind[P]) Read(r *http.Request, id gateway.Identity, pid string, query func(q url.Values) error) (*P, error) {
+	q := r.URL.Query()
+	status, err := Enum(q, "status", gateway.PolicyActive, gateway.PolicyActive, gateway.PolicyArchived)
+	if err != nil {
+		return nil, err
+	}
+	if query != nil {
+		if err := query(q); err != nil {
+			return nil, err
+		}
+	}
+	p, err := k.Lookup(r, id, pid)
+	if err != nil {
+		return nil, err
+	}
+	if k.Status(p) != status {
+		return nil, k.NotFound(pid)
 	}
 	return p, nil
 }
@@ -210,7 +235,7 @@ func CreatePolicy[B, P any](k *PolicyKind[P], w http.ResponseWriter, r *http.Req
 	if err != nil {
 		return err
 	}
-	observe.ActedIn(r, ws) // the caller's, or the one an organisation key named
+	ActedIn(r, ws) // the caller's, or the one an organisation key named
 	if err := k.Put(r.Context(), p); err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/httpapi"
-	"github.com/modelgateway/gateway/observe"
 )
 
 // Scoped returns the caller of r when it holds the scope r needs in a
@@ -27,10 +26,25 @@ func Scoped(w http.ResponseWriter, r *http.Request, read, write gateway.Scope) (
 		need = read
 	}
 	if !id.Can(need) {
-		gateway.WriteError(w, r, Forbidden("", "this gateway API key lacks the "+string(need)+" scope"))
+		gateway.WriteError(w, r, MissingScope(need))
 		return id, false
 	}
 	return id, true
+}
+
+// MissingScope is the 403 of a key that lacks scope s.
+func MissingScope(s gateway.Scope) *gateway.Error {
+	return Forbidden("", "this gateway API key lacks the "+string(s)+" scope")
+}
+
+// Allow answers r with the 405 listing methods, with its Allow header,
+// unless r's method is one of them, and reports whether r may go on.
+func Allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	if err := httpapi.Only(r, methods...); err != nil {
+		WriteError(w, r, err)
+		return false
+	}
+	return true
 }
 
 // ActsIn reports whether a record of workspace ws is within the reach of
@@ -126,7 +140,7 @@ func QueryWorkspace(id gateway.Identity, r *http.Request) (string, error) {
 // the workspace ws it acts in (a workspace key's is its own).
 func OrgActedIn(r *http.Request, id gateway.Identity, ws string) {
 	if id.Type == gateway.KeyOrganisation {
-		observe.ActedIn(r, ws)
+		ActedIn(r, ws)
 	}
 }
 

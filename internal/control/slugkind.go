@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/httpapi"
-	"github.com/modelgateway/gateway/observe"
 )
 
 // SlugKind is what the routes of records kept by workspace and slug
@@ -182,7 +181,7 @@ func (k *SlugKind[T, W]) Change(r *http.Request, id gateway.Identity, slug strin
 		return err
 	}
 	if len(changes) > 0 {
-		observe.Detail(r, strings.Join(changes, "; "))
+		Detail(r, strings.Join(changes, "; "))
 	}
 	answer(t)
 	return nil

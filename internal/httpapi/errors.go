@@ -17,6 +17,7 @@ func Invalid(param, msg string) *FieldError {
 	return &FieldError{Param: param, Message: msg}
 }
 
+// Error returns "httpapi: " and the message, after the field it names.
 func (e *FieldError) Error() string {
 	if e.Param == "" {
 		return "httpapi: " + e.Message
@@ -35,6 +36,7 @@ type MethodError struct {
 	Allow  string // the methods the route serves, as an Allow header lists them
 }
 
+// Error says which method is refused on which path, and which are allowed.
 func (e *MethodError) Error() string {
 	return e.Method + " is not allowed on " + e.Path + "; allowed: " + e.Allow
 }

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/modelgateway/gateway/internal/chat"
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
 // The chat answer's wire types, with the members other chat dialects add:
@@ -18,11 +21,12 @@ type (
 		Model   string       `json:"model"`
 		Choices []chatChoice `json:"choices"`
 		Usage   *chatUsage   `json:"usage"`
-		Error   *struct {
-			Message stringOnly `json:"message"`
-			Type    stringOnly `json:"type"`
-			Code    stringOnly `json:"code"`
-		} `json:"error"` // in a stream
+		Error   *chatError   `json:"error"` // in a stream
+	}
+	chatError struct {
+		Message stringOnly `json:"message"`
+		Type    stringOnly `json:"type"`
+		Code    stringOnly `json:"code"`
 	}
 	chatChoice struct {
 		Index        int               `json:"index"`
@@ -33,27 +37,20 @@ type (
 		MatchedStop  stringOnly        `json:"matched_stop"`
 	}
 	chatAnswerMessage struct {
-		Content          stringOnly     `json:"content"`
-		Refusal          stringOnly     `json:"refusal"`
-		ReasoningContent stringOnly     `json:"reasoning_content"`
-		Reasoning        stringOnly     `json:"reasoning"`
-		ToolCalls        []chatToolCall `json:"tool_calls"`
-	}
-	chatToolCall struct {
-		Index    *int   `json:"index"` // in stream chunks
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
+		Content          stringOnly      `json:"content"`
+		Refusal          stringOnly      `json:"refusal"`
+		ReasoningContent stringOnly      `json:"reasoning_content"`
+		Reasoning        stringOnly      `json:"reasoning"`
+		ToolCalls        []chat.ToolCall `json:"tool_calls"`
 	}
 	chatUsage struct {
-		PromptTokens        int `json:"prompt_tokens"`
-		CompletionTokens    int `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens     int `json:"cached_tokens"`
-			CacheWriteTokens int `json:"cache_write_tokens"`
-		} `json:"prompt_tokens_details"`
+		PromptTokens        int          `json:"prompt_tokens"`
+		CompletionTokens    int          `json:"completion_tokens"`
+		PromptTokensDetails *chatDetails `json:"prompt_tokens_details"`
+	}
+	chatDetails struct {
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"`
 	}
 )
 
@@ -154,7 +151,7 @@ var ErrNoChoice = errors.New("messages: the chat answer holds no choice")
 // stop_sequences.
 func Answer(body []byte, model string, stops []string) ([]byte, error) {
 	var c chatCompletion
-	if err := json.Unmarshal(body, &c); err != nil {
+	if err := wire.Decode(body, &c, decodeCompletion); err != nil {
 		return nil, errors.New("messages: the chat answer is not valid JSON")
 	}
 	if len(c.Choices) == 0 {

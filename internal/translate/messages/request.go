@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway/internal/chat"
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
 // Error codes of the errors Request returns, as the gateway writes them
@@ -155,6 +156,20 @@ type (
 	}
 )
 
+// contentOf decodes a content member: a string or an array of blocks.
+func contentOf(raw []byte) (msgContent, error) {
+	var c msgContent
+	var d wire.Decoder
+	d.Reset(raw)
+	decodeContent(&d, &c)
+	if d.End() {
+		return c, nil
+	}
+	c = msgContent{}
+	err := c.UnmarshalJSON(raw)
+	return c, err
+}
+
 // UnmarshalJSON decodes a string or an array of blocks.
 func (c *msgContent) UnmarshalJSON(b []byte) error {
 	switch {
@@ -198,11 +213,7 @@ type (
 		StreamOptions       *chat.StreamOptions `json:"stream_options,omitempty"`
 		User                string              `json:"user,omitempty"`
 	}
-	chatMessage struct {
-		chat.Message
-		ReasoningContent string `json:"reasoning_content,omitempty"`
-		Reasoning        string `json:"reasoning,omitempty"`
-	}
+	chatMessage = wire.Message
 )
 
 // Request translates a Messages request body to a chat completion
@@ -225,23 +236,34 @@ type (
 // max_completion_tokens, which bounds reasoning and answer together as
 // Anthropic's max_tokens does. service_tier is ignored.
 func Request(body []byte, d Dialect) (*Translation, error) {
-	r, names, err := decode(body)
+	t, out, err := translate(body, d)
 	if err != nil {
 		return nil, err
 	}
+	t.Body = appendChat(make([]byte, 0, len(body)+256), out)
+	return t, nil
+}
+
+// translate translates a request to the chat request that Request
+// encodes.
+func translate(body []byte, d Dialect) (*Translation, *chatRequest, error) {
+	r, names, err := decode(body)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, n := range names {
 		if !members[n] {
-			return nil, unsupported(n, "has no equivalent in chat completions")
+			return nil, nil, unsupported(n, "has no equivalent in chat completions")
 		}
 	}
 	if r.Model == "" {
-		return nil, invalid("model", "is required")
+		return nil, nil, invalid("model", "is required")
 	}
 	if r.MaxTokens == nil {
-		return nil, invalid("max_tokens", "is required")
+		return nil, nil, invalid("max_tokens", "is required")
 	}
 	if *r.MaxTokens < 1 {
-		return nil, invalid("max_tokens", "must be at least 1")
+		return nil, nil, invalid("max_tokens", "must be at least 1")
 	}
 	t := &Translation{Model: r.Model, Stream: r.Stream, StopSequences: r.StopSequences}
 	out := chatRequest{Model: r.Model, Temperature: r.Temperature, TopP: r.TopP, Stop: r.StopSequences, Stream: r.Stream}
@@ -250,7 +272,7 @@ func Request(body []byte, d Dialect) (*Translation, error) {
 	}
 	if r.TopK != nil {
 		if !d.TopK {
-			return nil, unsupported("top_k", "the target takes no top_k")
+			return nil, nil, unsupported("top_k", "the target takes no top_k")
 		}
 		out.TopK = r.TopK
 	}
@@ -263,7 +285,7 @@ func Request(body []byte, d Dialect) (*Translation, error) {
 			out.ReasoningEffort = effort(th.BudgetTokens)
 		case "disabled":
 		default:
-			return nil, unsupported("thinking.type", "must be enabled or disabled")
+			return nil, nil, unsupported("thinking.type", "must be enabled or disabled")
 		}
 	}
 	if out.ReasoningEffort != "" {
@@ -272,18 +294,18 @@ func Request(body []byte, d Dialect) (*Translation, error) {
 		out.MaxTokens = r.MaxTokens
 	}
 	if out.Messages, err = system(r.System, t); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(r.Messages) == 0 {
-		return nil, invalid("messages", "must hold at least one message")
+		return nil, nil, invalid("messages", "must hold at least one message")
 	}
 	for i := range r.Messages {
 		if out.Messages, err = appendMessage(out.Messages, &r.Messages[i], "messages["+strconv.Itoa(i)+"]", d, t); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if out.Tools, err = tools(r.Tools, t); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if tc := r.ToolChoice; tc != nil {
 		switch tc.Type {
@@ -295,42 +317,45 @@ func Request(body []byte, d Dialect) (*Translation, error) {
 			out.ToolChoice = json.RawMessage(`"none"`)
 		case "tool":
 			if tc.Name == "" {
-				return nil, invalid("tool_choice.name", "is required when type is tool")
+				return nil, nil, invalid("tool_choice.name", "is required when type is tool")
 			}
 			out.ToolChoice = appendString([]byte(`{"type":"function","function":{"name":`), tc.Name)
 			out.ToolChoice = append(out.ToolChoice, '}', '}')
 		default:
-			return nil, invalid("tool_choice.type", "must be auto, any, tool or none")
+			return nil, nil, invalid("tool_choice.type", "must be auto, any, tool or none")
 		}
 		if tc.DisableParallelToolUse && len(out.Tools) > 0 {
 			f := false
 			out.ParallelToolCalls = &f
 		}
 	}
-	if t.Body, err = json.Marshal(&out); err != nil {
-		return nil, invalid("", "cannot be encoded: "+err.Error())
-	}
-	return t, nil
+	return t, &out, nil
 }
 
 // decode checks the body's bounds and decodes it, returning its top-level
 // member names too.
 func decode(body []byte) (*msgRequest, []string, error) {
-	names, deep := scan(body, maxDepth)
-	if deep {
-		return nil, nil, invalid("", "the body nests deeper than "+strconv.Itoa(maxDepth)+" levels")
-	}
 	r := &msgRequest{}
-	if err := json.Unmarshal(body, r); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			p := te.Field
-			if p == "" {
-				return nil, nil, invalid("", "the request body must be a JSON object")
-			}
-			return nil, nil, invalid(p, "has the wrong JSON type ("+te.Value+")")
+	names, ok := decodeFast(body, r)
+	if !ok {
+		// Something the fast decoder leaves to encoding/json: an error,
+		// or a body it would decode otherwise.
+		var deep bool
+		if names, deep = scan(body, maxDepth); deep {
+			return nil, nil, invalid("", "the body nests deeper than "+strconv.Itoa(maxDepth)+" levels")
 		}
-		return nil, nil, invalid("", "the request body is not valid JSON")
+		*r = msgRequest{}
+		if err := json.Unmarshal(body, r); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				p := te.Field
+				if p == "" {
+					return nil, nil, invalid("", "the request body must be a JSON object")
+				}
+				return nil, nil, invalid(p, "has the wrong JSON type ("+te.Value+")")
+			}
+			return nil, nil, invalid("", "the request body is not valid JSON")
+		}
 	}
 	switch {
 	case len(r.Messages) > maxMessages:
@@ -367,8 +392,8 @@ func system(raw json.RawMessage, t *Translation) ([]chatMessage, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var c msgContent
-	if err := c.UnmarshalJSON(raw); err != nil {
+	c, err := contentOf(raw)
+	if err != nil {
 		return nil, invalid("system", "must be a string or an array of text blocks")
 	}
 	if c.Text != nil {
@@ -584,12 +609,7 @@ func compact(input json.RawMessage) (string, error) {
 	if input[0] != '{' {
 		return "", errors.New("not an object")
 	}
-	var b bytes.Buffer
-	b.Grow(len(input))
-	if err := json.Compact(&b, input); err != nil {
-		return "", err
-	}
-	return b.String(), nil
+	return string(wire.AppendCompact(make([]byte, 0, len(input)), input)), nil
 }
 
 // tools returns the request's tools as chat functions.
@@ -617,4 +637,25 @@ func tools(in []msgTool, t *Translation) ([]chat.Tool, error) {
 			Description: tool.Description, Parameters: tool.InputSchema}})
 	}
 	return out, nil
+}
+
+// appendChat appends the chat request as json.Marshal writes it.
+func appendChat(b []byte, r *chatRequest) []byte {
+	b = append(b, `{"model":`...)
+	b = wire.AppendString(b, r.Model)
+	b = append(b, `,"messages":`...)
+	b = wire.AppendMessages(b, r.Messages)
+	b = wire.ToolsMember(b, "tools", r.Tools)
+	b = wire.RawMember(b, "tool_choice", r.ToolChoice)
+	b = wire.BoolMember(b, "parallel_tool_calls", r.ParallelToolCalls)
+	b = wire.StringsMember(b, "stop", r.Stop)
+	b = wire.IntMember(b, "max_tokens", r.MaxTokens)
+	b = wire.IntMember(b, "max_completion_tokens", r.MaxCompletionTokens)
+	b = wire.StringMember(b, "reasoning_effort", r.ReasoningEffort)
+	b = wire.FloatMember(b, "temperature", r.Temperature)
+	b = wire.FloatMember(b, "top_p", r.TopP)
+	b = wire.IntMember(b, "top_k", r.TopK)
+	b = wire.StreamMember(b, r.Stream, r.StreamOptions)
+	b = wire.StringMember(b, "user", r.User)
+	return append(b, '}')
 }

@@ -2,10 +2,11 @@ package messages
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"strconv"
+
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
 // StreamOptions are what a Stream needs to know of the request.
@@ -92,7 +93,7 @@ func (s *Stream) Chunk(data []byte) error {
 		return s.flush()
 	}
 	var c chatCompletion
-	if json.Unmarshal(data, &c) != nil {
+	if wire.Decode(data, &c, decodeCompletion) != nil {
 		s.fail("api_error", "the provider's stream sent an event that is not JSON")
 		if err := s.flush(); err != nil {
 			return err

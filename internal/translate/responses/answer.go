@@ -167,9 +167,11 @@ type chatUsage struct {
 	CompletionTokens    int                 `json:"completion_tokens"`
 	TotalTokens         int                 `json:"total_tokens"`
 	PromptTokensDetails *chat.PromptDetails `json:"prompt_tokens_details"`
-	CompletionDetails   *struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
+	CompletionDetails   *completionDetails  `json:"completion_tokens_details"`
+}
+
+type completionDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 func (u *chatUsage) usage() *Usage {

@@ -8,7 +8,11 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway/internal/chat"
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
+
+// errNotArray stands for a member that is not an array where one must be.
+var errNotArray = errors.New("not an array")
 
 // Bounds of a request: beyond them it is refused rather than translated.
 const (
@@ -41,6 +45,7 @@ type Request struct {
 	IDs func(prefix string) string
 
 	w     wireRequest
+	size  int // of the body, to size the chat request's
 	items []inputItem
 	prior int // items prepended from an earlier response
 }
@@ -125,12 +130,17 @@ type wireTool struct {
 // Parse decodes a Responses request and checks its shape. A member that
 // is malformed or cannot be translated is an *Error naming it.
 func Parse(body []byte) (*Request, error) {
-	if err := checkDepth(body); err != nil {
-		return nil, err
-	}
-	r := &Request{}
-	if err := json.Unmarshal(body, &r.w); err != nil {
-		return nil, decodeError(err, "")
+	r := &Request{size: len(body)}
+	if !decodeRequest(body, &r.w) {
+		// Something the fast decoder leaves to encoding/json: an error,
+		// or a body it would decode otherwise.
+		r.w = wireRequest{}
+		if err := checkDepth(body); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(body, &r.w); err != nil {
+			return nil, decodeError(err, "")
+		}
 	}
 	w := &r.w
 	if w.Model == "" {
@@ -200,7 +210,7 @@ func (r *Request) Prepend(items []json.RawMessage) error {
 	}
 	prev := make([]inputItem, len(items), len(items)+len(r.items))
 	for i, raw := range items {
-		if err := json.Unmarshal(raw, &prev[i]); err != nil {
+		if err := wire.Decode(raw, &prev[i], decodeItem); err != nil {
 			return invalid("previous_response_id", "earlier item "+strconv.Itoa(i)+" is not an input item")
 		}
 	}
@@ -216,18 +226,18 @@ func parseInput(raw json.RawMessage, param string) ([]inputItem, error) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		s, err := stringOf(raw)
+		if err != nil {
 			return nil, invalid(param, "must be a string or an array of items")
 		}
-		content, _ := json.Marshal(s)
+		content := wire.AppendString(nil, s)
 		return []inputItem{{Type: "message", Role: "user", Content: content}}, nil
 	}
 	if raw[0] != '[' {
 		return nil, invalid(param, "must be a string or an array of items")
 	}
-	var items []inputItem
-	if err := json.Unmarshal(raw, &items); err != nil {
+	items, err := decodeItems(raw)
+	if err != nil {
 		return nil, decodeError(err, param)
 	}
 	if len(items) > maxItems {
@@ -261,11 +271,7 @@ type Translation struct {
 
 // chatMessage is a chat message with the reasoning member of the
 // dialects that take one back.
-type chatMessage struct {
-	chat.Message
-	ReasoningContent string `json:"reasoning_content,omitempty"`
-	Reasoning        string `json:"reasoning,omitempty"`
-}
+type chatMessage = wire.Message
 
 // chatRequest is a chat request with the members chat.Request lacks.
 type chatRequest struct {
@@ -278,6 +284,16 @@ type chatRequest struct {
 // Chat translates the request to a chat completion. A member that cannot
 // be translated is an *Error naming it.
 func (r *Request) Chat(opt Options) (*Translation, error) {
+	t, out, err := r.translate(opt)
+	if err != nil {
+		return nil, err
+	}
+	t.Body = appendChat(make([]byte, 0, r.size+512), out)
+	return t, nil
+}
+
+// translate translates the request to the chat request that Chat encodes.
+func (r *Request) translate(opt Options) (*Translation, *chatRequest, error) {
 	w := &r.w
 	t := &Translation{Chat: &chat.Request{Model: w.Model, Temperature: w.Temperature, TopP: w.TopP,
 		MaxCompletionTokens: w.MaxOutputTokens, User: w.User, Stream: w.Stream}}
@@ -292,16 +308,16 @@ func (r *Request) Chat(opt Options) (*Translation, error) {
 	}
 	msgs, err := r.messages(out.Messages, opt, note)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out.Messages = msgs
 	if len(out.Messages) == 0 {
-		return nil, invalid("input", "must hold at least one message")
+		return nil, nil, invalid("input", "must hold at least one message")
 	}
 	for i, raw := range w.Tools {
 		tool, err := chatTool(raw, "tools["+strconv.Itoa(i)+"]")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c.Tools = append(c.Tools, tool)
 	}
@@ -309,11 +325,11 @@ func (r *Request) Chat(opt Options) (*Translation, error) {
 		c.ParallelToolCalls = w.ParallelToolCalls
 	}
 	if c.ToolChoice, err = chatToolChoice(w.ToolChoice); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if w.Text != nil {
 		if c.ResponseFormat, err = chatFormat(w.Text.Format); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if w.Text.Verbosity != "" {
 			note("text.verbosity dropped: chat completions have no equivalent")
@@ -346,10 +362,7 @@ func (r *Request) Chat(opt Options) (*Translation, error) {
 	for i := range out.Messages {
 		c.Messages[i] = out.Messages[i].Message
 	}
-	if t.Body, err = json.Marshal(out); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return t, &out, nil
 }
 
 func (r *Request) newID(prefix string) string {
@@ -455,10 +468,12 @@ func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_
 			for _, p := range it.Summary {
 				reasoning.WriteString(p.Text)
 			}
-			var content []textPart
-			if isSet(it.Content) && json.Unmarshal(it.Content, &content) == nil {
-				for _, p := range content {
-					reasoning.WriteString(p.Text)
+			if isSet(it.Content) {
+				var content []textPart
+				if wire.Decode(it.Content, &content, readParts) == nil {
+					for _, p := range content {
+						reasoning.WriteString(p.Text)
+					}
 				}
 			}
 			if reasoning.Len() > 0 {
@@ -489,15 +504,21 @@ func chatMessageOf(it *inputItem, param string) (chatMessage, error) {
 	}
 	c := bytes.TrimSpace(it.Content)
 	if len(c) > 0 && c[0] == '"' {
-		var s string
-		if err := json.Unmarshal(c, &s); err != nil {
+		s, err := stringOf(c)
+		if err != nil {
 			return m, invalid(param+".content", "must be a string or an array of content parts")
 		}
 		m.Content = text(s)
 		return m, nil
 	}
 	var parts []textPart
-	if len(c) == 0 || c[0] != '[' || json.Unmarshal(c, &parts) != nil {
+	var err error
+	if len(c) == 0 || c[0] != '[' {
+		err = errNotArray
+	} else {
+		err = wire.Decode(c, &parts, readParts)
+	}
+	if err != nil {
 		return m, invalid(param+".content", "must be a string or an array of content parts")
 	}
 	if len(parts) > maxParts {
@@ -552,14 +573,20 @@ func chatMessageOf(it *inputItem, param string) (chatMessage, error) {
 func toolOutput(raw json.RawMessage, param string) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		s, err := stringOf(raw)
+		if err != nil {
 			return "", invalid(param, "must be a string or an array of content parts")
 		}
 		return s, nil
 	}
 	var parts []textPart
-	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
+	var err error
+	if len(raw) == 0 || raw[0] != '[' {
+		err = errNotArray
+	} else {
+		err = wire.Decode(raw, &parts, readParts)
+	}
+	if err != nil {
 		return "", invalid(param, "must be a string or an array of content parts")
 	}
 	var b strings.Builder
@@ -575,7 +602,7 @@ func toolOutput(raw json.RawMessage, param string) (string, error) {
 // chatTool translates a tool: only function tools have a chat equivalent.
 func chatTool(raw json.RawMessage, param string) (chat.Tool, error) {
 	var t wireTool
-	if err := json.Unmarshal(raw, &t); err != nil {
+	if err := wire.Decode(raw, &t, decodeTool); err != nil {
 		return chat.Tool{}, invalid(param, "must be a tool object")
 	}
 	if t.Type != "function" {
@@ -706,4 +733,39 @@ func checkDepth(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// appendChat appends the chat request as json.Marshal writes it.
+func appendChat(b []byte, r *chatRequest) []byte {
+	c := r.Request
+	b = append(b, `{"model":`...)
+	b = wire.AppendString(b, r.Model)
+	b = append(b, `,"messages":`...)
+	b = wire.AppendMessages(b, r.Messages)
+	b = wire.ToolsMember(b, "tools", c.Tools)
+	b = wire.RawMember(b, "tool_choice", c.ToolChoice)
+	b = wire.BoolMember(b, "parallel_tool_calls", c.ParallelToolCalls)
+	if f := c.ResponseFormat; f != nil {
+		b = append(b, `,"response_format":{"type":`...)
+		b = wire.AppendString(b, f.Type)
+		if s := f.JSONSchema; s != nil {
+			b = append(b, `,"json_schema":{"name":`...)
+			b = wire.AppendString(b, s.Name)
+			b = wire.StringMember(b, "description", s.Description)
+			b = wire.RawMember(b, "schema", s.Schema)
+			b = wire.BoolMember(b, "strict", s.Strict)
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	b = wire.StringsMember(b, "stop", c.Stop)
+	b = wire.IntMember(b, "max_tokens", c.MaxTokens)
+	b = wire.IntMember(b, "max_completion_tokens", c.MaxCompletionTokens)
+	b = wire.FloatMember(b, "temperature", c.Temperature)
+	b = wire.FloatMember(b, "top_p", c.TopP)
+	b = wire.IntMember(b, "n", c.N)
+	b = wire.StreamMember(b, c.Stream, c.StreamOptions)
+	b = wire.StringMember(b, "user", c.User)
+	b = wire.StringMember(b, "reasoning_effort", r.ReasoningEffort)
+	return append(b, '}')
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/modelgateway/gateway/internal/chat"
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
 // Stream turns a chat completion stream into the Responses stream events,
@@ -63,22 +64,28 @@ type call struct {
 
 // chunk is a chat stream chunk, with the members chat.Chunk lacks.
 type chunk struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Delta struct {
-			Content   *string         `json:"content"`
-			Refusal   *string         `json:"refusal"`
-			ToolCalls []chat.ToolCall `json:"tool_calls"`
-			reasoningFields
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
-	Error *struct {
-		Message string          `json:"message"`
-		Type    string          `json:"type"`
-		Code    json.RawMessage `json:"code"`
-	} `json:"error"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *chatUsage    `json:"usage"`
+	Error   *chunkError   `json:"error"`
+}
+
+type chunkChoice struct {
+	Delta        chunkDelta `json:"delta"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+type chunkDelta struct {
+	Content   *string         `json:"content"`
+	Refusal   *string         `json:"refusal"`
+	ToolCalls []chat.ToolCall `json:"tool_calls"`
+	reasoningFields
+}
+
+type chunkError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
 }
 
 // NewStream returns a Stream writing to w the events of the response id
@@ -108,7 +115,7 @@ func (s *Stream) Chunk(data []byte) error {
 		return s.flush()
 	}
 	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := wire.Decode(data, &c, decodeChunk); err != nil {
 		s.fail("server_error", "the provider sent a stream event that is not JSON")
 		return s.flush()
 	}

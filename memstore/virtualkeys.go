@@ -1,51 +1,62 @@
-package gateway
+package memstore
 
 import (
 	"context"
 	"slices"
 	"sort"
+
+	"github.com/modelgateway/gateway"
 )
 
-// VirtualKey implements VirtualKeyStore: the virtual key of no workspace
+// AddVirtualKey stores vk under its workspace and slug, replacing the
+// virtual key stored there.
+func (s *Store) AddVirtualKey(vk gateway.VirtualKey) {
+	vk.AllowedRoutes = slices.Clone(vk.AllowedRoutes)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.putVirtualKeyLocked(&vk)
+}
+
+// VirtualKey implements gateway.VirtualKeyStore: the virtual key of no workspace
 // with that slug or, when there is none, the one of the workspace whose
 // id sorts first (the gateway then refuses it to callers of other
 // workspaces). The key returned is shared and must not be modified.
-func (s *MemoryStore) VirtualKey(_ context.Context, slug string) (*VirtualKey, error) {
+func (s *Store) VirtualKey(_ context.Context, slug string) (*gateway.VirtualKey, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	byWS := s.vkeys[slug]
 	if vk, ok := byWS[""]; ok {
 		return vk, nil
 	}
-	var found *VirtualKey
+	var found *gateway.VirtualKey
 	for ws, vk := range byWS {
 		if found == nil || ws < found.WorkspaceID {
 			found = vk
 		}
 	}
 	if found == nil {
-		return nil, ErrNotFound
+		return nil, gateway.ErrNotFound
 	}
 	return found, nil
 }
 
 // VirtualKeyIn implements admin.VirtualKeyStore. The key returned is shared and
 // must not be modified.
-func (s *MemoryStore) VirtualKeyIn(_ context.Context, workspaceID, slug string) (*VirtualKey, error) {
+func (s *Store) VirtualKeyIn(_ context.Context, workspaceID, slug string) (*gateway.VirtualKey, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if vk, ok := s.vkeys[slug][workspaceID]; ok {
 		return vk, nil
 	}
-	return nil, ErrNotFound
+	return nil, gateway.ErrNotFound
 }
 
 // VirtualKeys implements admin.VirtualKeyStore: copies of the virtual keys of
 // workspaceID (of every workspace and of none when workspaceID is empty),
 // oldest first.
-func (s *MemoryStore) VirtualKeys(_ context.Context, workspaceID string) ([]VirtualKey, error) {
+func (s *Store) VirtualKeys(_ context.Context, workspaceID string) ([]gateway.VirtualKey, error) {
 	s.mu.RLock()
-	var out []VirtualKey
+	var out []gateway.VirtualKey
 	for _, byWS := range s.vkeys {
 		for ws, vk := range byWS {
 			if workspaceID == "" || ws == workspaceID {
@@ -69,14 +80,14 @@ func (s *MemoryStore) VirtualKeys(_ context.Context, workspaceID string) ([]Virt
 }
 
 // CreateVirtualKey implements admin.VirtualKeyStore: it stores a copy of vk, or
-// returns ErrConflict if its workspace already holds its slug.
-func (s *MemoryStore) CreateVirtualKey(_ context.Context, vk *VirtualKey) error {
+// returns gateway.ErrConflict if its workspace already holds its slug.
+func (s *Store) CreateVirtualKey(_ context.Context, vk *gateway.VirtualKey) error {
 	c := *vk
 	c.AllowedRoutes = slices.Clone(vk.AllowedRoutes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.vkeys[c.Slug][c.WorkspaceID]; ok {
-		return ErrConflict
+		return gateway.ErrConflict
 	}
 	s.putVirtualKeyLocked(&c)
 	return nil
@@ -85,17 +96,17 @@ func (s *MemoryStore) CreateVirtualKey(_ context.Context, vk *VirtualKey) error 
 // UpdateVirtualKey implements admin.VirtualKeyStore: it replaces the stored
 // virtual key with a copy of vk if the stored one still has old's
 // UpdatedAt.
-func (s *MemoryStore) UpdateVirtualKey(_ context.Context, old, vk *VirtualKey) error {
+func (s *Store) UpdateVirtualKey(_ context.Context, old, vk *gateway.VirtualKey) error {
 	c := *vk
 	c.AllowedRoutes = slices.Clone(vk.AllowedRoutes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.vkeys[old.Slug][old.WorkspaceID]
 	if !ok {
-		return ErrNotFound
+		return gateway.ErrNotFound
 	}
 	if c.Slug != old.Slug || c.WorkspaceID != old.WorkspaceID || !cur.UpdatedAt.Equal(old.UpdatedAt) {
-		return ErrConflict
+		return gateway.ErrConflict
 	}
 	s.putVirtualKeyLocked(&c)
 	return nil
@@ -103,12 +114,12 @@ func (s *MemoryStore) UpdateVirtualKey(_ context.Context, old, vk *VirtualKey) e
 
 // DeleteVirtualKey implements admin.VirtualKeyStore: the key stops working at
 // once.
-func (s *MemoryStore) DeleteVirtualKey(_ context.Context, workspaceID, slug string) error {
+func (s *Store) DeleteVirtualKey(_ context.Context, workspaceID, slug string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	byWS := s.vkeys[slug]
 	if _, ok := byWS[workspaceID]; !ok {
-		return ErrNotFound
+		return gateway.ErrNotFound
 	}
 	delete(byWS, workspaceID)
 	if len(byWS) == 0 {
@@ -118,13 +129,13 @@ func (s *MemoryStore) DeleteVirtualKey(_ context.Context, workspaceID, slug stri
 }
 
 // putVirtualKeyLocked stores vk (not copied) under its slug and workspace.
-func (s *MemoryStore) putVirtualKeyLocked(vk *VirtualKey) {
+func (s *Store) putVirtualKeyLocked(vk *gateway.VirtualKey) {
 	if s.vkeys == nil {
-		s.vkeys = make(map[string]map[string]*VirtualKey)
+		s.vkeys = make(map[string]map[string]*gateway.VirtualKey)
 	}
 	byWS := s.vkeys[vk.Slug]
 	if byWS == nil {
-		byWS = make(map[string]*VirtualKey, 1)
+		byWS = make(map[string]*gateway.VirtualKey, 1)
 		s.vkeys[vk.Slug] = byWS
 	}
 	byWS[vk.WorkspaceID] = vk

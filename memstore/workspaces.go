@@ -1,27 +1,29 @@
-package gateway
+package memstore
 
 import (
 	"context"
 	"sort"
+
+	"github.com/modelgateway/gateway"
 )
 
 // Workspace implements admin.WorkspaceStore: a copy the caller may change.
-func (s *MemoryStore) Workspace(_ context.Context, id string) (*Workspace, error) {
+func (s *Store) Workspace(_ context.Context, id string) (*gateway.Workspace, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if w, ok := s.workspaces[id]; ok {
-		return cloneWorkspace(w), nil
+		return w.Clone(), nil
 	}
-	return nil, ErrNotFound
+	return nil, gateway.ErrNotFound
 }
 
 // Workspaces implements admin.WorkspaceStore: copies of every workspace, oldest
 // first.
-func (s *MemoryStore) Workspaces(_ context.Context) ([]Workspace, error) {
+func (s *Store) Workspaces(_ context.Context) ([]gateway.Workspace, error) {
 	s.mu.RLock()
-	out := make([]Workspace, 0, len(s.workspaces))
+	out := make([]gateway.Workspace, 0, len(s.workspaces))
 	for _, w := range s.workspaces {
-		out = append(out, *cloneWorkspace(w))
+		out = append(out, *w.Clone())
 	}
 	s.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool {
@@ -34,16 +36,16 @@ func (s *MemoryStore) Workspaces(_ context.Context) ([]Workspace, error) {
 }
 
 // CreateWorkspace implements admin.WorkspaceStore: it stores a copy of w, or
-// returns ErrConflict if w.ID is taken.
-func (s *MemoryStore) CreateWorkspace(_ context.Context, w *Workspace) error {
-	c := cloneWorkspace(w)
+// returns gateway.ErrConflict if w.ID is taken.
+func (s *Store) CreateWorkspace(_ context.Context, w *gateway.Workspace) error {
+	c := w.Clone()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.workspaces[c.ID]; ok {
-		return ErrConflict
+		return gateway.ErrConflict
 	}
 	if s.workspaces == nil {
-		s.workspaces = make(map[string]*Workspace)
+		s.workspaces = make(map[string]*gateway.Workspace)
 	}
 	s.workspaces[c.ID] = c
 	return nil
@@ -51,27 +53,27 @@ func (s *MemoryStore) CreateWorkspace(_ context.Context, w *Workspace) error {
 
 // UpdateWorkspace implements admin.WorkspaceStore: it replaces the stored
 // workspace old.ID with a copy of w if it still has old's UpdatedAt.
-func (s *MemoryStore) UpdateWorkspace(_ context.Context, old, w *Workspace) error {
-	c := cloneWorkspace(w)
+func (s *Store) UpdateWorkspace(_ context.Context, old, w *gateway.Workspace) error {
+	c := w.Clone()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.workspaces[old.ID]
 	if !ok {
-		return ErrNotFound
+		return gateway.ErrNotFound
 	}
 	if c.ID != old.ID || !cur.UpdatedAt.Equal(old.UpdatedAt) {
-		return ErrConflict
+		return gateway.ErrConflict
 	}
 	s.workspaces[c.ID] = c
 	return nil
 }
 
 // DeleteWorkspace implements admin.WorkspaceStore.
-func (s *MemoryStore) DeleteWorkspace(_ context.Context, id string) error {
+func (s *Store) DeleteWorkspace(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.workspaces[id]; !ok {
-		return ErrNotFound
+		return gateway.ErrNotFound
 	}
 	delete(s.workspaces, id)
 	return nil

@@ -1,60 +1,74 @@
-package gateway
+package memstore
 
 import (
 	"bytes"
 	"context"
 	"slices"
 	"sort"
+
+	"github.com/modelgateway/gateway"
 )
 
 // configHistory is a stored config: its versions, oldest first; the last
 // is the current config.
 type configHistory struct {
-	versions []*SavedConfig
+	versions []*gateway.SavedConfig
 }
 
-func (h *configHistory) current() *SavedConfig { return h.versions[len(h.versions)-1] }
+func (h *configHistory) current() *gateway.SavedConfig { return h.versions[len(h.versions)-1] }
 
-// Config implements ConfigStore: the config of no workspace with that id
+// AddConfig stores c under its workspace and id, replacing the config
+// stored there and its versions: c becomes the only version (Version 1
+// when c.Version is 0).
+func (s *Store) AddConfig(c gateway.SavedConfig) {
+	if c.Version == 0 {
+		c.Version = 1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.putConfigLocked(&configHistory{versions: []*gateway.SavedConfig{&c}})
+}
+
+// Config implements gateway.ConfigStore: the config of no workspace with that id
 // or, when there is none, the one of the workspace whose id sorts first
 // (the gateway then refuses it to callers of other workspaces). The config
 // returned is shared and must not be modified.
-func (s *MemoryStore) Config(_ context.Context, id string) (*SavedConfig, error) {
+func (s *Store) Config(_ context.Context, id string) (*gateway.SavedConfig, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	byWS := s.configs[id]
 	if h, ok := byWS[""]; ok {
 		return h.current(), nil
 	}
-	var found *SavedConfig
+	var found *gateway.SavedConfig
 	for ws, h := range byWS {
 		if found == nil || ws < found.WorkspaceID {
 			found = h.current()
 		}
 	}
 	if found == nil {
-		return nil, ErrNotFound
+		return nil, gateway.ErrNotFound
 	}
 	return found, nil
 }
 
 // ConfigIn implements admin.ConfigStore. The config returned is shared and must
 // not be modified.
-func (s *MemoryStore) ConfigIn(_ context.Context, workspaceID, id string) (*SavedConfig, error) {
+func (s *Store) ConfigIn(_ context.Context, workspaceID, id string) (*gateway.SavedConfig, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if h, ok := s.configs[id][workspaceID]; ok {
 		return h.current(), nil
 	}
-	return nil, ErrNotFound
+	return nil, gateway.ErrNotFound
 }
 
 // Configs implements admin.ConfigStore: copies of the current configs of
 // workspaceID (of every workspace and of none when workspaceID is empty),
 // oldest first.
-func (s *MemoryStore) Configs(_ context.Context, workspaceID string) ([]SavedConfig, error) {
+func (s *Store) Configs(_ context.Context, workspaceID string) ([]gateway.SavedConfig, error) {
 	s.mu.RLock()
-	var out []SavedConfig
+	var out []gateway.SavedConfig
 	for _, byWS := range s.configs {
 		for ws, h := range byWS {
 			if workspaceID == "" || ws == workspaceID {
@@ -77,14 +91,14 @@ func (s *MemoryStore) Configs(_ context.Context, workspaceID string) ([]SavedCon
 
 // ConfigVersions implements admin.ConfigStore: copies of every version, newest
 // first.
-func (s *MemoryStore) ConfigVersions(_ context.Context, workspaceID, id string) ([]SavedConfig, error) {
+func (s *Store) ConfigVersions(_ context.Context, workspaceID, id string) ([]gateway.SavedConfig, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	h, ok := s.configs[id][workspaceID]
 	if !ok {
-		return nil, ErrNotFound
+		return nil, gateway.ErrNotFound
 	}
-	out := make([]SavedConfig, len(h.versions))
+	out := make([]gateway.SavedConfig, len(h.versions))
 	for i, v := range h.versions {
 		out[len(out)-1-i] = *cloneSavedConfig(v)
 	}
@@ -92,32 +106,32 @@ func (s *MemoryStore) ConfigVersions(_ context.Context, workspaceID, id string) 
 }
 
 // CreateConfig implements admin.ConfigStore: it stores a copy of c as its first
-// version, or returns ErrConflict if its workspace already holds its id.
-func (s *MemoryStore) CreateConfig(_ context.Context, c *SavedConfig) error {
+// version, or returns gateway.ErrConflict if its workspace already holds its id.
+func (s *Store) CreateConfig(_ context.Context, c *gateway.SavedConfig) error {
 	v := cloneSavedConfig(c)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.configs[v.ID][v.WorkspaceID]; ok {
-		return ErrConflict
+		return gateway.ErrConflict
 	}
-	s.putConfigLocked(&configHistory{versions: []*SavedConfig{v}})
+	s.putConfigLocked(&configHistory{versions: []*gateway.SavedConfig{v}})
 	return nil
 }
 
 // UpdateConfig implements admin.ConfigStore: it adds a copy of c as the newest
 // version if the current one still has old's Version and UpdatedAt.
-func (s *MemoryStore) UpdateConfig(_ context.Context, old, c *SavedConfig) error {
+func (s *Store) UpdateConfig(_ context.Context, old, c *gateway.SavedConfig) error {
 	v := cloneSavedConfig(c)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok := s.configs[old.ID][old.WorkspaceID]
 	if !ok {
-		return ErrNotFound
+		return gateway.ErrNotFound
 	}
 	cur := h.current()
 	if v.ID != old.ID || v.WorkspaceID != old.WorkspaceID || cur.Version != old.Version ||
 		!cur.UpdatedAt.Equal(old.UpdatedAt) || v.Version != cur.Version+1 {
-		return ErrConflict
+		return gateway.ErrConflict
 	}
 	// A new slice, so that a reader holding the old one is not disturbed.
 	h2 := &configHistory{versions: append(slices.Clip(h.versions), v)}
@@ -127,12 +141,12 @@ func (s *MemoryStore) UpdateConfig(_ context.Context, old, c *SavedConfig) error
 
 // DeleteConfig implements admin.ConfigStore: the config and its versions are
 // gone at once.
-func (s *MemoryStore) DeleteConfig(_ context.Context, workspaceID, id string) error {
+func (s *Store) DeleteConfig(_ context.Context, workspaceID, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	byWS := s.configs[id]
 	if _, ok := byWS[workspaceID]; !ok {
-		return ErrNotFound
+		return gateway.ErrNotFound
 	}
 	delete(byWS, workspaceID)
 	if len(byWS) == 0 {
@@ -143,7 +157,7 @@ func (s *MemoryStore) DeleteConfig(_ context.Context, workspaceID, id string) er
 
 // putConfigLocked stores h (not copied) under the id and workspace of its
 // current version.
-func (s *MemoryStore) putConfigLocked(h *configHistory) {
+func (s *Store) putConfigLocked(h *configHistory) {
 	c := h.current()
 	if s.configs == nil {
 		s.configs = make(map[string]map[string]*configHistory)
@@ -157,7 +171,7 @@ func (s *MemoryStore) putConfigLocked(h *configHistory) {
 }
 
 // cloneSavedConfig returns a copy of c sharing no memory with it.
-func cloneSavedConfig(c *SavedConfig) *SavedConfig {
+func cloneSavedConfig(c *gateway.SavedConfig) *gateway.SavedConfig {
 	v := *c
 	v.Config = bytes.Clone(c.Config)
 	return &v

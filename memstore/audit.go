@@ -1,14 +1,18 @@
-package gateway
+package memstore
 
-import "context"
+import (
+	"context"
 
-// memoryAuditMax is how many audit records a MemoryStore keeps: past it,
+	"github.com/modelgateway/gateway/observe"
+)
+
+// memoryAuditMax is how many audit records a Store keeps: past it,
 // the oldest go.
 const memoryAuditMax = 10000
 
-// AddAuditRecord implements AuditStore. Once the store holds 10,000
+// AddAuditRecord implements observe.AuditStore. Once the store holds 10,000
 // records, each new one drops the oldest.
-func (s *MemoryStore) AddAuditRecord(_ context.Context, rec *AuditRecord) error {
+func (s *Store) AddAuditRecord(_ context.Context, rec *observe.AuditRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.audit) >= memoryAuditMax {
@@ -18,12 +22,12 @@ func (s *MemoryStore) AddAuditRecord(_ context.Context, rec *AuditRecord) error 
 	return nil
 }
 
-// AuditRecords implements AuditStore: the records q matches, newest
+// AuditRecords implements observe.AuditStore: the records q matches, newest
 // first.
-func (s *MemoryStore) AuditRecords(_ context.Context, q AuditQuery) ([]AuditRecord, int, error) {
+func (s *Store) AuditRecords(_ context.Context, q observe.AuditQuery) ([]observe.AuditRecord, int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var out []AuditRecord
+	var out []observe.AuditRecord
 	total := 0
 	for i := len(s.audit) - 1; i >= 0; i-- {
 		rec := &s.audit[i]

@@ -1,0 +1,530 @@
+package wire
+
+import (
+	"bytes"
+	"strconv"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// maxDepth bounds the nesting a Decoder follows; deeper texts fail.
+const maxDepth = 512
+
+// plain marks the bytes a string holds as they are: ASCII, not a quote, a
+// backslash or a control character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// A Decoder reads one JSON text. Its methods read the next value; each
+// returns a zero value and marks the Decoder failed when the value is not
+// of the kind asked for or is not valid JSON, and does nothing once it
+// has failed. Failed reports whether that happened; a caller that sees
+// it decodes the text with encoding/json instead.
+//
+// The zero value reads an empty text; Reset gives it one. A Decoder is
+// not safe for concurrent use.
+type Decoder struct {
+	b      []byte
+	i      int
+	failed bool
+	// MaxDepth, when set, is the deepest nesting of objects and arrays
+	// the Decoder reads; deeper texts fail. Zero is 512.
+	MaxDepth int
+	first    bool // an object or array was opened and nothing read of it yet
+	depth    int
+}
+
+// Reset makes d read b from its start.
+func (d *Decoder) Reset(b []byte) { *d = Decoder{b: b, MaxDepth: d.MaxDepth} }
+
+// Fail marks d failed, for a value the caller does not decode itself.
+func (d *Decoder) Fail() { d.failed = true }
+
+// Failed reports whether d has failed.
+func (d *Decoder) Failed() bool { return d.failed }
+
+// End reports whether d has read the whole text without failing: only
+// white space is left.
+func (d *Decoder) End() bool {
+	d.ws()
+	return !d.failed && d.i == len(d.b)
+}
+
+func (d *Decoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// Peek returns the first byte of the next value, or 0 at the end or
+// after a failure.
+func (d *Decoder) Peek() byte {
+	if d.failed {
+		return 0
+	}
+	d.ws()
+	if d.i == len(d.b) {
+		return 0
+	}
+	return d.b[d.i]
+}
+
+// Null reads a null if one is next and reports whether it did.
+func (d *Decoder) Null() bool {
+	if d.Peek() != 'n' {
+		return false
+	}
+	if !bytes.HasPrefix(d.b[d.i:], []byte("null")) {
+		d.failed = true
+		return false
+	}
+	d.i += 4
+	return true
+}
+
+// Object reads the opening brace of an object.
+func (d *Decoder) Object() bool {
+	if d.Peek() != '{' {
+		d.failed = true
+		return false
+	}
+	d.i++
+	d.depth++
+	if d.depth > maxDepth || d.MaxDepth > 0 && d.depth > d.MaxDepth {
+		d.failed = true
+		return false
+	}
+	d.first = true
+	return true
+}
+
+// Key reads the next member's name and the colon after it, or the
+// object's closing brace, when it reports false. A name holding an escape
+// sequence fails: encoding/json would match it against field names once
+// unescaped.
+func (d *Decoder) Key() ([]byte, bool) {
+	if d.failed {
+		return nil, false
+	}
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == '}' {
+		d.i++
+		d.depth--
+		d.first = false
+		return nil, false
+	}
+	if d.first {
+		d.first = false
+	} else {
+		// Not the first member: a comma comes first.
+		if d.i >= len(d.b) || d.b[d.i] != ',' {
+			d.failed = true
+			return nil, false
+		}
+		d.i++
+		d.ws()
+	}
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		d.failed = true
+		return nil, false
+	}
+	start := d.i + 1
+	end, esc := d.str()
+	if d.failed || esc {
+		d.failed = true
+		return nil, false
+	}
+	key := d.b[start : end-1]
+	d.ws()
+	if d.i >= len(d.b) || d.b[d.i] != ':' {
+		d.failed = true
+		return nil, false
+	}
+	d.i++
+	return key, true
+}
+
+// Array reads the opening bracket of an array.
+func (d *Decoder) Array() bool {
+	if d.Peek() != '[' {
+		d.failed = true
+		return false
+	}
+	d.i++
+	d.depth++
+	if d.depth > maxDepth || d.MaxDepth > 0 && d.depth > d.MaxDepth {
+		d.failed = true
+		return false
+	}
+	d.first = true
+	return true
+}
+
+// Elem reports whether another element of the array follows, reading
+// the comma before it, or reads the array's closing bracket.
+func (d *Decoder) Elem() bool {
+	if d.failed {
+		return false
+	}
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == ']' {
+		d.i++
+		d.depth--
+		d.first = false
+		return false
+	}
+	if d.first {
+		d.first = false
+		return true
+	}
+	if d.i >= len(d.b) || d.b[d.i] != ',' {
+		d.failed = true
+		return false
+	}
+	d.i++
+	return true
+}
+
+// str reads the string starting at d.i, checking it is valid JSON, and
+// returns the offset past its closing quote and whether it holds an
+// escape sequence or bytes that are not ASCII.
+func (d *Decoder) str() (end int, unusual bool) {
+	b := d.b
+	i := d.i + 1
+	for i < len(b) {
+		if plain[b[i]] {
+			i++
+			continue
+		}
+		c := b[i]
+		switch {
+		case c == '"':
+			d.i = i + 1
+			return i + 1, unusual
+		case c == '\\':
+			unusual = true
+			if i+1 >= len(b) {
+				d.failed = true
+				return 0, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					d.failed = true
+					return 0, false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						d.failed = true
+						return 0, false
+					}
+				}
+				i += 6
+			default:
+				d.failed = true
+				return 0, false
+			}
+		case c < 0x20:
+			d.failed = true
+			return 0, false
+		case c >= utf8.RuneSelf:
+			unusual = true
+			i++
+		default:
+			i++
+		}
+	}
+	d.failed = true
+	return 0, false
+}
+
+// String reads a string.
+func (d *Decoder) String() string {
+	if d.Peek() != '"' {
+		d.failed = true
+		return ""
+	}
+	start := d.i
+	end, unusual := d.str()
+	if d.failed {
+		return ""
+	}
+	s := d.b[start+1 : end-1]
+	if unusual && (bytes.IndexByte(s, '\\') >= 0 || !utf8.Valid(s)) {
+		return unquote(s)
+	}
+	return string(s)
+}
+
+// Raw reads a value of any kind, checking it is valid JSON, and returns
+// its bytes.
+func (d *Decoder) Raw() []byte {
+	d.ws()
+	start := d.i
+	d.skip()
+	if d.failed {
+		return nil
+	}
+	return d.b[start:d.i]
+}
+
+// Skip reads a value of any kind, checking it is valid JSON.
+func (d *Decoder) Skip() { d.Raw() }
+
+func (d *Decoder) skip() {
+	switch d.Peek() {
+	case '{':
+		d.Object()
+		for {
+			if _, ok := d.Key(); !ok {
+				return
+			}
+			d.skip()
+		}
+	case '[':
+		d.Array()
+		for d.Elem() {
+			d.skip()
+		}
+	case '"':
+		d.str()
+	case 't':
+		d.literal("true")
+	case 'f':
+		d.literal("false")
+	case 'n':
+		d.literal("null")
+	default:
+		d.number()
+	}
+}
+
+func (d *Decoder) literal(s string) {
+	if !bytes.HasPrefix(d.b[d.i:], []byte(s)) {
+		d.failed = true
+		return
+	}
+	d.i += len(s)
+}
+
+// number reads a number and returns its text.
+func (d *Decoder) number() []byte {
+	if d.failed {
+		return nil
+	}
+	b, start := d.b, d.i
+	i := start
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		d.failed = true
+		return nil
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			d.failed = true
+			return nil
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			d.failed = true
+			return nil
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	d.i = i
+	return b[start:i]
+}
+
+// Int reads a number that is an integer within int's range, as
+// encoding/json decodes into an int.
+func (d *Decoder) Int() int {
+	if p := d.Peek(); p != '-' && (p < '0' || p > '9') {
+		d.failed = true
+		return 0
+	}
+	n, err := strconv.ParseInt(string(d.number()), 10, strconv.IntSize)
+	if err != nil {
+		d.failed = true
+	}
+	return int(n)
+}
+
+// Float reads a number, as encoding/json decodes into a float64.
+func (d *Decoder) Float() float64 {
+	if p := d.Peek(); p != '-' && (p < '0' || p > '9') {
+		d.failed = true
+		return 0
+	}
+	f, err := strconv.ParseFloat(string(d.number()), 64)
+	if err != nil {
+		d.failed = true
+	}
+	return f
+}
+
+// Bool reads true or false.
+func (d *Decoder) Bool() bool {
+	switch d.Peek() {
+	case 't':
+		d.literal("true")
+		return true
+	case 'f':
+		d.literal("false")
+		return false
+	}
+	d.failed = true
+	return false
+}
+
+// Unknown reads the value of a member the caller does not decode, named
+// key, which encoding/json ignores unless it matches one of fields, the
+// names the caller does decode, without regard to case. A name that could
+// so match fails d.
+func (d *Decoder) Unknown(key []byte, fields []string) {
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			d.failed = true // Unicode case folding: leave it to encoding/json
+			return
+		}
+	}
+	for _, f := range fields {
+		if len(f) == len(key) && bytes.EqualFold(key, []byte(f)) {
+			d.failed = true
+			return
+		}
+	}
+	d.Skip()
+}
+
+// Seen marks the field numbered n as read, in *set, failing d when it
+// was read before: encoding/json merges a duplicate member into the value
+// already decoded, which the callers do not copy.
+func (d *Decoder) Seen(set *uint64, n int) {
+	if *set&(1<<n) != 0 {
+		d.failed = true
+	}
+	*set |= 1 << n
+}
+
+// unquote decodes the content of a valid JSON string as encoding/json
+// does: invalid UTF-8 and unpaired surrogates become U+FFFD.
+func unquote(s []byte) string {
+	b := make([]byte, 0, len(s)+2*utf8.UTFMax)
+	valid := utf8.Valid(s)
+	for r := 0; r < len(s); {
+		if valid && s[r] != '\\' {
+			// Copy up to the next escape sequence at once.
+			j := bytes.IndexByte(s[r:], '\\')
+			if j < 0 {
+				j = len(s) - r
+			}
+			b = append(b, s[r:r+j]...)
+			r += j
+			continue
+		}
+		switch c := s[r]; {
+		case c == '\\':
+			r++
+			switch s[r] {
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				rr := getu4(s[r-1:])
+				r += 5
+				if utf16.IsSurrogate(rr) {
+					if dec := utf16.DecodeRune(rr, getu4(s[r:])); dec != unicode.ReplacementChar {
+						r += 6
+						b = utf8.AppendRune(b, dec)
+						continue
+					}
+					rr = unicode.ReplacementChar
+				}
+				b = utf8.AppendRune(b, rr)
+				continue
+			default: // '"', '\\', '/'
+				b = append(b, s[r])
+			}
+			r++
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			r++
+		default:
+			rr, size := utf8.DecodeRune(s[r:])
+			r += size
+			b = utf8.AppendRune(b, rr)
+		}
+	}
+	return string(b)
+}
+
+// getu4 decodes \uXXXX at the start of s, or returns -1.
+func getu4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range s[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}
+
+// Unquote returns the content of a valid JSON string, quotes included, as
+// encoding/json decodes it.
+func Unquote(raw []byte) string {
+	s := raw[1 : len(raw)-1]
+	if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
+		return string(s)
+	}
+	return unquote(s)
+}

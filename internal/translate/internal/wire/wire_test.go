@@ -1,0 +1,106 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+var seeds = []string{
+	`{"a":[1,-2.5e+3,true,false,null,"x\u00e9\ud83d\ude00\n"],"b":{}}`,
+	` [ {"k" : "v<>&\u2028"} , [] , 0 ] `,
+	`"\ud800 lone \\ \/ \b\f\t"`, "\"\xff\xfe invalid\"", `{"a":1,}`, `[1,]`, `01`, `-`, `1.`, `1e`, `"\x"`,
+	`{"a" 1}`, `[1 2]`, `nul`, `{"a":1}{`, "\"\u2029\"", `1E-7`, `123456789012345678901234567890`,
+}
+
+// FuzzDecoder holds the Decoder to encoding/json: what it reads whole is
+// valid JSON, a string it reads is what encoding/json reads, and it reads
+// every valid text that does not nest too deep.
+func FuzzDecoder(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var d Decoder
+		d.Reset(in)
+		raw := d.Raw()
+		ok := d.End()
+		if valid := json.Valid(in); ok != valid && (ok || depth(in) <= maxDepth) {
+			t.Fatalf("Decoder read %q whole: %v; json.Valid: %v", in, ok, valid)
+		}
+		if ok && !bytes.Equal(raw, bytes.TrimSpace(in)) {
+			t.Fatalf("Raw of %q is %q", in, raw)
+		}
+		d.Reset(in)
+		s := d.String()
+		if d.End() {
+			var want string
+			if err := json.Unmarshal(in, &want); err != nil || s != want {
+				t.Fatalf("String of %q is %q; encoding/json: %q, %v", in, s, want, err)
+			}
+		}
+		d.Reset(in)
+		n := d.Int()
+		if d.End() {
+			var want int
+			if err := json.Unmarshal(in, &want); err != nil || n != want {
+				t.Fatalf("Int of %q is %d; encoding/json: %d, %v", in, n, want, err)
+			}
+		}
+		d.Reset(in)
+		x := d.Float()
+		if d.End() {
+			var want float64
+			if err := json.Unmarshal(in, &want); err != nil || x != want {
+				t.Fatalf("Float of %q is %v; encoding/json: %v, %v", in, x, want, err)
+			}
+			if got, want := AppendFloat(nil, x), marshal(t, x); !bytes.Equal(got, want) {
+				t.Fatalf("AppendFloat(%v) = %s, json.Marshal %s", x, got, want)
+			}
+		}
+		if got, want := AppendString(nil, string(in)), marshal(t, string(in)); !bytes.Equal(got, want) {
+			t.Fatalf("AppendString(%q) = %s, json.Marshal %s", in, got, want)
+		}
+		var fromText, fromString string
+		if json.Unmarshal(AppendText(nil, string(in)), &fromText) != nil || json.Unmarshal(AppendString(nil, string(in)), &fromString) != nil || fromText != fromString {
+			t.Fatalf("AppendText(%q) and AppendString differ in meaning: %q, %q", in, fromText, fromString)
+		}
+		if json.Valid(in) {
+			if got, want := AppendRaw(nil, in), marshal(t, json.RawMessage(in)); !bytes.Equal(got, want) {
+				t.Fatalf("AppendRaw(%q) = %s, json.Marshal %s", in, got, want)
+			}
+		}
+	})
+}
+
+func TestAppendFloat(t *testing.T) {
+	for _, f := range []float64{0, 1, -1, 0.1, 1e-7, 1e-6, 1e20, 1e21, 123456.789, math.MaxFloat64, math.SmallestNonzeroFloat64} {
+		if got, want := AppendFloat(nil, f), marshal(t, f); !bytes.Equal(got, want) {
+			t.Errorf("AppendFloat(%v) = %s, json.Marshal %s", f, got, want)
+		}
+	}
+}
+
+func marshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func depth(b []byte) int {
+	n, deepest := 0, 0
+	for _, c := range b {
+		switch c {
+		case '[', '{':
+			n++
+			deepest = max(deepest, n)
+		case ']', '}':
+			n--
+		}
+	}
+	return deepest
+}

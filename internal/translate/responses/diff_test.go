@@ -1,0 +1,82 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+)
+
+// FuzzChatDecoders holds the reflection-free paths of Parse and Chat to
+// encoding/json, which they replace: what the fast decoders take decodes
+// as json.Unmarshal decodes it, and the chat request is written as
+// json.Marshal writes it.
+func FuzzChatDecoders(f *testing.F) {
+	f.Add(fixture(f, "codex_request.json"))
+	f.Add([]byte(`{"model":"m","input":"Hi <&>","metadata":{"a":null,"b":"c"},"text":{"format":{"type":"json_schema","name":"n","schema":{ "x" : 1 },"strict":true}},"temperature":1e21,"n":null}`))
+	f.Add([]byte(`{"model":"m","input":[null,{"role":"user","content":[null,{"type":"input_image","image_url":"https://x/a.png","detail":"high"}]},{"type":"reasoning","summary":[{"type":"summary_text","text":"t"}],"content":[{"text":"u"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]}],"tools":[{"type":"function","name":"f","parameters":null,"strict":false}],"tool_choice":{"type":"function","name":"f"},"reasoning":{"effort":"low","summary":null},"include":[null],"store":false}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var fast, slow wireRequest
+		if decodeRequest(body, &fast) {
+			if err := json.Unmarshal(body, &slow); err != nil {
+				t.Fatalf("decodeRequest took a body encoding/json refuses: %v", err)
+			}
+			if !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("decodeRequest and encoding/json differ:\n%#v\n%#v", fast, slow)
+			}
+		}
+		items, err := decodeItems(body)
+		var want []inputItem
+		if werr := json.Unmarshal(body, &want); (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(items, want) {
+			t.Fatalf("decodeItems and encoding/json differ (%v, %v):\n%#v\n%#v", err, werr, items, want)
+		}
+		var tool, wantTool wireTool
+		err = wire.Decode(body, &tool, decodeTool)
+		if werr := json.Unmarshal(body, &wantTool); (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(tool, wantTool) {
+			t.Fatalf("toolOf and encoding/json differ (%v, %v):\n%#v\n%#v", err, werr, tool, wantTool)
+		}
+		r, err := Parse(body)
+		if err != nil {
+			return
+		}
+		for _, opt := range []Options{{}, {ReasoningField: "reasoning"}} {
+			_, out, err := r.translate(opt)
+			if err != nil {
+				continue
+			}
+			want, err := json.Marshal(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := appendChat(nil, out); !bytes.Equal(got, want) {
+				t.Fatalf("appendChat and json.Marshal differ:\n%s\n%s", got, want)
+			}
+		}
+	})
+}
+
+// TestDecodeFastFixture checks that a real agent's request takes the fast
+// paths, not the fallback to encoding/json.
+func TestDecodeFastFixture(t *testing.T) {
+	var w wireRequest
+	if !decodeRequest(fixture(t, "codex_request.json"), &w) {
+		t.Fatal("decodeRequest refused the Codex request")
+	}
+}
+
+// FuzzChunkDecoder holds chunkOf, which decodes stream chunks, to
+// json.Unmarshal.
+func FuzzChunkDecoder(f *testing.F) {
+	f.Add([]byte(`{"id":"c","model":"m","choices":[null,{"index":0,"delta":{"content":"a\u00e9\"","refusal":null,"reasoning":{"x":1},"reasoning_content":"r","tool_calls":[null,{"index":null,"id":"t","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}],"usage":{"prompt_tokens":3,"total_tokens":null,"prompt_tokens_details":{"cached_tokens":1},"completion_tokens_details":{"reasoning_tokens":2}}}`))
+	f.Add([]byte(`{"error":{"message":"m","type":null,"code":429}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast, slow chunk
+		err := wire.Decode(data, &fast, decodeChunk)
+		werr := json.Unmarshal(data, &slow)
+		if (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("chunkOf and encoding/json differ (%v, %v):\n%#v\n%#v", err, werr, fast, slow)
+		}
+	})
+}
