@@ -288,6 +288,9 @@ func setStores(o *gateway.Options, p *products, st any) {
 	if s, ok := st.(gateway.PolicyStore); ok {
 		o.Policies = s
 	}
+	if s, ok := st.(gateway.WorkspaceStore); ok {
+		o.Workspaces = s // the workspaces' default guardrails
+	}
 	a.Keys, _ = st.(admin.KeyStore)
 	a.VirtualKeys, _ = st.(admin.VirtualKeyStore)
 	a.Configs, _ = st.(admin.ConfigStore)
