@@ -1,0 +1,118 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/modelgateway/gateway/internal/chat"
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+)
+
+// blockType is the error for a block a role cannot hold in chat.
+func blockType(typ, p, role string) *Error {
+	switch typ {
+	case "document", "search_result", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
+		"code_execution_tool_result", "mcp_tool_use", "mcp_tool_result", "container_upload", "tool_use",
+		"tool_result", "thinking", "redacted_thinking":
+		return unsupported(p+".type", typ+" blocks in "+role+" messages have no equivalent in chat completions")
+	}
+	return invalid(p+".type", "unknown content block type "+strconv.Quote(typ))
+}
+
+// image returns an image block as an image_url part.
+func image(b *msgBlock, p string) (chat.Part, error) {
+	s := b.Source
+	if s == nil {
+		return chat.Part{}, invalid(p+".source", "is required")
+	}
+	switch s.Type {
+	case "base64":
+		if s.MediaType == "" || s.Data == "" {
+			return chat.Part{}, invalid(p+".source", "a base64 image needs media_type and data")
+		}
+		return chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: "data:" + s.MediaType + ";base64," + s.Data}}, nil
+	case "url":
+		if s.URL == "" {
+			return chat.Part{}, invalid(p+".source.url", "is required")
+		}
+		return chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: s.URL}}, nil
+	}
+	return chat.Part{}, unsupported(p+".source.type", "images of source type "+strconv.Quote(s.Type)+" have no equivalent in chat completions")
+}
+
+// toolResult returns a tool result's text, and its images apart.
+func toolResult(c *msgContent, p string, t *Translation) (string, []chat.Part, error) {
+	if c == nil {
+		return "", nil, nil
+	}
+	if c.Text != nil {
+		return *c.Text, nil, nil
+	}
+	var text strings.Builder
+	var images []chat.Part
+	for k := range c.Blocks {
+		b := &c.Blocks[k]
+		bp := p + "[" + strconv.Itoa(k) + "]"
+		if b.Cache != nil {
+			t.drop(bp + ".cache_control")
+		}
+		switch b.Type {
+		case "text":
+			if text.Len() > 0 {
+				text.WriteByte('\n')
+			}
+			text.WriteString(b.Text)
+		case "image":
+			part, err := image(b, bp)
+			if err != nil {
+				return "", nil, err
+			}
+			images = append(images, part)
+		default:
+			return "", nil, blockType(b.Type, bp, "tool_result")
+		}
+	}
+	return text.String(), images, nil
+}
+
+// compact returns a tool_use input as chat's arguments text.
+func compact(input json.RawMessage) (string, error) {
+	input = bytes.TrimSpace(input)
+	if len(input) == 0 || string(input) == "null" {
+		return "{}", nil
+	}
+	if input[0] != '{' {
+		return "", errors.New("not an object")
+	}
+	return string(wire.AppendCompact(make([]byte, 0, len(input)), input)), nil
+}
+
+// tools returns the request's tools as chat functions.
+func tools(in []msgTool, t *Translation) ([]chat.Tool, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]chat.Tool, 0, len(in))
+	for i := range in {
+		tool := &in[i]
+		p := "tools[" + strconv.Itoa(i) + "]"
+		if tool.Type != "" && tool.Type != "custom" {
+			return nil, unsupported(p+".type", "the server tool "+strconv.Quote(tool.Type)+" has no equivalent in chat completions")
+		}
+		if tool.Name == "" {
+			return nil, invalid(p+".name", "is required")
+		}
+		if len(tool.InputSchema) == 0 {
+			return nil, invalid(p+".input_schema", "is required")
+		}
+		if tool.Cache != nil {
+			t.drop(p + ".cache_control")
+		}
+		out = append(out, chat.Tool{Type: "function", Function: chat.Function{Name: tool.Name,
+			Description: tool.Description, Parameters: tool.InputSchema}})
+	}
+	return out, nil
+}

@@ -1,0 +1,206 @@
+package responses
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/modelgateway/gateway/internal/chat"
+	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+)
+
+// itemParam names item i of the input for an error. Items prepended from
+// an earlier response are named so in the message; messages names them
+// through previous_response_id.
+func (r *Request) itemParam(i int) string {
+	if i < r.prior {
+		return "the earlier item [" + strconv.Itoa(i) + "]"
+	}
+	return "input[" + strconv.Itoa(i-r.prior) + "]"
+}
+
+// messages translates the items. Consecutive function calls, and the
+// assistant message they follow, become one assistant message with tool
+// calls; a reasoning item goes with the assistant message that follows it.
+func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_ []chatMessage, err error) {
+	i := 0
+	defer func() {
+		var e *Error
+		if errors.As(err, &e) && i < r.prior {
+			e.Message, e.Param = e.Param+": "+e.Message, "previous_response_id"
+		}
+	}()
+	var reasoning strings.Builder
+	pending := false       // reasoning waits for its assistant message
+	assistantOpen := false // the last message may take more tool calls
+	dropped := false
+	takeReasoning := func(m *chatMessage) {
+		if !pending {
+			return
+		}
+		switch opt.ReasoningField {
+		case "reasoning_content":
+			m.ReasoningContent = reasoning.String()
+		case "reasoning":
+			m.Reasoning = reasoning.String()
+		default:
+			dropped = true
+		}
+		reasoning.Reset()
+		pending = false
+	}
+	for i = range r.items {
+		it := &r.items[i]
+		param := r.itemParam(i)
+		typ := it.Type
+		if typ == "" && it.Role != "" {
+			typ = "message"
+		}
+		switch typ {
+		case "message":
+			m, err := chatMessageOf(it, param)
+			if err != nil {
+				return nil, err
+			}
+			if m.Role == "assistant" {
+				takeReasoning(&m)
+				out = append(out, m)
+				assistantOpen = true
+				continue
+			}
+			if pending {
+				dropped, pending = true, false
+				reasoning.Reset()
+			}
+			out = append(out, m)
+			assistantOpen = false
+		case "function_call":
+			if it.CallID == "" {
+				return nil, invalid(param+".call_id", "is required")
+			}
+			if it.Name == "" {
+				return nil, invalid(param+".name", "is required")
+			}
+			tc := chat.ToolCall{ID: it.CallID, Type: "function", Function: chat.FunctionCall{Name: it.Name, Arguments: it.Arguments}}
+			if !assistantOpen {
+				out = append(out, chatMessage{Message: chat.Message{Role: "assistant"}})
+				assistantOpen = true
+			}
+			last := &out[len(out)-1]
+			takeReasoning(last)
+			last.ToolCalls = append(last.ToolCalls, tc)
+		case "function_call_output":
+			if it.CallID == "" {
+				return nil, invalid(param+".call_id", "is required")
+			}
+			s, err := toolOutput(it.Output, param+".output")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, chatMessage{Message: chat.Message{Role: "tool", ToolCallID: it.CallID, Content: text(s)}})
+			assistantOpen = false
+		case "reasoning":
+			for _, p := range it.Summary {
+				reasoning.WriteString(p.Text)
+			}
+			if isSet(it.Content) {
+				var content []textPart
+				if wire.Decode(it.Content, &content, readParts) == nil {
+					for _, p := range content {
+						reasoning.WriteString(p.Text)
+					}
+				}
+			}
+			if reasoning.Len() > 0 {
+				pending = true
+			}
+		case "item_reference":
+			return nil, unsupported(param+".type", "item references cannot be resolved; send the items themselves")
+		default:
+			return nil, unsupported(param+".type", "input items of type "+strconv.Quote(typ)+" cannot be translated")
+		}
+	}
+	if pending || dropped {
+		note("reasoning items dropped: the target takes no reasoning back")
+	}
+	return out, nil
+}
+
+// chatMessageOf translates a message item.
+func chatMessageOf(it *inputItem, param string) (chatMessage, error) {
+	var m chatMessage
+	switch it.Role {
+	case "user", "assistant", "system":
+		m.Role = it.Role
+	case "developer":
+		m.Role = "system" // chat models other than OpenAI's know no developer role
+	default:
+		return m, invalid(param+".role", "must be user, assistant, system or developer")
+	}
+	c := bytes.TrimSpace(it.Content)
+	if len(c) > 0 && c[0] == '"' {
+		s, err := stringOf(c)
+		if err != nil {
+			return m, invalid(param+".content", "must be a string or an array of content parts")
+		}
+		m.Content = text(s)
+		return m, nil
+	}
+	var parts []textPart
+	var err error
+	if len(c) == 0 || c[0] != '[' {
+		err = errNotArray
+	} else {
+		err = wire.Decode(c, &parts, readParts)
+	}
+	if err != nil {
+		return m, invalid(param+".content", "must be a string or an array of content parts")
+	}
+	if len(parts) > maxParts {
+		return m, invalid(param+".content", "at most "+strconv.Itoa(maxParts)+" content parts")
+	}
+	var out []chat.Part
+	textOnly := true
+	for j, p := range parts {
+		pp := param + ".content[" + strconv.Itoa(j) + "]"
+		switch p.Type {
+		case "input_text", "output_text":
+			out = append(out, chat.Part{Type: "text", Text: p.Text})
+		case "refusal":
+			out = append(out, chat.Part{Type: "text", Text: p.Refusal})
+		case "input_image":
+			if m.Role != "user" {
+				return m, unsupported(pp+".type", "images only in user messages")
+			}
+			if p.ImageURL == nil || *p.ImageURL == "" {
+				if p.FileID != nil {
+					return m, unsupported(pp+".file_id", "images by file id cannot be translated; send image_url")
+				}
+				return m, invalid(pp+".image_url", "is required")
+			}
+			detail := p.Detail
+			if detail == "auto" {
+				detail = ""
+			}
+			out = append(out, chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: *p.ImageURL, Detail: detail}})
+			textOnly = false
+		case "input_file":
+			return m, unsupported(pp+".type", "file inputs cannot be translated")
+		default:
+			return m, unsupported(pp+".type", "content parts of type "+strconv.Quote(p.Type)+" cannot be translated")
+		}
+	}
+	// Text alone is sent as a string: the widest-understood shape, and the
+	// only one some chat dialects take for system and assistant messages.
+	if textOnly && (len(out) == 1 || m.Role != "user") {
+		var b strings.Builder
+		for _, p := range out {
+			b.WriteString(p.Text)
+		}
+		m.Content = text(b.String())
+		return m, nil
+	}
+	m.Content = chat.Content{Parts: out}
+	return m, nil
+}
