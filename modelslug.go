@@ -99,7 +99,7 @@ func (g *Gateway) modelTarget(ctx context.Context, st *requestState, slug, model
 	} else if err != nil {
 		return nil, err
 	}
-	if len(vk.Models) > 0 && !slices.Contains(vk.Models, model) {
+	if vk.Models != nil && !slices.Contains(vk.Models, model) {
 		return nil, badRequest(CodeModelNotAllowed, "model", "model "+quoteShort(model)+" is not offered by provider "+quoteShort("@"+slug))
 	}
 	t, err := g.keyTarget(ctx, vk, slug, "model")

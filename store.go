@@ -132,9 +132,9 @@ type VirtualKey struct {
 	// workspace, and finds no key otherwise. Empty: a key of its own.
 	Integration string `json:"-"`
 
-	// Models, when not empty, are the only models a request naming the
-	// key as "@{slug}/{model}" may ask for; another is refused with 400
-	// model_not_allowed. Empty, every model is allowed.
+	// Models, when not nil, are the only models a request naming the key
+	// as "@{slug}/{model}" may ask for; another is refused with 400
+	// model_not_allowed. Nil, every model is allowed.
 	Models []string `json:"-"`
 
 	// Prices prices the models of the key (custom models, keyed by the
