@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
-
 )
 
 // answerCoding is how an answer's body is encoded, as far as reading its
