@@ -11,6 +11,8 @@ import (
 	"github.com/modelgateway/gateway/catalog"
 )
 
+var _ catalog.Store = (*Store)(nil)
+
 // kindIntegration is the change of an integration (ref: its slug): the
 // snapshot reads the integrations and every virtual key again, since the
 // providers made from an integration are held joined with it.
