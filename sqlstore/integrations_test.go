@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	gateway "github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/catalog"
 	"github.com/modelgateway/gateway/catalog/storetest"
+	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/sqlstore"
 )
 
@@ -66,4 +68,34 @@ func TestIntegrationSecretsSealed(t *testing.T) {
 
 func providerOf(in *catalog.Integration, ws string) *gateway.VirtualKey {
 	return &gateway.VirtualKey{Slug: in.Slug, WorkspaceID: ws, Integration: in.Slug, Provider: in.Provider, Tenant: true}
+}
+
+// TestProviderLookupDoesNotAllocate: a provider made from an integration
+// is found, joined, with no allocation, as any virtual key is, on the
+// store and on memstore.
+func TestProviderLookupDoesNotAllocate(t *testing.T) {
+	in := &catalog.Integration{ID: "0b0f7a3e-9c1d-4c5e-8f00-000000000004", Slug: "openai-prod", Provider: "openai",
+		APIKey: "sk-x", Workspaces: []catalog.Grant{{WorkspaceID: "ws", Provider: "openai-prod"}}}
+	for _, st := range []struct {
+		name  string
+		store storetest.Store
+	}{{"sqlstore", openStore(t, sqliteDSN(t), sqlstore.Options{})}, {"memstore", memstore.New()}} {
+		t.Run(st.name, func(t *testing.T) {
+			if err := st.store.CreateIntegration(t.Context(), in); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.store.CreateVirtualKey(t.Context(), providerOf(in, "ws")); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			allocs := testing.AllocsPerRun(100, func() {
+				if vk, err := st.store.VirtualKeyIn(ctx, "ws", "openai-prod"); err != nil || vk.APIKey != "sk-x" {
+					t.Fatalf("VirtualKeyIn = %v, %v", vk, err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per lookup, want 0", allocs)
+			}
+		})
+	}
 }
