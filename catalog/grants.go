@@ -42,35 +42,19 @@ type grantBody struct {
 // providers of the workspace made from the integration and ends its
 // policies.
 func (p *plane) serveGrants(w http.ResponseWriter, r *http.Request) {
-	id, ok := p.integrationCaller(w, r)
-	if !ok {
-		return
-	}
-	slug := r.PathValue("slug")
-	err := httpapi.Methods{
-		http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
-			in, err := p.visibleIntegration(r, id, slug)
-			if err != nil {
-				return err
+	p.serveBelow(w, r, func(id gateway.Identity, in *Integration) any {
+		out := []grantWire{}
+		for _, g := range in.Workspaces {
+			if id.Type == gateway.KeyOrganisation || g.WorkspaceID == id.WorkspaceID {
+				out = append(out, grantWire{ID: g.WorkspaceID, Enabled: true, Provider: g.Provider,
+					UsageLimits: g.UsageLimits, RateLimits: g.RateLimits})
 			}
-			out := []grantWire{}
-			for _, g := range in.Workspaces {
-				if id.Type == gateway.KeyOrganisation || g.WorkspaceID == id.WorkspaceID {
-					out = append(out, grantWire{ID: g.WorkspaceID, Enabled: true, Provider: g.Provider,
-						UsageLimits: g.UsageLimits, RateLimits: g.RateLimits})
-				}
-			}
-			httpapi.WriteJSON(w, http.StatusOK, struct {
-				Total      int         `json:"total"`
-				Workspaces []grantWire `json:"workspaces"`
-			}{len(out), out})
-			return nil
-		},
-		http.MethodPut: func(w http.ResponseWriter, r *http.Request) error { return p.putGrants(w, r, slug) },
-	}.Serve(w, r)
-	if err != nil {
-		p.fail(w, r, err)
-	}
+		}
+		return struct {
+			Total      int         `json:"total"`
+			Workspaces []grantWire `json:"workspaces"`
+		}{len(out), out}
+	}, httpapi.Methods{http.MethodPut: p.putGrants})
 }
 
 // grantWire is a grant in answers (the reference's IntegrationWorkspace,
@@ -83,7 +67,8 @@ type grantWire struct {
 	RateLimits  json.RawMessage `json:"rate_limits"`
 }
 
-func (p *plane) putGrants(w http.ResponseWriter, r *http.Request, slug string) error {
+func (p *plane) putGrants(w http.ResponseWriter, r *http.Request) error {
+	slug := r.PathValue("slug")
 	var b struct {
 		Workspaces            *[]grantBody    `json:"workspaces"`
 		GlobalAccess          json.RawMessage `json:"global_workspace_access"`
