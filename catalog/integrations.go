@@ -332,7 +332,7 @@ func (p *plane) updateIntegration(w http.ResponseWriter, r *http.Request, slug s
 			if old.APIKey != "" && b.Key == nil {
 				return nil, control.SecretRequired("key", "changing the host of an integration sends its key there: send key again in the same request")
 			}
-			control.Detail(r, "host: "+auditURL(old.BaseURL)+" → "+auditURL(in.BaseURL))
+			control.Detail(r, "host: "+control.AuditURL(old.BaseURL)+" → "+control.AuditURL(in.BaseURL))
 		}
 		in.UpdatedAt = p.now()
 		return in, nil
@@ -382,22 +382,6 @@ func (p *plane) deleteIntegration(w http.ResponseWriter, r *http.Request, slug s
 	return nil
 }
 
-// auditURL is a custom host as an audit record shows it: its scheme and
-// host only, since the rest may carry a secret.
-func auditURL(raw string) string {
-	if raw == "" {
-		return "(none)"
-	}
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return "(invalid URL)"
-	}
-	host, _, _ := strings.Cut(rest, "/")
-	if _, h, ok := strings.Cut(host, "@"); ok {
-		host = h
-	}
-	return scheme + "://" + host
-}
 
 // integrationList is an integration in lists (the reference's
 // IntegrationList).
