@@ -207,7 +207,6 @@ func hostChanges(old, vk *gateway.VirtualKey) []string {
 	return out
 }
 
-
 // auditValue is a host setting as an audit record shows it.
 func auditValue(s string) string {
 	if s == "" {

@@ -382,7 +382,6 @@ func (p *plane) deleteIntegration(w http.ResponseWriter, r *http.Request, slug s
 	return nil
 }
 
-
 // integrationList is an integration in lists (the reference's
 // IntegrationList).
 type integrationList struct {
