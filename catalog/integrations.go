@@ -3,7 +3,9 @@ package catalog
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,8 +15,7 @@ import (
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
-// maxSecretLen bounds a secret a tenant writes; maxDescription a
-// description.
+// maxSecretLen bounds a secret a tenant writes.
 const maxSecretLen = 16 << 10
 
 // integrationBody is the body of POST /integrations and PUT
@@ -215,7 +216,8 @@ func (p *plane) apply(b *integrationBody, in *Integration) error {
 		}
 		in.APIKey = *b.Key
 	}
-	for name, raw := range b.Configurations {
+	for _, name := range slices.Sorted(maps.Keys(b.Configurations)) {
+		raw := b.Configurations[name]
 		f, ok := configFieldNamed(name)
 		if !ok {
 			return control.Invalid("configurations."+name, "unknown configuration "+control.Quote(name)+
@@ -230,13 +232,12 @@ func (p *plane) apply(b *integrationBody, in *Integration) error {
 		}
 		*f.at(in) = v
 	}
-	h := &in.HostSettings
-	switch {
-	case in.BaseURL != "":
+	if in.BaseURL != "" {
 		if err := control.CheckHost(p.g, in.BaseURL, "configurations.custom_host"); err != nil {
 			return err
 		}
 	}
+	h := &in.HostSettings
 	switch {
 	case h.ResourceName != "" && !bounds.DNSLabel(h.ResourceName):
 		return control.Invalid("configurations.resource_name", "resource_name must be a DNS label")
