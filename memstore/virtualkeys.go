@@ -140,8 +140,7 @@ func (s *Store) DeleteVirtualKey(_ context.Context, workspaceID, slug string) er
 // was read with.
 func (s *Store) putVirtualKeyLocked(vk *gateway.VirtualKey) {
 	if vk.Integration != "" {
-		vk.APIKey, vk.BaseURL, vk.HostSettings, vk.Models, vk.Prices = "", "", gateway.HostSettings{}, nil, nil
-		vk.NamedOnly = true
+		vk.APIKey, vk.BaseURL, vk.HostSettings, vk.Models, vk.Prices, vk.NamedOnly = "", "", gateway.HostSettings{}, nil, nil, false
 		defer s.rejoinLocked()
 	}
 	if s.vkeys == nil {

@@ -22,7 +22,8 @@ func TestEveryFieldIsStored(t *testing.T) {
 			"DefaultConfig", "Scopes", "ExpiresAt", "Type", "SubType", "UserID", "Name", "Description", "CreatedAt",
 			"UpdatedAt", "RateLimits", "UsageLimits", "PreviousDigest", "PreviousValidUntil", "InputGuardrails", "OutputGuardrails"}},
 		{reflect.TypeFor[gateway.VirtualKey](), []string{"Slug", "Provider", "APIKey", "BaseURL", "WorkspaceID", "HostSettings",
-			"Name", "Note", "CreatedAt", "UpdatedAt", "Tenant", "AllowedRoutes"}},
+			"Name", "Note", "CreatedAt", "UpdatedAt", "Tenant", "AllowedRoutes", "Models", "Prices", "NamedOnly",
+			"Integration"}}, // a provider's credential, models and prices are its integration's (catalog/storetest)
 		{reflect.TypeFor[gateway.HostSettings](), []string{"ResourceName", "DeploymentID", "APIVersion", "ModelName",
 			"ProjectID", "Region", "AccessKeyID", "SecretAccessKey", "SessionToken"}},
 		{reflect.TypeFor[gateway.SavedConfig](), []string{"ID", "WorkspaceID", "Config", "Name", "Version", "VersionID",

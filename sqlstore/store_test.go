@@ -38,7 +38,9 @@ func fullVirtualKey(slug, secret string) *gateway.VirtualKey {
 			ModelName: "model", ProjectID: "proj", Region: "eu-west-1", AccessKeyID: "AKIAEXAMPLE",
 			SecretAccessKey: "aws-secret-" + secret, SessionToken: "aws-session-" + secret},
 		Name: "Bedrock " + slug, Note: "the team's account", CreatedAt: t0, UpdatedAt: t0.Add(time.Hour),
-		Tenant: true, AllowedRoutes: []string{"POST /chat/completions", "* /files"}}
+		Tenant: true, AllowedRoutes: []string{"POST /chat/completions", "* /files"},
+		Models: []string{"anthropic.claude-3-haiku"}, Prices: gateway.PriceTable{"my-model": {Input: 1, Output: 2, CachedInput: 0.5}},
+		NamedOnly: true}
 }
 
 // policy is a valid rate-limits policy.

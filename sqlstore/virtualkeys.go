@@ -45,7 +45,7 @@ func (s *Store) putVirtualKey(ctx context.Context, tx *sql.Tx, vk *gateway.Virtu
 	if vk.Integration != "" {
 		// Its credentials are its integration's, joined when it is read.
 		c := *vk
-		c.APIKey, c.BaseURL, c.HostSettings, c.Models, c.Prices = "", "", gateway.HostSettings{}, nil, nil
+		c.APIKey, c.BaseURL, c.HostSettings, c.Models, c.Prices, c.NamedOnly = "", "", gateway.HostSettings{}, nil, nil, false
 		vk = &c
 	}
 	h := &vk.HostSettings
@@ -66,20 +66,36 @@ func (s *Store) putVirtualKey(ctx context.Context, tx *sql.Tx, vk *gateway.Virtu
 			return fmt.Errorf("sqlstore: virtual key %q: %w", vk.Slug, err)
 		}
 	}
+	var models, prices string // "": nil
+	for _, f := range []struct {
+		dst *string
+		v   any
+		set bool
+	}{{&models, vk.Models, vk.Models != nil}, {&prices, vk.Prices, vk.Prices != nil}} {
+		if !f.set {
+			continue
+		}
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return fmt.Errorf("sqlstore: virtual key %q: %w", vk.Slug, err)
+		}
+		*f.dst = string(b)
+	}
 	_, err = s.exec(ctx, tx, `INSERT INTO virtual_keys (id, workspace_id, slug, provider, base_url, resource_name, deployment_id,
 	api_version, model_name, project_id, region, access_key_id, api_key, secret_access_key, session_token, name, note,
-	created_at, updated_at, tenant, allowed_routes, integration)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+	created_at, updated_at, tenant, allowed_routes, integration, models, prices, named_only)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
 ON CONFLICT (id) DO UPDATE SET provider = excluded.provider, base_url = excluded.base_url,
 	resource_name = excluded.resource_name, deployment_id = excluded.deployment_id, api_version = excluded.api_version,
 	model_name = excluded.model_name, project_id = excluded.project_id, region = excluded.region,
 	access_key_id = excluded.access_key_id, api_key = excluded.api_key, secret_access_key = excluded.secret_access_key,
 	session_token = excluded.session_token, name = excluded.name, note = excluded.note,
 	created_at = excluded.created_at, updated_at = excluded.updated_at, tenant = excluded.tenant,
-	allowed_routes = excluded.allowed_routes, integration = excluded.integration`,
+	allowed_routes = excluded.allowed_routes, integration = excluded.integration, models = excluded.models,
+	prices = excluded.prices, named_only = excluded.named_only`,
 		rowID, vk.WorkspaceID, vk.Slug, vk.Provider, vk.BaseURL, h.ResourceName, h.DeploymentID,
 		h.APIVersion, h.ModelName, h.ProjectID, h.Region, h.AccessKeyID, sealed[0], sealed[1], sealed[2], vk.Name, vk.Note,
-		nullTime(vk.CreatedAt), nullTime(vk.UpdatedAt), vk.Tenant, string(routes), vk.Integration)
+		nullTime(vk.CreatedAt), nullTime(vk.UpdatedAt), vk.Tenant, string(routes), vk.Integration, models, prices, vk.NamedOnly)
 	if err != nil {
 		return fmt.Errorf("sqlstore: virtual key %q: %w", vk.Slug, err)
 	}
@@ -152,7 +168,7 @@ func (s *Store) DeleteVirtualKey(ctx context.Context, workspaceID, slug string) 
 // virtualKeyColumns are the columns scanVirtualKey reads, in its order.
 const virtualKeyColumns = `id, workspace_id, slug, provider, base_url, resource_name, deployment_id,
 	api_version, model_name, project_id, region, access_key_id, api_key, secret_access_key, session_token, name, note,
-	created_at, updated_at, tenant, allowed_routes, integration`
+	created_at, updated_at, tenant, allowed_routes, integration, models, prices, named_only`
 
 // queryVirtualKeys calls fn with each virtual key the condition where
 // (with args; "" for every row) selects, its credentials opened, ordered
@@ -189,12 +205,23 @@ func (s *Store) scanVirtualKey(row scanner) (*gateway.VirtualKey, error) {
 		rowID                   string
 		apiKey, secret, session []byte
 		created, updated        sql.NullTime
-		routes                  string
+		routes, models, prices  string
 	)
 	if err := row.Scan(&rowID, &vk.WorkspaceID, &vk.Slug, &vk.Provider, &vk.BaseURL, &h.ResourceName, &h.DeploymentID,
 		&h.APIVersion, &h.ModelName, &h.ProjectID, &h.Region, &h.AccessKeyID, &apiKey, &secret, &session, &vk.Name, &vk.Note,
-		&created, &updated, &vk.Tenant, &routes, &vk.Integration); err != nil {
+		&created, &updated, &vk.Tenant, &routes, &vk.Integration, &models, &prices, &vk.NamedOnly); err != nil {
 		return nil, fmt.Errorf("sqlstore: reading virtual keys: %w", err)
+	}
+	for _, f := range []struct {
+		name, raw string
+		dst       any
+	}{{"models", models, &vk.Models}, {"prices", prices, &vk.Prices}} {
+		if f.raw == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
+			return nil, fmt.Errorf("sqlstore: virtual key %q: %s: %w", vk.Slug, f.name, err)
+		}
 	}
 	if err := json.Unmarshal([]byte(routes), &vk.AllowedRoutes); err != nil {
 		return nil, fmt.Errorf("sqlstore: virtual key %q: allowed_routes: %w", vk.Slug, err)
