@@ -24,18 +24,18 @@ func send(t *testing.T, base, key, method, path, body string) (int, string) {
 	return res.StatusCode, readAll(t, res)
 }
 
-// authenticated reports whether key passes authentication: GET /v1/models
+// authenticated reports whether key passes authentication: GET /v1/batches
 // without a provider is then 400 missing_provider, else 401.
 func authenticated(t *testing.T, base, key string) bool {
 	t.Helper()
-	status, body := send(t, base, key, "GET", "/v1/models", "")
+	status, body := send(t, base, key, "GET", "/v1/batches", "")
 	switch {
 	case status == http.StatusBadRequest && errorCode(t, body) == "missing_provider":
 		return true
 	case status == http.StatusUnauthorized:
 		return false
 	}
-	t.Fatalf("GET /v1/models: %d %s, want 400 missing_provider or 401", status, body)
+	t.Fatalf("GET /v1/batches: %d %s, want 400 missing_provider or 401", status, body)
 	return false
 }
 

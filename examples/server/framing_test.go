@@ -79,7 +79,7 @@ func TestRunRefusesAmbiguousFraming(t *testing.T) {
 	t.Setenv("GATEWAY_API_KEY", "gw-framing")
 	base, _, _, _ := runServer(t)
 
-	smuggled := "GET /v1/models HTTP/1.1\r\nHost: gw\r\nx-gateway-api-key: gw-framing\r\n\r\n"
+	smuggled := "GET /v1/batches HTTP/1.1\r\nHost: gw\r\nx-gateway-api-key: gw-framing\r\n\r\n"
 	chunkedBody := "0\r\n\r\n" + smuggled // a proxy honouring Content-Length sees one request
 	both := func(proto string, headers ...string) string {
 		return "POST /v1/chat/completions " + proto + "\r\nHost: gw\r\nx-gateway-api-key: gw-framing\r\n" +

@@ -411,7 +411,7 @@ func TestServerBinary(t *testing.T) {
 					// metrics, not logged). Lines come in the order
 					// requests end, so once a later request's line is
 					// out, the 401's would be too.
-					later := call(t, "GET", base+"/v1/models", "", map[string]string{"x-gateway-api-key": gwKey})
+					later := call(t, "GET", base+"/v1/batches", "", map[string]string{"x-gateway-api-key": gwKey})
 					readAll(t, later)
 					logFor(t, p.stdout, p.done, later.Header.Get("x-gateway-trace-id"))
 					if out := p.stdout.String(); strings.Contains(out, trace) {
@@ -594,12 +594,12 @@ func TestServerBinary(t *testing.T) {
 		}
 		key := m[1]
 
-		res := call(t, "GET", base+"/v1/models", "", map[string]string{"x-gateway-api-key": key})
+		res := call(t, "GET", base+"/v1/batches", "", map[string]string{"x-gateway-api-key": key})
 		// Past authentication the gateway asks which provider to use.
 		if body := readAll(t, res); res.StatusCode != http.StatusBadRequest || errorCode(t, body) != "missing_provider" {
 			t.Errorf("with the generated key: %d %s, want 400 missing_provider", res.StatusCode, body)
 		}
-		res = call(t, "GET", base+"/v1/models", "", map[string]string{"x-gateway-api-key": key + "x"})
+		res = call(t, "GET", base+"/v1/batches", "", map[string]string{"x-gateway-api-key": key + "x"})
 		if body := readAll(t, res); res.StatusCode != http.StatusUnauthorized {
 			t.Errorf("with another key: %d %s, want 401", res.StatusCode, body)
 		}
@@ -729,7 +729,7 @@ func TestRunWarnsAboutUnsetVariables(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _, stderr, stop := runServer(t, "-config", path)
-	res := call(t, "GET", base+"/v1/models", "", map[string]string{"x-gateway-api-key": "gw-from-env"})
+	res := call(t, "GET", base+"/v1/batches", "", map[string]string{"x-gateway-api-key": "gw-from-env"})
 	if body := readAll(t, res); res.StatusCode == http.StatusUnauthorized {
 		t.Errorf("the key expanded from ${E2E_SET} was refused: %s", body)
 	}
@@ -748,7 +748,7 @@ func TestRunWarnsAboutUnsetVariables(t *testing.T) {
 func TestRunAPIKeyFromEnvironment(t *testing.T) {
 	t.Setenv("GATEWAY_API_KEY", "gw-from-env")
 	base, _, stderr, stop := runServer(t)
-	res := call(t, "GET", base+"/v1/models", "", map[string]string{"x-gateway-api-key": "gw-from-env"})
+	res := call(t, "GET", base+"/v1/batches", "", map[string]string{"x-gateway-api-key": "gw-from-env"})
 	if body := readAll(t, res); res.StatusCode != http.StatusBadRequest || errorCode(t, body) != "missing_provider" {
 		t.Errorf("with GATEWAY_API_KEY: %d %s, want 400 missing_provider", res.StatusCode, body)
 	}
@@ -772,7 +772,7 @@ func TestRunHeaderLimit(t *testing.T) {
 		{"80 KiB of headers are refused", 80 << 10, http.StatusRequestHeaderFieldsTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := call(t, "GET", base+"/v1/models", "", map[string]string{"x-gateway-api-key": "gw-limit", "X-Pad": strings.Repeat("a", tc.size)})
+			res := call(t, "GET", base+"/v1/batches", "", map[string]string{"x-gateway-api-key": "gw-limit", "X-Pad": strings.Repeat("a", tc.size)})
 			readAll(t, res)
 			if res.StatusCode != tc.status {
 				t.Errorf("status %d, want %d", res.StatusCode, tc.status)

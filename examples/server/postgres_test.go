@@ -163,7 +163,7 @@ func TestRunPostgres(t *testing.T) {
 	}
 
 	r = startRun(t, "-db", dsn)
-	res := call(t, "GET", r.base+"/v1/models", "", map[string]string{"x-gateway-api-key": created.Key})
+	res := call(t, "GET", r.base+"/v1/batches", "", map[string]string{"x-gateway-api-key": created.Key})
 	if body := readAll(t, res); res.StatusCode != http.StatusBadRequest || errorCode(t, body) != "missing_provider" {
 		t.Errorf("the key created before the restart: %d %s, want 400 missing_provider (authenticated)", res.StatusCode, body)
 	}
