@@ -19,10 +19,3 @@ CREATE TABLE integrations (
 	updated_us BIGINT NOT NULL
 );
 ALTER TABLE virtual_keys ADD COLUMN integration TEXT NOT NULL DEFAULT '';
--- A virtual key's offered models (a JSON array, '' for every model), its
--- own prices (a JSON object of model to price, '' for none) and whether
--- it may be used only by name (gateway.VirtualKey Models, Prices and
--- NamedOnly): a provider's come from its integration, not from these.
-ALTER TABLE virtual_keys ADD COLUMN models TEXT NOT NULL DEFAULT '';
-ALTER TABLE virtual_keys ADD COLUMN prices TEXT NOT NULL DEFAULT '';
-ALTER TABLE virtual_keys ADD COLUMN named_only BOOLEAN NOT NULL DEFAULT FALSE;
