@@ -277,20 +277,15 @@ func (h *Hooks) feedback(ctx context.Context, ws, trace string, gs []*attached, 
 }
 
 // results encodes the results of out as the hook results of a phase, a
-// JSON array. Each result's encoding is appended as MarshalJSON makes it,
-// without json.Marshal's second pass over it.
+// JSON array of each result as Result.MarshalJSON encodes it.
 func results(out Outcome) json.RawMessage {
 	b := make([]byte, 0, 256*len(out.Results))
 	b = append(b, '[')
-	for i, r := range out.Results {
-		rb, err := r.MarshalJSON()
-		if err != nil {
-			return nil
-		}
+	for i := range out.Results {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, rb...)
+		b = appendResult(b, &out.Results[i])
 	}
 	return append(b, ']')
 }
