@@ -196,9 +196,11 @@ func (rs *Routes) listLogs(w http.ResponseWriter, r *http.Request, store Store, 
 // A range whose _min is above its _max is a 400 naming the _max.
 // weighted_feedback_min / _max are a 400: request logs carry no feedback,
 // and the analytics routes read them before they call logQuery.
+// prompt_slug, a comma-separated list of prompt slugs or ids, selects
+// the records of those prompts' completions (Query.Prompts).
 // Parameters of the reference the gateway has nothing for (span_id,
-// prompt_slug, workspace_slug) are accepted and ignored, except that
-// span_id and prompt_slug select nothing when given: no record has one.
+// workspace_slug) are accepted and ignored, except that span_id selects
+// nothing when given: no record has one.
 func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 	q := &Query{}
 	for _, name := range []string{"weighted_feedback_min", "weighted_feedback_max"} {
@@ -332,12 +334,13 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 	if q.Cost.HasMin && q.Cost.HasMax && q.Cost.Min > q.Cost.Max {
 		return nil, control.Invalid("cost_max", "cost_max must not be below cost_min")
 	}
-	for _, name := range []string{"span_id", "prompt_slug"} {
-		if _, ok, err := one(name); err != nil {
-			return nil, err
-		} else if ok {
-			q.TraceIDs = []string{"\x00"} // no record has one
-		}
+	if _, ok, err := one("span_id"); err != nil {
+		return nil, err
+	} else if ok {
+		q.TraceIDs = []string{"\x00"} // no record has one
+	}
+	if q.Prompts, err = list("prompt_slug"); err != nil {
+		return nil, err
 	}
 	ws, _, err := one("workspace_id")
 	if err != nil {

@@ -140,6 +140,9 @@ func logWhere(d dialect, q *observe.Query) ([]string, []any) {
 				arg(k)+` AND m.value = `+arg(q.Metadata[k])+`)`)
 		}
 	}
+	if w := promptWhere(d, q, arg); w != "" {
+		where = append(where, w)
+	}
 	for _, r := range []struct {
 		column string
 		r      observe.Range[int64]

@@ -63,18 +63,23 @@
 // keys.
 //
 // With -config it loads API keys, virtual keys, saved configs, rate-limits
-// policies and the custom-host allowlist from a JSON file (see
+// policies, workspaces and the custom-host allowlist from a JSON file (see
 // admin.File for the complete field list). The file is the operator's: each entry
 // it names is created or replaced at every start (a file key rotated over
 // HTTP gets the file's value back), and the entries it does not name
 // (those made through the control plane, say) are left alone; the
 // custom-host allowlist is read from the file, never stored. An api_keys
 // entry without workspace_id is an organisation key; one with
-// workspace_id is that workspace's:
+// workspace_id is that workspace's. Keys and workspaces name the
+// guardrails attached to each of their requests in defaults, as the
+// admin routes write them; each id must name a stored guardrail the
+// workspace may attach, or the server does not start:
 //
 //	{
 //	  "api_keys": [{"id": "key-org", "key": "${GATEWAY_ORG_KEY}", "role": "admin"},
-//	               {"id": "key-ws-1", "key": "${WS1_ADMIN_KEY}", "workspace_id": "ws-1", "role": "admin"}],
+//	               {"id": "key-ws-1", "key": "${WS1_ADMIN_KEY}", "workspace_id": "ws-1", "role": "admin",
+//	                "defaults": {"output_guardrails": ["no-secrets"]}}],
+//	  "workspaces": [{"id": "ws-1", "name": "Team one", "defaults": {"input_guardrails": ["pii-redact"]}}],
 //	  "virtual_keys": [{"slug": "openai-prod", "provider": "openai", "api_key": "${OPENAI_API_KEY}",
 //	                    "base_url": "https://api.openai.com/v1", "workspace_id": "ws-1"}],
 //	  "configs": [{"id": "pc-default", "config": {"virtual_key": "openai-prod"}}],

@@ -194,8 +194,14 @@ func (b *backend) store() any {
 func (b *backend) durable() bool { return b.db != nil }
 
 // load creates or replaces every entry f names, and leaves the others
-// alone.
+// alone. The guardrails f's keys and workspaces attach by default are
+// checked first against those stored, as the admin routes check them.
 func (b *backend) load(ctx context.Context, f *admin.File) error {
+	if gs, ok := b.store().(guardrail.Store); ok {
+		if err := f.CheckGuardrails(ctx, &guardrail.Hooks{Store: gs}); err != nil {
+			return err
+		}
+	}
 	if b.db != nil {
 		return b.db.Load(ctx, f)
 	}
