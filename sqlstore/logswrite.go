@@ -18,10 +18,11 @@ import (
 // writes and scanLog reads them.
 const logColumns = `id, time_us, trace_id, workspace_id, key_id, virtual_key, config_id, provider, model, method, path, query,
 	status, latency_us, ttfb_us, bytes_in, bytes_out, prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens,
-	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata, guardrails, hook_results`
+	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata, guardrails, hook_results,
+	ingress, skipped_targets, tripped_targets`
 
 // logColumnCount is the number of logColumns.
-const logColumnCount = 32
+const logColumnCount = 35
 
 // sqliteLogRows is how many ids unstoredLogs looks up in one query.
 const sqliteLogRows = 64
@@ -157,7 +158,8 @@ func bindLog(st *sqlite3.Stmt, r *gateway.RequestLog) error {
 		v string
 	}{{1, r.ID}, {3, r.TraceID}, {4, r.WorkspaceID}, {5, r.KeyID}, {6, r.VirtualKey}, {7, r.ConfigID}, {8, r.Provider},
 		{9, r.Model}, {10, r.Method}, {11, r.Path}, {12, r.Query}, {24, string(r.CacheStatus)}, {28, r.ErrorCode},
-		{30, metadataJSON(r.Metadata)}, {31, r.Guardrails}, {32, string(r.HookResults)}}
+		{30, metadataJSON(r.Metadata)}, {31, r.Guardrails}, {32, string(r.HookResults)}, {33, r.Ingress},
+		{34, targetsJSON(r.SkippedTargets)}, {35, targetsJSON(r.TrippedTargets)}}
 	ints := [...]struct {
 		i int
 		v int64
@@ -234,19 +236,35 @@ func metadataJSON(m map[string]string) string {
 	return string(b)
 }
 
+// targetsJSON returns the breaker keys of RequestLog.SkippedTargets or
+// TrippedTargets as a JSON array, "" when there are none (most records).
+func targetsJSON(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(keys)
+	if err != nil { // a slice of strings always encodes
+		return ""
+	}
+	return string(b)
+}
+
 // logInsertPostgres inserts any number of records in one statement, a
 // column per array parameter: one plan, one round trip.
 const logInsertPostgres = `INSERT INTO request_logs (` + logColumns + `)
 SELECT id, time_us, trace_id, workspace_id, key_id, virtual_key, config_id, provider, model, method, path, query,
 	status, latency_us, ttfb_us, bytes_in, bytes_out, prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens,
-	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata::jsonb, guardrails, hook_results
+	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata::jsonb, guardrails, hook_results,
+	ingress, skipped_targets, tripped_targets
 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
 	$10::text[], $11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[],
 	$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::float8[], $23::bool[], $24::text[], $25::bigint[],
-	$26::bigint[], $27::bool[], $28::text[], $29::bool[], $30::text[], $31::text[], $32::text[])
+	$26::bigint[], $27::bool[], $28::text[], $29::bool[], $30::text[], $31::text[], $32::text[],
+	$33::text[], $34::text[], $35::text[])
 	AS t(id, time_us, trace_id, workspace_id, key_id, virtual_key, config_id, provider, model, method, path, query,
 	status, latency_us, ttfb_us, bytes_in, bytes_out, prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens,
-	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata, guardrails, hook_results)
+	cost, cost_unknown, cache_status, attempts, fallback_index, rescued, error_code, aborted, metadata, guardrails, hook_results,
+	ingress, skipped_targets, tripped_targets)
 ON CONFLICT DO NOTHING`
 
 // addLogsPostgres inserts recs with logInsertPostgres: one array per
@@ -310,7 +328,10 @@ func (s *Store) addLogsPostgres(ctx context.Context, tx *sql.Tx, recs []*gateway
 		boolean(func(r *gateway.RequestLog) bool { return r.Aborted }),
 		text(func(r *gateway.RequestLog) string { return metadataJSON(r.Metadata) }),
 		text(func(r *gateway.RequestLog) string { return r.Guardrails }),
-		text(func(r *gateway.RequestLog) string { return string(r.HookResults) }))
+		text(func(r *gateway.RequestLog) string { return string(r.HookResults) }),
+		text(func(r *gateway.RequestLog) string { return r.Ingress }),
+		text(func(r *gateway.RequestLog) string { return targetsJSON(r.SkippedTargets) }),
+		text(func(r *gateway.RequestLog) string { return targetsJSON(r.TrippedTargets) }))
 	return err
 }
 
