@@ -249,26 +249,21 @@ func (s *Store) unstoredLogs(ctx context.Context, conn *sql.Conn, recs []*gatewa
 var logInsertSQLite = strings.ReplaceAll(`INSERT OR IGNORE INTO request_logs (`+logColumns+`) VALUES `+valueRows(1, logColumnCount), "$", "?")
 
 // metadataJSON returns m as a JSON object, "{}" when it is empty.
-func metadataJSON(m map[string]string) string {
-	if len(m) == 0 {
-		return "{}"
-	}
-	b, err := json.Marshal(m)
-	if err != nil { // a map of strings always encodes
-		return "{}"
-	}
-	return string(b)
-}
+func metadataJSON(m map[string]string) string { return jsonOf(m, len(m), "{}") }
 
 // targetsJSON returns the breaker keys of RequestLog.SkippedTargets or
 // TrippedTargets as a JSON array, "" when there are none (most records).
-func targetsJSON(keys []string) string {
-	if len(keys) == 0 {
-		return ""
+func targetsJSON(keys []string) string { return jsonOf(keys, len(keys), "") }
+
+// jsonOf returns v, a map or slice of strings of n elements, in JSON;
+// empty when n is 0.
+func jsonOf(v any, n int, empty string) string {
+	if n == 0 {
+		return empty
 	}
-	b, err := json.Marshal(keys)
-	if err != nil { // a slice of strings always encodes
-		return ""
+	b, err := json.Marshal(v)
+	if err != nil { // maps and slices of strings always encode
+		return empty
 	}
 	return string(b)
 }
