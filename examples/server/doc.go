@@ -119,10 +119,12 @@
 // breakers, the Go runtime), /readyz and /debug/pprof/ on a
 // listener of its own; it asks for no key, so keep it on a private
 // address. There /readyz?verbose answers, with the status of /readyz,
-// the circuit breaker of each target as JSON: {"status":"ok","targets":
+// the circuit breaker of each target and the count of dropped request
+// logs as JSON: {"status":"ok","targets":
 // [{"target":"virtual_key:ws-1/openai-prod","state":"open",
-// "consecutive_failures":5,"open_until":"…"}]}, state being closed, open
-// or half_open (its cool-down over: one request may probe it). With
+// "consecutive_failures":5,"open_until":"…"}],"dropped_logs":0}, state
+// being closed, open or half_open (its cool-down over: one request may
+// probe it). With
 // -redis the breakers are those every replica shares, and only those
 // that count a failure are listed. -prices FILE replaces the built-in price table that gives
 // each request log its cost. -otel-endpoint URL (an OpenTelemetry
@@ -168,7 +170,9 @@
 // -drain to at least the time your load balancer needs to notice a failing
 // readiness probe, or to 0 when nothing routes traffic by it. Then the
 // server stops accepting connections and lets in-flight requests and
-// streams finish for up to -grace, flushes the request logs and exits 0.
+// streams finish for up to -grace, flushes the request logs, writes
+// "gateway: request logs dropped: N" on standard error (the records its
+// log queue could not hand over, or the store failed to keep) and exits 0.
 // A second signal ends the drain and the grace period at once: the
 // remaining connections are closed, the request logs flushed, and the
 // server exits 0. A third one ends the process without further ado.

@@ -294,6 +294,10 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	<-serveErr     // http.ErrServerClosed
 	routes.Close() // stops the log exports running here
 	g.Close()      // hands every queued request log to stdout and the store
+	// Counted here too, so that a run without -admin-addr (whose /metrics
+	// and /readyz?verbose count them as it goes) says whether every
+	// request's log was kept.
+	fmt.Fprintf(stderr, "gateway: request logs dropped: %d\n", g.DroppedLogs())
 	fmt.Fprintln(stderr, "gateway: stopped")
 	return nil
 }
