@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/modelgateway/gateway v0.2.0
+	github.com/modelgateway/gateway/console v0.2.0
 	github.com/modelgateway/gateway/bedrock v0.2.0
 	github.com/modelgateway/gateway/otel v0.2.0
 	github.com/modelgateway/gateway/prometheus v0.2.0

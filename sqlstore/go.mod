@@ -6,6 +6,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelgateway/gateway v0.2.0
+	github.com/modelgateway/gateway/console v0.2.0
 	github.com/ncruces/go-sqlite3 v0.35.3
 )
 

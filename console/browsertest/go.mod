@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/modelgateway/gateway v0.2.0
+	github.com/modelgateway/gateway/console v0.2.0
 	github.com/modelgateway/gateway/sqlstore v0.2.0
 )
 
