@@ -135,7 +135,7 @@ func testMembers(t *testing.T, s users.Store) {
 func invite(id, email string, n int) *users.Invite {
 	return &users.Invite{ID: id, Digest: sha256.Sum256([]byte("token-" + id)), Email: email, Role: users.RoleMember,
 		Workspaces: []users.Grant{{WorkspaceID: "ws-1", Role: users.WorkspaceManager}, {WorkspaceID: "ws-2", Role: users.WorkspaceMember}},
-		InvitedBy: "key-org", CreatedAt: at(n), ExpiresAt: at(n).Add(users.InviteTTL)}
+		InvitedBy:  "key-org", CreatedAt: at(n), ExpiresAt: at(n).Add(users.InviteTTL)}
 }
 
 func testInvites(t *testing.T, s users.Store) {
