@@ -47,15 +47,12 @@ func (p *plane) inviteWire(iv *Invite) inviteJSON {
 // The link is answered only by create and resend, with Cache-Control:
 // no-store; the store keeps the token's digest only.
 func (p *plane) serveInvites(w http.ResponseWriter, r *http.Request) error {
-	iid, sub := r.PathValue("id"), r.PathValue("sub")
+	iid := r.PathValue("id")
 	switch {
 	case iid == "":
 		return httpapi.Methods{http.MethodGet: p.listInvites, http.MethodPost: p.createInvite}.Serve(w, r)
-	case sub == "resend":
+	case strings.HasSuffix(r.Pattern, "/resend"):
 		return httpapi.Methods{http.MethodPost: func(w http.ResponseWriter, r *http.Request) error { return p.resendInvite(w, r, iid) }}.Serve(w, r)
-	case sub != "":
-		control.NoRoute(w, r)
-		return nil
 	}
 	return httpapi.Methods{
 		http.MethodGet:    func(w http.ResponseWriter, r *http.Request) error { return p.getInvite(w, r, iid) },

@@ -77,7 +77,7 @@ func Mount(g *gateway.Gateway, o Options) {
 			g.Handle(pat, serve)
 		}
 	}
-	route("user_invites", p.serveInvites, "/admin/users/invites", "/admin/users/invites/{id}", "/admin/users/invites/{id}/{sub}")
+	route("user_invites", p.serveInvites, "/admin/users/invites", "/admin/users/invites/{id}", "/admin/users/invites/{id}/resend")
 	route("users", p.serveUsers, "/admin/users", "/admin/users/{id}")
 	route("workspace_members", p.serveMembers, "/admin/workspaces/{workspaceId}/users", "/admin/workspaces/{workspaceId}/users/{id}")
 	g.Handle("/admin/users/", http.HandlerFunc(control.NoRoute))
