@@ -98,7 +98,9 @@ func (s *Store) userWhere(ctx context.Context, column, value string) (*users.Use
 }
 
 // User implements users.Store.
-func (s *Store) User(ctx context.Context, id string) (*users.User, error) { return s.userWhere(ctx, "id", id) }
+func (s *Store) User(ctx context.Context, id string) (*users.User, error) {
+	return s.userWhere(ctx, "id", id)
+}
 
 // UserByEmail implements users.Store.
 func (s *Store) UserByEmail(ctx context.Context, email string) (*users.User, error) {
