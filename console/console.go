@@ -64,6 +64,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/users"
 )
 
@@ -123,6 +124,12 @@ type Options struct {
 	// OIDC, with Users, adds a "Sign in with" button for the operator's
 	// OpenID Connect provider. Nil means none.
 	OIDC *OIDC
+
+	// Audit records the users the console creates from invites (the
+	// only writes it makes without the API), as users.create by the new
+	// user's session key id, never with the invite's token. Nil records
+	// nothing.
+	Audit observe.AuditStore
 
 	// Now returns the current time. Nil means time.Now; tests move the
 	// clock of sessions and sign-in limits.

@@ -24,7 +24,7 @@ import (
 )
 
 // withPeople, as Options.Users of newEnv, stands for the env's own store:
-// people may sign in.
+// people may sign in, and the users made from invites are audited there.
 var withPeople users.Store = new(memstore.Store)
 
 // Keys of the test gateway: an organisation admin, an admin of each of
@@ -87,7 +87,7 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	var o gateway.Options
 	o.Keys, o.VirtualKeys, o.Configs, o.Policies = users.Keys(st, st), st, st, st
 	if opts.Users == withPeople {
-		opts.Users = st
+		opts.Users, opts.Audit = st, st
 	}
 	o.LogSinks = []gateway.LogSink{observe.Sink(st)}
 	ob := observe.Options{Logs: st, Audit: &observe.Auditor{Store: st}}

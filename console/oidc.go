@@ -218,5 +218,9 @@ func (c *console) oidcUser(r *http.Request, cl *oidcClaims) (*users.User, error)
 	if !validName(first) || !validName(last) {
 		first, last = "", ""
 	}
-	return users.AcceptFor(r.Context(), c.opts.Users, iv, first, last, "", c.opts.Now())
+	u, err = users.AcceptFor(r.Context(), c.opts.Users, iv, first, last, "", c.opts.Now())
+	if err == nil {
+		c.audited(r, u, iv)
+	}
+	return u, err
 }

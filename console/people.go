@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/users"
 )
 
@@ -175,7 +176,7 @@ func (c *console) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		c.showInvite(w, r, http.StatusBadRequest, iv, token, first, last, msg)
 		return
 	}
-	_, err = users.Accept(r.Context(), c.opts.Users, token, first, last, c.hash(password), c.opts.Now())
+	u, err := users.AcceptFor(r.Context(), c.opts.Users, iv, first, last, c.hash(password), c.opts.Now())
 	switch {
 	case errors.Is(err, users.ErrInviteGone), errors.Is(err, users.ErrInviteUnknown):
 		c.render(w, r, http.StatusGone, "error", nil, &pageData{Title: "Invite no longer valid",
@@ -189,7 +190,20 @@ func (c *console) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		c.showInvite(w, r, http.StatusInternalServerError, iv, token, first, last, "The console could not create the account. Try again.")
 		return
 	}
+	c.audited(r, u, iv)
 	c.showSignInFlash(w, r, "Your account is ready: sign in with your email and password.")
+}
+
+// audited records that the console created user u from invite iv. The
+// record's URI is the invite page's without its token.
+func (c *console) audited(r *http.Request, u *users.User, iv *users.Invite) {
+	if c.opts.Audit == nil {
+		return
+	}
+	rec := &observe.AuditRecord{Time: c.opts.Now().UTC(), KeyID: "user-" + u.ID, Method: http.MethodPost, URI: c.base + "/invite",
+		Action: "users.create", ResourceType: "users", ResourceID: u.ID, Status: http.StatusOK, ClientIP: clientAddr(r),
+		Detail: "accepted invite " + iv.ID + " as " + string(u.Role)}
+	c.opts.Audit.AddAuditRecord(r.Context(), rec) // a failure loses the record, not the account
 }
 
 // validName reports whether s may be a person's name: at most 255

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/console/internal/oidctest"
+	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/users"
 )
 
@@ -112,6 +113,18 @@ func TestInviteThenPassword(t *testing.T) {
 	}
 	if p := b.get(link.Path); p.status != http.StatusGone {
 		t.Errorf("the used link: %d, want 410", p.status)
+	}
+	recs, _, _ := e.store.AuditRecords(context.Background(), observe.AuditQuery{})
+	audited := false
+	for _, rec := range recs {
+		token := strings.TrimPrefix(link.Path, "/console/invite/")
+		if strings.Contains(rec.URI+rec.Detail+rec.ResourceID, token) {
+			t.Errorf("an audit record holds the invite's token: %+v", rec)
+		}
+		audited = audited || rec.Action == "users.create" && rec.ResourceID == u.ID && rec.KeyID == "user-"+u.ID
+	}
+	if !audited {
+		t.Errorf("no audit record of the user made from the invite: %+v", recs)
 	}
 	if p := b.post("/console/signin", link.Path, url.Values{"first_name": {"Eve"}, "password": {cheapPassword}, "password2": {cheapPassword}}); p.status != http.StatusGone {
 		t.Errorf("posting the used link's form again: %d, want 410", p.status)

@@ -225,7 +225,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	ready.Store(true)
 	srv := &http.Server{
 		Handler: serverHandler(withConsole(g, tr.handler(g), console.Options{LoopbackOnly: loopbackOnly(ln.Addr()), Sessions: st.consoleSessions(),
-			Users: prods.users.Store, OIDC: oidc}), &serving, *writeTimeout, &ready, st.ping),
+			Users: prods.users.Store, OIDC: oidc, Audit: prods.audit}), &serving, *writeTimeout, &ready, st.ping),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
