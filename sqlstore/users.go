@@ -20,25 +20,9 @@ var _ users.Store = (*Store)(nil)
 // database, and writes do not move the generation, so replicas see them
 // at once.
 
-// usersTx runs fn in a transaction, committed when it returns nil. An
-// error that is not gateway.ErrNotFound or gateway.ErrConflict is the
-// database's, wrapped.
+// usersTx runs fn in a transaction (see storeTx).
 func (s *Store) usersTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlstore: users: %w", err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		if errors.Is(err, gateway.ErrNotFound) || errors.Is(err, gateway.ErrConflict) {
-			return err
-		}
-		return fmt.Errorf("sqlstore: users: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlstore: users: %w", err)
-	}
-	return nil
+	return s.storeTx(ctx, "users", fn)
 }
 
 // execer is a *sql.DB or a *sql.Tx.
@@ -110,20 +94,25 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (*users.User, err
 // Users implements users.Store.
 func (s *Store) Users(ctx context.Context) ([]users.User, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+userColumns+` FROM users ORDER BY created_us, id`)
+	return scanAll(rows, err, "users", scanUser)
+}
+
+// scanAll reads every row of a query (whose error is err) with scan.
+func scanAll[T any](rows *sql.Rows, err error, what string, scan func(row interface{ Scan(...any) error }) (*T, error)) ([]T, error) {
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: reading users: %w", err)
+		return nil, fmt.Errorf("sqlstore: reading %s: %w", what, err)
 	}
 	defer rows.Close()
-	out := []users.User{}
+	out := []T{}
 	for rows.Next() {
-		u, err := scanUser(rows)
+		v, err := scan(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlstore: reading users: %w", err)
+			return nil, fmt.Errorf("sqlstore: reading %s: %w", what, err)
 		}
-		out = append(out, *u)
+		out = append(out, *v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlstore: reading users: %w", err)
+		return nil, fmt.Errorf("sqlstore: reading %s: %w", what, err)
 	}
 	return out, nil
 }
@@ -161,25 +150,16 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 func (s *Store) Members(ctx context.Context, ws string) ([]users.Member, error) {
 	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(`SELECT workspace_id, user_id, role, created_us, updated_us
 FROM workspace_members WHERE $1 = '' OR workspace_id = $1 ORDER BY created_us, workspace_id, user_id`), ws)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: reading members: %w", err)
-	}
-	defer rows.Close()
-	out := []users.Member{}
-	for rows.Next() {
+	return scanAll(rows, err, "members", func(row interface{ Scan(...any) error }) (*users.Member, error) {
 		var m users.Member
 		var role string
 		var created, updated int64
-		if err := rows.Scan(&m.WorkspaceID, &m.UserID, &role, &created, &updated); err != nil {
-			return nil, fmt.Errorf("sqlstore: reading members: %w", err)
+		if err := row.Scan(&m.WorkspaceID, &m.UserID, &role, &created, &updated); err != nil {
+			return nil, err
 		}
 		m.Role, m.CreatedAt, m.UpdatedAt = users.WorkspaceRole(role), time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlstore: reading members: %w", err)
-	}
-	return out, nil
+		return &m, nil
+	})
 }
 
 // PutMember implements users.Store.
@@ -281,22 +261,7 @@ func (s *Store) InviteByDigest(ctx context.Context, d [sha256.Size]byte) (*users
 // Invites implements users.Store.
 func (s *Store) Invites(ctx context.Context) ([]users.Invite, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+inviteColumns+` FROM user_invites ORDER BY created_us, id`)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: reading invites: %w", err)
-	}
-	defer rows.Close()
-	out := []users.Invite{}
-	for rows.Next() {
-		iv, err := scanInvite(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlstore: reading invites: %w", err)
-		}
-		out = append(out, *iv)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlstore: reading invites: %w", err)
-	}
-	return out, nil
+	return scanAll(rows, err, "invites", scanInvite)
 }
 
 // pendingOr is the error of a write to the invite of id that changed

@@ -168,11 +168,7 @@ func (p *plane) link(r *http.Request, token string) string {
 
 func (p *plane) listInvites(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	pg, err := page(q)
-	if err != nil {
-		return err
-	}
-	role, err := control.Enum(q, "role", "", string(RoleAdmin), string(RoleMember))
+	pg, role, email, err := listParams(q, string(RoleAdmin), string(RoleMember))
 	if err != nil {
 		return err
 	}
@@ -180,7 +176,6 @@ func (p *plane) listInvites(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	email := strings.ToLower(q.Get("email"))
 	all, err := p.o.Store.Invites(r.Context())
 	if err != nil {
 		return err
@@ -190,7 +185,7 @@ func (p *plane) listInvites(w http.ResponseWriter, r *http.Request) error {
 		return (role == "" || string(iv.Role) == role) && (email == "" || iv.Email == email) &&
 			(status == "" || iv.Status(now) == status)
 	}, p.inviteWire, pg)
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "total": total, "data": data})
+	writeList(w, data, total)
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/control"
@@ -97,16 +96,10 @@ func (p *plane) members(r *http.Request, ws string) ([]member, error) {
 }
 
 func (p *plane) listMembers(w http.ResponseWriter, r *http.Request, ws string) error {
-	q := r.URL.Query()
-	pg, err := page(q)
+	pg, role, email, err := listParams(r.URL.Query(), string(WorkspaceAdmin), string(WorkspaceManager), string(WorkspaceMember))
 	if err != nil {
 		return err
 	}
-	role, err := control.Enum(q, "role", "", string(WorkspaceAdmin), string(WorkspaceManager), string(WorkspaceMember))
-	if err != nil {
-		return err
-	}
-	email := strings.ToLower(q.Get("email"))
 	all, err := p.members(r, ws)
 	if err != nil {
 		return err
@@ -114,7 +107,7 @@ func (p *plane) listMembers(w http.ResponseWriter, r *http.Request, ws string) e
 	data, total := httpapi.Filter(all, func(x *member) bool {
 		return (role == "" || string(x.m.Role) == role) && (email == "" || x.u.Email == email)
 	}, memberWire, pg)
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "total": total, "data": data})
+	writeList(w, data, total)
 	return nil
 }
 

@@ -138,6 +138,21 @@ func page(q url.Values) (httpapi.Page, error) {
 	return control.Page(q2)
 }
 
+// listParams reads the paging of a list and its role (one of roles) and
+// email filters; the email in lower case.
+func listParams(q url.Values, roles ...string) (pg httpapi.Page, role, email string, err error) {
+	if pg, err = page(q); err != nil {
+		return pg, "", "", err
+	}
+	role, err = control.Enum(q, "role", "", roles...)
+	return pg, role, strings.ToLower(q.Get("email")), err
+}
+
+// writeList answers one page of a list: {"object":"list","total","data"}.
+func writeList[W any](w http.ResponseWriter, data []W, total int) {
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "total": total, "data": data})
+}
+
 // notFound is the 404 saying msg, naming param.
 func notFound(param, msg string) *gateway.Error {
 	e := control.NotFound(msg)

@@ -47,16 +47,10 @@ func (p *plane) serveUsers(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (p *plane) listUsers(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	pg, err := page(q)
+	pg, role, email, err := listParams(r.URL.Query(), string(RoleOwner), string(RoleAdmin), string(RoleMember))
 	if err != nil {
 		return err
 	}
-	role, err := control.Enum(q, "role", "", string(RoleOwner), string(RoleAdmin), string(RoleMember))
-	if err != nil {
-		return err
-	}
-	email := strings.ToLower(q.Get("email"))
 	all, err := p.o.Store.Users(r.Context())
 	if err != nil {
 		return err
@@ -64,7 +58,7 @@ func (p *plane) listUsers(w http.ResponseWriter, r *http.Request) error {
 	data, total := httpapi.Filter(all, func(u *User) bool {
 		return (role == "" || string(u.Role) == role) && (email == "" || u.Email == email)
 	}, userWire, pg)
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "total": total, "data": data})
+	writeList(w, data, total)
 	return nil
 }
 
