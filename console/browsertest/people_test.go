@@ -47,7 +47,9 @@ func TestPeople(t *testing.T) {
 		link := invite("ann@example.com", "member", "member")
 		do(t, ctx, "the invite page",
 			chromedp.Navigate(link),
-			chromedp.WaitVisible(chromedp.ID("first")),
+			chromedp.WaitVisible(chromedp.ID("first")))
+		axe(t, ctx, "invite")
+		do(t, ctx, "the invite form",
 			chromedp.SendKeys(chromedp.ID("first"), "Ann"),
 			chromedp.SendKeys(chromedp.ID("last"), "Lee"),
 			chromedp.SendKeys(chromedp.ID("password"), password),
@@ -77,12 +79,15 @@ func TestPeople(t *testing.T) {
 		prov.SignIn(oidctest.Person{Email: "boss@example.com", EmailVerified: true, GivenName: "Big", FamilyName: "Boss"})
 		do(t, ctx, "sign in through the provider",
 			chromedp.Navigate(base+"/console/signin"),
-			chromedp.WaitVisible(chromedp.CSS(`a[href$="/oidc/signin"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`a[href$="/oidc/signin"]`)))
+		axe(t, ctx, "signin")
+		do(t, ctx, "the provider's button",
 			chromedp.Click(chromedp.CSS(`a[href$="/oidc/signin"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`nav[aria-label="Console"] a[href$="/users"]`)))
 		do(t, ctx, "the users page",
 			chromedp.Navigate(base+"/console/users"),
 			chromedp.WaitVisible(chromedp.ID("i-email")))
+		axe(t, ctx, "users")
 		if body := run(t, ctx, "users", chromedp.Text(chromedp.CSS(`main`))); !strings.Contains(body, "boss@example.com") || !strings.Contains(body, "ann@example.com") {
 			t.Errorf("the users page does not list both people: %q", body)
 		}
@@ -91,6 +96,7 @@ func TestPeople(t *testing.T) {
 			chromedp.SendKeys(chromedp.ID("i-ws"), "team"),
 			chromedp.Submit(chromedp.ID("i-email")),
 			chromedp.WaitVisible(chromedp.ID("link")))
+		axe(t, ctx, "invited")
 		link := run(t, ctx, "link", chromedp.Value(chromedp.ID("link")))
 		if !strings.HasPrefix(link, base+"/console/invite/") {
 			t.Errorf("the link shown: %q", link)
