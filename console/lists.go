@@ -45,6 +45,7 @@ var flashes = map[string]string{
 	"rotated": "The provider key was replaced.",
 	"updated": "Saved as a new version.",
 	"created": "Created.",
+	"saved":   "Saved.",
 }
 
 // listQuery is the API query of page n of pageSize, for workspace ws

@@ -11,7 +11,9 @@
 // budget.Store and budget.Counter; pass it as each of
 // those in gateway.Options. It is also the prompt product's prompt.Store
 // (prompts, partials, labels, collections and their versions), which is
-// read from the database on every use rather than from the snapshot.
+// read from the database on every use rather than from the snapshot,
+// and the users product's users.Store (users, workspace members, invites
+// and the keys of people's console sessions), read the same way.
 //
 // Load applies a store file (admin.Decode) as
 // admin.Apply does, checked by the same rules: each entry it

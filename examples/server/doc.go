@@ -4,6 +4,7 @@
 //		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-store-logs=true]
 //		[-log-retention 720h] [-log-bodies] [-log-body-max 16384] [-prices FILE]
 //		[-admin-addr ADDR] [-otel-endpoint URL] [-public-url URL]
+//		[-oidc-issuer URL -oidc-client-id ID -oidc-client-secret SECRET]
 //
 // -db names where the gateway keeps its state (API keys, virtual keys,
 // configs, policies, workspaces, the audit log and request logs, which
@@ -152,6 +153,18 @@
 // address: on any other address the console is meant to be reached through
 // TLS (a proxy in front that terminates it), since browsers do not send
 // Secure cookies over plain HTTP.
+//
+// People sign in to the console too (package
+// github.com/modelgateway/gateway/users, served under /v1/admin/users):
+// an organisation key invites them (POST /v1/admin/users/invites answers
+// an invite_link to the console's /console/invite/{token} page, on
+// -public-url when it is set), they set their name and password there,
+// and sign in with their email and password. With -oidc-issuer (and
+// -oidc-client-id, -oidc-client-secret or GATEWAY_OIDC_CLIENT_SECRET, and
+// -public-url, whose /console/oidc/callback is the redirect URI to
+// register at the provider) they may sign in through that OpenID Connect
+// provider instead, matched by verified email to a user or a pending
+// invite.
 //
 // -public-url is the URL at which clients reach the gateway, such as
 // https://gateway.example.com; the signed URLs the gateway hands out (a

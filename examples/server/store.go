@@ -23,6 +23,7 @@ import (
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/prompt"
 	"github.com/modelgateway/gateway/sqlstore"
+	"github.com/modelgateway/gateway/users"
 )
 
 // defaultDB is the -db of a server started without -db (and without
@@ -273,6 +274,7 @@ type products struct {
 	guardrails guardrail.AdminStore
 	audit      observe.AuditStore // where every product's writes are audited
 	prompt     prompt.Options
+	users      users.Options
 }
 
 // setStores sets every store of o and of the products p that st
@@ -329,6 +331,12 @@ func setStores(o *gateway.Options, p *products, st any) {
 	}
 	if s, ok := st.(guardrail.AdminStore); ok {
 		p.guardrails = s
+	}
+	if s, ok := st.(users.Store); ok {
+		// People's console sessions authenticate through their session
+		// keys, found after the API keys.
+		o.Keys = users.Keys(o.Keys, s)
+		p.users.Store, p.users.Workspaces = s, o.Workspaces
 	}
 	if s, ok := st.(budget.Counter); ok && b.Counter == nil {
 		b.Counter = s // budget counters in the database, unless -redis keeps them
