@@ -107,19 +107,21 @@ func (c *console) logs(w http.ResponseWriter, r *http.Request, s *session) {
 	f := readFilters(q, "")
 	p := &logsPage{Filters: f, Ranges: ranges}
 	d := &pageData{Title: "Logs", Nav: "logs", Data: p}
-	aq := f.api(c.opts.Now())
-	aq.Set("page_size", "50")
-	after := strings.TrimSpace(q.Get("after"))
-	if after != "" {
-		aq.Set("after", after)
-		p.First = link(c.base+"/logs", f.pairs()...)
-	}
 	var list struct {
 		Data    []logRecord `json:"data"`
 		HasMore bool        `json:"has_more"`
 		LastID  string      `json:"last_id"`
 	}
-	if err := c.call(r, s.key, http.MethodGet, "/logs", aq, nil, &list); err != nil {
+	aq, err := f.api(c.opts.Now())
+	if err == nil {
+		aq.Set("page_size", "50")
+		if after := strings.TrimSpace(q.Get("after")); after != "" {
+			aq.Set("after", after)
+			p.First = link(c.base+"/logs", f.pairs()...)
+		}
+		err = c.call(r, s.key, http.MethodGet, "/logs", aq, nil, &list)
+	}
+	if err != nil {
 		if c.apiFailed(w, r, s, err) {
 			return
 		}

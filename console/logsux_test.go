@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -93,5 +94,45 @@ func TestMillis(t *testing.T) {
 		if got := millis(tc.us, tc.ms); got != tc.want {
 			t.Errorf("millis(%d µs, %d ms) = %q, want %q", tc.us, tc.ms, got, tc.want)
 		}
+	}
+}
+
+// TestModelFilter: the model filter is labelled Model and takes
+// provider/model, as the table shows models; the console sends the API
+// its own ai_org_model syntax, keeps links of that syntax working, and
+// answers an entry without a provider with a 400 in its own words.
+func TestModelFilter(t *testing.T) {
+	e := newEnv(t, Options{})
+	e.traffic(ws1Key, "vk-1", "mf", 2)
+	e.addLog(gateway.RequestLog{ID: "log-other", Time: time.Now(), TraceID: "other-model", WorkspaceID: "ws-1", Method: "POST",
+		Path: "/v1/chat/completions", Status: 200, Provider: "together-ai", Model: "meta-llama/Llama-3-8b"})
+	b := e.signedIn(ws1Key)
+	p := b.get("/console/logs")
+	if !strings.Contains(p.body, `<label for="f-model">Model</label>`) || !strings.Contains(p.body, `name="model"`) ||
+		!strings.Contains(p.body, `placeholder="openai/gpt-4o"`) || strings.Contains(p.body, "__") {
+		t.Errorf("the model filter: want the label Model and a provider/model placeholder, no API syntax")
+	}
+	for _, c := range []struct{ query, want, not string }{
+		{"model=openai/gpt-4o-mini", "mf-1", "other-model"},
+		{"model=" + url.QueryEscape(" together-ai/meta-llama/Llama-3-8b , openai/gpt-4o-mini "), "other-model", ""},
+		{"model=together-ai/meta-llama/Llama-3-8b", "other-model", "mf-0"},
+		{"ai_org_model=openai__gpt-4o-mini", "mf-0", "other-model"},
+	} {
+		p := b.get("/console/logs?" + c.query)
+		if p.status != http.StatusOK || !strings.Contains(p.body, "trace_id="+c.want+`"`) || c.not != "" && strings.Contains(p.body, "trace_id="+c.not+`"`) {
+			t.Errorf("logs of %s: %d; want %s and not %q", c.query, p.status, c.want, c.not)
+		}
+	}
+	for _, path := range []string{"/console/logs?model=gpt-4o", "/console/?model=gpt-4o"} {
+		p := b.get(path)
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, "Model: write each model as provider/model") ||
+			strings.Contains(p.body, "ai_org_model") {
+			t.Errorf("GET %s: %d; want 400 naming Model in the page's words\n%s", path, p.status, p.body)
+		}
+	}
+	// Links that keep the filters (the next page, the ranges) keep it as
+	// written.
+	if p := b.get("/console/?model=openai/gpt-4o-mini"); !strings.Contains(p.body, "model=openai%2Fgpt-4o-mini") {
+		t.Errorf("overview: the range links lose the model filter")
 	}
 }
