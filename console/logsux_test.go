@@ -136,3 +136,24 @@ func TestModelFilter(t *testing.T) {
 		t.Errorf("overview: the range links lose the model filter")
 	}
 }
+
+// TestLogsFiltersFold: the logs' filters are in a details element, open
+// when a filter is set (the style sheet folds it on a phone only; the
+// browser tests check the layout).
+func TestLogsFiltersFold(t *testing.T) {
+	e := newEnv(t, Options{})
+	b := e.signedIn(ws1Key)
+	for _, c := range []struct {
+		query string
+		open  bool
+	}{{"", false}, {"?trace_id=x", true}, {"?range=1h", true}, {"?meta_key=team&meta_value=t1", true}, {"?model=openai/gpt-4o", true}} {
+		p := b.get("/console/logs" + c.query)
+		m := regexp.MustCompile(`<details class="filterbox narrow-only"( open)?>\s*<summary>Filters</summary>\s*<form class="filters"`).FindStringSubmatch(p.body)
+		if m == nil {
+			t.Fatalf("logs%s: the filters are not in a details element", c.query)
+		}
+		if open := m[1] != ""; open != c.open {
+			t.Errorf("logs%s: filters open %v, want %v", c.query, open, c.open)
+		}
+	}
+}
