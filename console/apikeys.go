@@ -24,10 +24,7 @@ type apiKey struct {
 	CreatedAt   time.Time       `json:"created_at"`
 	ExpiresAt   time.Time       `json:"expires_at"`
 	Scopes      []gateway.Scope `json:"scopes"`
-	Defaults    struct {
-		InputGuardrails  []string `json:"input_guardrails"`
-		OutputGuardrails []string `json:"output_guardrails"`
-	} `json:"defaults"`
+	Defaults    defaultGuardrails `json:"defaults"`
 
 	// Self says that the session is signed in with this key: the page
 	// does not offer to revoke it.

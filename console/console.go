@@ -193,6 +193,7 @@ func (c *console) routes() {
 	m.HandleFunc("POST "+b+"/prompts/{id}", c.signedIn(c.promptDetail))
 	m.HandleFunc("GET "+b+"/guardrails", c.signedIn(c.guardrails))
 	m.HandleFunc("GET "+b+"/guardrails/{id}", c.signedIn(c.guardrailDetail))
+	m.HandleFunc("GET "+b+"/workspaces", c.signedIn(c.workspaces))
 	m.HandleFunc("GET "+b+"/policies", c.signedIn(c.policies))
 	m.HandleFunc("GET "+b+"/audit", c.signedIn(c.audit))
 	m.HandleFunc(b+"/", c.notFound)

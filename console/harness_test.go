@@ -78,7 +78,7 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-1", Provider: "openai", APIKey: "sk-upstream-secret-1", BaseURL: up.URL, WorkspaceID: "ws-1"})
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-2", Provider: "openai", APIKey: "sk-upstream-secret-2", BaseURL: up.URL, WorkspaceID: "ws-2"})
 	var o gateway.Options
-	o.Keys, o.VirtualKeys, o.Configs, o.Policies = st, st, st, st
+	o.Keys, o.VirtualKeys, o.Configs, o.Policies, o.Workspaces = st, st, st, st, st
 	o.LogSinks = []gateway.LogSink{observe.Sink(st)}
 	ob := observe.Options{Logs: st, Audit: &observe.Auditor{Store: st}}
 	u, _ := url.Parse(up.URL)
@@ -90,7 +90,7 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	mount(g)
 	hooks.Mount(g)
 	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Workspaces: st, Policies: st,
-		Audit: &observe.Auditor{Store: st}})
+		Guardrails: hooks, Audit: &observe.Auditor{Store: st}})
 	routes := observe.Mount(g, ob)
 	t.Cleanup(func() { routes.Close(); g.Close() })
 	ck := &clock{}

@@ -1,8 +1,10 @@
 package console
 
 import (
+	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/modelgateway/gateway"
 )
@@ -55,4 +57,28 @@ func listQuery(n, pageSize int, ws string) url.Values {
 		q.Set("workspace_id", ws)
 	}
 	return q
+}
+
+// showList serves a read-only list page: page n (of 50) of the API's
+// list at apiPath, for the workspace the query names, rendered with the
+// template name, which is also the page's path below the console and its
+// navigation entry.
+func showList[T any](c *console, w http.ResponseWriter, r *http.Request, s *session, apiPath, name, title string) {
+	q := r.URL.Query()
+	p := &listPage[T]{Page: pageNumber(q), Workspace: strings.TrimSpace(q.Get("workspace_id"))}
+	d := &pageData{Title: title, Nav: name, Data: p}
+	status := http.StatusOK
+	var list struct {
+		Data  []T `json:"data"`
+		Total int `json:"total"`
+	}
+	if err := c.call(r, s.key, http.MethodGet, apiPath, listQuery(p.Page, 50, p.Workspace), nil, &list); err != nil {
+		if c.apiFailed(w, r, s, err) {
+			return
+		}
+		d.Error, status = err.Error(), statusFor(err)
+	}
+	p.Items, p.Total = list.Data, list.Total
+	pager(p, c.base+"/"+name, 50, "workspace_id", p.Workspace)
+	c.render(w, r, status, name, s, d)
 }

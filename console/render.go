@@ -25,7 +25,7 @@ type pageData struct {
 
 // pageNames are the page templates, each parsed with layout.html.
 var pageNames = []string{"signin", "error", "overview", "logs", "log", "apikeys", "created", "confirm",
-	"virtualkeys", "configs", "config", "prompts", "prompt", "policies", "audit", "guardrails", "guardrail"}
+	"virtualkeys", "configs", "config", "prompts", "prompt", "policies", "audit", "guardrails", "guardrail", "workspaces"}
 
 // parsePages parses every page with the layout, once.
 func parsePages() map[string]*template.Template {
@@ -70,6 +70,12 @@ var funcs = template.FuncMap{
 	"add":   func(a, b int) int { return a + b },
 	"sub":   func(a, b int) int { return a - b },
 	"count": count,
+	"guardrailRefs": func(base string, in, out []string) any {
+		return struct {
+			Base                              string
+			InputGuardrails, OutputGuardrails []string
+		}{base, in, out}
+	},
 	"verdictRows": func(phase string, r hookResult) any {
 		return struct {
 			Phase  string
