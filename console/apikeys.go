@@ -13,17 +13,17 @@ import (
 
 // apiKey is a key as GET /api-keys answers it (masked).
 type apiKey struct {
-	ID          string          `json:"id"`
-	Key         string          `json:"key"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Type        string          `json:"type"`
-	WorkspaceID string          `json:"workspace_id"`
-	UserID      string          `json:"user_id"`
-	Status      string          `json:"status"`
-	CreatedAt   time.Time       `json:"created_at"`
-	ExpiresAt   time.Time       `json:"expires_at"`
-	Scopes      []gateway.Scope `json:"scopes"`
+	ID          string            `json:"id"`
+	Key         string            `json:"key"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Type        string            `json:"type"`
+	WorkspaceID string            `json:"workspace_id"`
+	UserID      string            `json:"user_id"`
+	Status      string            `json:"status"`
+	CreatedAt   time.Time         `json:"created_at"`
+	ExpiresAt   time.Time         `json:"expires_at"`
+	Scopes      []gateway.Scope   `json:"scopes"`
 	Defaults    defaultGuardrails `json:"defaults"`
 
 	// Self says that the session is signed in with this key: the page

@@ -42,7 +42,9 @@ func TestDefaultGuardrails(t *testing.T) {
 	if !strings.Contains(keys.body, ">Default guardrails</th>") {
 		t.Error("API keys page: no default guardrails column")
 	}
-	link := func(id string) string { return `<a class="mono nowrap" href="/console/guardrails/` + id + `">` + id + `</a>` }
+	link := func(id string) string {
+		return `<a class="mono nowrap" href="/console/guardrails/` + id + `">` + id + `</a>`
+	}
 	if r := keyRow(t, keys, "key-ws1"); !strings.Contains(r, "input: "+link(in)) {
 		t.Errorf("key-ws1's row: no input guardrail %s\n%s", in, r)
 	}
