@@ -53,7 +53,9 @@ func TestLogsTableColumns(t *testing.T) {
 		}
 	}
 	r := row(t, p, "cols-1")
-	for _, want := range []string{">key-ws1<", ">vk-1<", `href="/console/logs?meta_key=team&amp;meta_value=t1"`, "<td>DISABLED</td>"} {
+	for _, want := range []string{`href="/console/logs?api_key_ids=key-ws1" title="Requests of API key key-ws1">key-ws1<`,
+		`href="/console/logs?virtual_keys=vk-1" title="Requests through virtual key vk-1">vk-1<`,
+		`href="/console/logs?meta_key=team&amp;meta_value=t1"`, "<td>DISABLED</td>"} {
 		if !strings.Contains(r, want) {
 			t.Errorf("row of a proxied request: no %s in\n%s", want, r)
 		}
