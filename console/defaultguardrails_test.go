@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -60,32 +61,44 @@ func TestDefaultGuardrails(t *testing.T) {
 		t.Errorf("workspaces page for a workspace key: %d", p.status)
 	}
 
-	before := e.logCount()
-	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"my password"}]}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(gateway.HeaderAPIKey, ws1Key)
-	req.Header.Set(gateway.HeaderVirtualKey, "vk-1")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	status, logID := e.chatLogged(ws1Key, "my password", gateway.HeaderVirtualKey, "vk-1")
+	if status != 246 {
+		t.Fatalf("a request failing its key's default guardrail: %d, want 246", status)
 	}
-	io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	if res.StatusCode != 246 {
-		t.Fatalf("a request failing its key's default guardrail: %d, want 246", res.StatusCode)
-	}
-	e.waitLogs(before + 1)
-	var list struct {
-		Data []struct{ ID string } `json:"data"`
-	}
-	_, body := e.api(ws1Key, "GET", "/logs", "")
-	if json.Unmarshal([]byte(body), &list) != nil || len(list.Data) == 0 {
-		t.Fatalf("logs: %s", body)
-	}
-	p := b.get("/console/logs/" + list.Data[0].ID)
+	p := b.get("/console/logs/" + logID)
 	for _, want := range []string{"Guardrail verdicts", "<td>input</td><td class=\"mono\">" + inSlug, "<td>output</td><td class=\"mono\">" + outSlug, "failed"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("log page: no %s\n%s", want, p.body)
 		}
 	}
+}
+
+// chatLogged sends a chat completion of one user message, content, as
+// key with the header pairs (name, value, …), waits for its log, and
+// returns the status and the id of the newest log key may read.
+func (e *env) chatLogged(key, content string, header ...string) (int, string) {
+	e.t.Helper()
+	before := e.logCount()
+	body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "messages": []any{map[string]string{"role": "user", "content": content}}})
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(gateway.HeaderAPIKey, key)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	e.waitLogs(before + 1)
+	var list struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	_, logs := e.api(key, "GET", "/logs", "")
+	if json.Unmarshal([]byte(logs), &list) != nil || len(list.Data) == 0 {
+		e.t.Fatalf("logs: %s", logs)
+	}
+	return res.StatusCode, list.Data[0].ID
 }
