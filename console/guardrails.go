@@ -22,7 +22,7 @@ type guardrailRecord struct {
 
 // guardrails lists the guardrails the signed-in key may see.
 func (c *console) guardrails(w http.ResponseWriter, r *http.Request, s *session) {
-	showList[guardrailRecord](c, w, r, s, "/guardrails", "guardrails", "Guardrails")
+	showList[guardrailRecord](c, w, r, s, listSource{"/guardrails", paged}, "guardrails", "guardrails", "Guardrails")
 }
 
 // guardrailPage is the data of a guardrail's page.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/catalog"
 	"github.com/modelgateway/gateway/gatewaytest"
 	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
@@ -91,6 +92,8 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	hooks.Mount(g)
 	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Workspaces: st, Policies: st,
 		Guardrails: hooks, Audit: &observe.Auditor{Store: st}})
+	catalog.Mount(g, catalog.Options{Store: st, VirtualKeys: st, Workspaces: st, Policies: st, Budgets: st,
+		Audit: &observe.Auditor{Store: st}})
 	routes := observe.Mount(g, ob)
 	t.Cleanup(func() { routes.Close(); g.Close() })
 	ck := &clock{}

@@ -25,7 +25,8 @@ type pageData struct {
 
 // pageNames are the page templates, each parsed with layout.html.
 var pageNames = []string{"signin", "error", "overview", "logs", "log", "apikeys", "created", "confirm",
-	"virtualkeys", "configs", "config", "prompts", "prompt", "policies", "audit", "guardrails", "guardrail", "workspaces"}
+	"virtualkeys", "configs", "config", "prompts", "prompt", "policies", "audit", "guardrails", "guardrail", "workspaces",
+	"integrations", "integration", "providers", "models"}
 
 // parsePages parses every page with the layout, once.
 func parsePages() map[string]*template.Template {

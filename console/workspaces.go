@@ -28,5 +28,5 @@ type workspace struct {
 // workspaces lists the workspaces (organisation keys only, as in the
 // API) with their default metadata and guardrails.
 func (c *console) workspaces(w http.ResponseWriter, r *http.Request, s *session) {
-	showList[workspace](c, w, r, s, "/admin/workspaces", "workspaces", "Workspaces")
+	showList[workspace](c, w, r, s, listSource{"/admin/workspaces", paged}, "workspaces", "workspaces", "Workspaces")
 }
