@@ -332,6 +332,18 @@ func testConsole(t *testing.T, backend string) {
 		{"config", "/console/configs/" + cfg.Data.Slug},
 		{"policies", "/console/policies"},
 		{"audit", "/console/audit"},
+		{"integrations", "/console/integrations"},
+		{"providers", "/console/providers"},
+		{"models", "/console/models"},
+	}
+	if backend == "memory" {
+		// -demo's key is the organisation's: it sees the workspaces and
+		// may write an integration.
+		if st := s.api(adminKey, "POST", "/integrations", `{"name":"OpenAI Prod","slug":"openai-prod","ai_provider_id":"openai","key":"sk-browsertest-integration","configurations":{"custom_host":"https://api.openai.com/v1"}}`, nil); st != 200 {
+			t.Fatalf("POST /integrations: %d", st)
+		}
+		pages = append(pages, struct{ name, path string }{"workspaces", "/console/workspaces"},
+			struct{ name, path string }{"integration", "/console/integrations/openai-prod"})
 	}
 	for _, p := range pages {
 		t.Run("page "+p.name, func(t *testing.T) {
