@@ -41,33 +41,22 @@ func (g *Gateway) resolveModelSlug(w http.ResponseWriter, r *http.Request, st *r
 		}
 	}
 	start, end := modelSpan(body)
-	if end-start < 3 || body[start] != '@' {
-		return body, true
-	}
 	raw := body[start:end]
-	slash := bytes.IndexByte(raw, '/')
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		// An escaped model is rare: decoded, and written back whole.
-		var m string
-		if json.Unmarshal(body[start-1:end+1], &m) != nil {
+	escaped := bytes.IndexByte(raw, '\\') >= 0
+	var model string
+	switch {
+	case escaped:
+		// Rare: decoded, and written back whole.
+		if json.Unmarshal(body[start-1:end+1], &model) != nil {
 			return body, true
 		}
-		slash = strings.IndexByte(m, '/')
-		if slash < 0 {
-			g.fail(w, r, "", badModelSlug(m))
-			return nil, false
-		}
-		t, err := g.modelTarget(r.Context(), st, m[1:slash], m[slash+1:])
-		if err != nil {
-			g.fail(w, r, "virtual key store", err)
-			return nil, false
-		}
-		q, _ := json.Marshal(m[slash+1:])
-		body = slices.Concat(body[:start-1], q, body[end+1:])
-		st.selected = t
+	case len(raw) > 0 && raw[0] == '@':
+		model = string(raw)
+	}
+	if !strings.HasPrefix(model, "@") {
 		return body, true
 	}
-	model := string(raw)
+	slash := strings.IndexByte(model, '/')
 	if slash < 0 {
 		g.fail(w, r, "", badModelSlug(model))
 		return nil, false
@@ -77,10 +66,13 @@ func (g *Gateway) resolveModelSlug(w http.ResponseWriter, r *http.Request, st *r
 		g.fail(w, r, "virtual key store", err)
 		return nil, false
 	}
-	// In place: the body is the gateway's own buffer.
-	body = append(body[:start], body[start+slash+1:]...)
 	st.selected = t
-	return body, true
+	if escaped {
+		q, _ := json.Marshal(model[slash+1:])
+		return slices.Concat(body[:start-1], q, body[end+1:]), true
+	}
+	// In place: the body is the gateway's own buffer.
+	return append(body[:start], body[start+slash+1:]...), true
 }
 
 // modelTarget returns the target of a request whose model is

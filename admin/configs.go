@@ -120,7 +120,7 @@ func (a *plane) checkConfig(raw json.RawMessage) (json.RawMessage, *gateway.Conf
 func (a *plane) checkConfigHosts(c *gateway.Config, path string) error {
 	if c.CustomHost != "" {
 		p := join(path, "custom_host")
-		if err := a.checkHost(c.CustomHost, "config"); err != nil {
+		if err := control.CheckHost(a.g, c.CustomHost, "config"); err != nil {
 			var ge *gateway.Error
 			if errors.As(err, &ge) {
 				e := *ge

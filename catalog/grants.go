@@ -1,11 +1,13 @@
 package catalog
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -40,35 +42,19 @@ type grantBody struct {
 // providers of the workspace made from the integration and ends its
 // policies.
 func (p *plane) serveGrants(w http.ResponseWriter, r *http.Request) {
-	id, ok := p.integrationCaller(w, r)
-	if !ok {
-		return
-	}
-	slug := r.PathValue("slug")
-	err := httpapi.Methods{
-		http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
-			in, err := p.visibleIntegration(r, id, slug)
-			if err != nil {
-				return err
+	p.serveBelow(w, r, func(id gateway.Identity, in *Integration) any {
+		out := []grantWire{}
+		for _, g := range in.Workspaces {
+			if id.Type == gateway.KeyOrganisation || g.WorkspaceID == id.WorkspaceID {
+				out = append(out, grantWire{ID: g.WorkspaceID, Enabled: true, Provider: g.Provider,
+					UsageLimits: g.UsageLimits, RateLimits: g.RateLimits})
 			}
-			out := []grantWire{}
-			for _, g := range in.Workspaces {
-				if id.Type == gateway.KeyOrganisation || g.WorkspaceID == id.WorkspaceID {
-					out = append(out, grantWire{ID: g.WorkspaceID, Enabled: true, Provider: g.Provider,
-						UsageLimits: g.UsageLimits, RateLimits: g.RateLimits})
-				}
-			}
-			httpapi.WriteJSON(w, http.StatusOK, struct {
-				Total      int         `json:"total"`
-				Workspaces []grantWire `json:"workspaces"`
-			}{len(out), out})
-			return nil
-		},
-		http.MethodPut: func(w http.ResponseWriter, r *http.Request) error { return p.putGrants(w, r, slug) },
-	}.Serve(w, r)
-	if err != nil {
-		p.fail(w, r, err)
-	}
+		}
+		return struct {
+			Total      int         `json:"total"`
+			Workspaces []grantWire `json:"workspaces"`
+		}{len(out), out}
+	}, httpapi.Methods{http.MethodPut: p.putGrants})
 }
 
 // grantWire is a grant in answers (the reference's IntegrationWorkspace,
@@ -81,7 +67,8 @@ type grantWire struct {
 	RateLimits  json.RawMessage `json:"rate_limits"`
 }
 
-func (p *plane) putGrants(w http.ResponseWriter, r *http.Request, slug string) error {
+func (p *plane) putGrants(w http.ResponseWriter, r *http.Request) error {
+	slug := r.PathValue("slug")
 	var b struct {
 		Workspaces            *[]grantBody    `json:"workspaces"`
 		GlobalAccess          json.RawMessage `json:"global_workspace_access"`
@@ -119,7 +106,7 @@ func (p *plane) putGrants(w http.ResponseWriter, r *http.Request, slug string) e
 			return control.Invalid(at+"id", at+"id is required")
 		case e.Enabled == nil:
 			return control.Invalid(at+"enabled", at+"enabled is required")
-		case grants[*e.ID] != nil || slicesContains(order, *e.ID):
+		case grants[*e.ID] != nil || slices.Contains(order, *e.ID):
 			return control.Invalid(at+"id", "workspace "+control.Quote(*e.ID)+" is named twice")
 		}
 		order = append(order, *e.ID)
@@ -179,7 +166,7 @@ func (p *plane) putGrants(w http.ResponseWriter, r *http.Request, slug string) e
 			_, named := grants[g.WorkspaceID]
 			switch {
 			case named:
-			case slicesContains(order, g.WorkspaceID), b.Override != nil && *b.Override:
+			case slices.Contains(order, g.WorkspaceID), b.Override != nil && *b.Override:
 				revoked = append(revoked, g)
 			default:
 				keep = append(keep, g)
@@ -211,15 +198,6 @@ func (p *plane) putGrants(w http.ResponseWriter, r *http.Request, slug string) e
 	}
 	httpapi.WriteJSON(w, http.StatusOK, struct{}{})
 	return nil
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, e := range s {
-		if e == v {
-			return true
-		}
-	}
-	return false
 }
 
 // ensureProvider makes the provider of grant g, unless the workspace
@@ -281,7 +259,7 @@ func (p *plane) rateLimits(at string, raw json.RawMessage) (json.RawMessage, err
 // usageLimits checks the usage_limits of an entry at: an array, or an
 // object as a provider's is.
 func (p *plane) usageLimits(at string, raw json.RawMessage) (json.RawMessage, error) {
-	if t := trimmed(raw); len(t) > 0 && t[0] == '{' {
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 		raw = append(append([]byte{'['}, t...), ']')
 	}
 	ul, err := gateway.UsageLimitsJSON(raw, true)
@@ -292,13 +270,6 @@ func (p *plane) usageLimits(at string, raw json.RawMessage) (json.RawMessage, er
 		return nil, control.Invalid(at+"usage_limits", "usage limits are not enabled on this gateway")
 	}
 	return ul, nil
-}
-
-func trimmed(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\n' || b[0] == '\t' || b[0] == '\r') {
-		b = b[1:]
-	}
-	return b
 }
 
 // prefixed names the field of err below at.

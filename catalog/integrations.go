@@ -91,6 +91,26 @@ func (p *plane) serveIntegrations(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serveBelow serves a route below an integration: GET answers what read
+// makes of the integration as the caller sees it; writes, the other
+// methods, are the organisation's.
+func (p *plane) serveBelow(w http.ResponseWriter, r *http.Request, read func(id gateway.Identity, in *Integration) any, writes httpapi.Methods) {
+	id, ok := p.integrationCaller(w, r)
+	if !ok {
+		return
+	}
+	writes[http.MethodGet] = func(w http.ResponseWriter, r *http.Request) error {
+		in, err := p.visibleIntegration(r, id, r.PathValue("slug"))
+		if err == nil {
+			httpapi.WriteJSON(w, http.StatusOK, read(id, in))
+		}
+		return err
+	}
+	if err := writes.Serve(w, r); err != nil {
+		p.fail(w, r, err)
+	}
+}
+
 // integrationCaller checks the caller of an integrations route: the
 // virtual_keys scopes, writes by organisation keys only, and a store.
 func (p *plane) integrationCaller(w http.ResponseWriter, r *http.Request) (gateway.Identity, bool) {
@@ -213,7 +233,7 @@ func (p *plane) apply(b *integrationBody, in *Integration) error {
 	h := &in.HostSettings
 	switch {
 	case in.BaseURL != "":
-		if err := p.checkHost(in.BaseURL, "configurations.custom_host"); err != nil {
+		if err := control.CheckHost(p.g, in.BaseURL, "configurations.custom_host"); err != nil {
 			return err
 		}
 	}
@@ -237,19 +257,6 @@ func configFieldNamed(name string) (configField, bool) {
 		}
 	}
 	return configField{}, false
-}
-
-// checkHost checks a custom host a tenant writes as the data plane
-// checks it, naming param in the 400.
-func (p *plane) checkHost(rawURL, param string) error {
-	err := p.g.CheckHost(rawURL)
-	var ge *gateway.Error
-	if errors.As(err, &ge) {
-		e := *ge
-		e.Param = param
-		return &e
-	}
-	return err
 }
 
 func (p *plane) createIntegration(w http.ResponseWriter, r *http.Request) error {
@@ -323,7 +330,7 @@ func (p *plane) updateIntegration(w http.ResponseWriter, r *http.Request, slug s
 		if hostOf(in) != hostOf(old) {
 			// The secrets would go to another host: they must come again.
 			if old.APIKey != "" && b.Key == nil {
-				return nil, secretRequired("key", "changing the host of an integration sends its key there: send key again in the same request")
+				return nil, control.SecretRequired("key", "changing the host of an integration sends its key there: send key again in the same request")
 			}
 			control.Detail(r, "host: "+auditURL(old.BaseURL)+" → "+auditURL(in.BaseURL))
 		}
@@ -373,12 +380,6 @@ func (p *plane) deleteIntegration(w http.ResponseWriter, r *http.Request, slug s
 	}
 	httpapi.WriteJSON(w, http.StatusOK, struct{}{})
 	return nil
-}
-
-func secretRequired(param, msg string) *gateway.Error {
-	e := control.Invalid(param, msg)
-	e.Code = gateway.CodeSecretRequired
-	return e
 }
 
 // auditURL is a custom host as an audit record shows it: its scheme and

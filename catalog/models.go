@@ -47,36 +47,20 @@ type tokenPrice struct {
 //	PUT    /integrations/{slug}/models              → 200 {} (enable, disable, add custom models)
 //	DELETE /integrations/{slug}/models?slugs=a,b    → 200 {} (remove custom models)
 func (p *plane) serveIntegrationModels(w http.ResponseWriter, r *http.Request) {
-	id, ok := p.integrationCaller(w, r)
-	if !ok {
-		return
-	}
-	slug := r.PathValue("slug")
-	err := httpapi.Methods{
-		http.MethodGet: func(w http.ResponseWriter, r *http.Request) error {
-			in, err := p.visibleIntegration(r, id, slug)
-			if err != nil {
-				return err
-			}
-			out := make([]modelWire, len(in.Models))
-			for i := range in.Models {
-				out[i] = modelWireOf(&in.Models[i])
-			}
-			httpapi.WriteJSON(w, http.StatusOK, struct {
-				Total  int         `json:"total"`
-				Models []modelWire `json:"models"`
-			}{len(out), out})
-			return nil
-		},
-		http.MethodPut:    func(w http.ResponseWriter, r *http.Request) error { return p.putModels(w, r, slug) },
-		http.MethodDelete: func(w http.ResponseWriter, r *http.Request) error { return p.deleteModels(w, r, slug) },
-	}.Serve(w, r)
-	if err != nil {
-		p.fail(w, r, err)
-	}
+	p.serveBelow(w, r, func(_ gateway.Identity, in *Integration) any {
+		out := make([]modelWire, len(in.Models))
+		for i := range in.Models {
+			out[i] = modelWireOf(&in.Models[i])
+		}
+		return struct {
+			Total  int         `json:"total"`
+			Models []modelWire `json:"models"`
+		}{len(out), out}
+	}, httpapi.Methods{http.MethodPut: p.putModels, http.MethodDelete: p.deleteModels})
 }
 
-func (p *plane) putModels(w http.ResponseWriter, r *http.Request, slug string) error {
+func (p *plane) putModels(w http.ResponseWriter, r *http.Request) error {
+	slug := r.PathValue("slug")
 	var b struct {
 		Models         *[]modelBody `json:"models"`
 		AllowAllModels *bool        `json:"allow_all_models"`
@@ -160,7 +144,8 @@ func (c *pricingConfig) price(at string) (*gateway.ModelPrice, error) {
 	return &pr, nil
 }
 
-func (p *plane) deleteModels(w http.ResponseWriter, r *http.Request, slug string) error {
+func (p *plane) deleteModels(w http.ResponseWriter, r *http.Request) error {
+	slug := r.PathValue("slug")
 	q := r.URL.Query()
 	if len(q["slugs"]) != 1 || q.Get("slugs") == "" {
 		return control.Invalid("slugs", "slugs is required once: a comma-separated list of model slugs")

@@ -7,10 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/catalog"
@@ -53,8 +53,8 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := cmp.Diff(in, got); d != "" {
-			t.Fatalf("read back differs (-want +got):\n%s", d)
+		if !reflect.DeepEqual(in, got) {
+			t.Fatalf("read back\n%+v\nwant\n%+v", got, in)
 		}
 		if err := st.CreateIntegration(ctx, sample()); !errors.Is(err, gateway.ErrConflict) {
 			t.Fatalf("a taken slug: %v", err)
@@ -104,8 +104,8 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 			APIKey: "sk-integration-secret", BaseURL: "https://llm.example.com/v1", HostSettings: in.HostSettings,
 			Name: "p", CreatedAt: t0, UpdatedAt: t0, Tenant: true, NamedOnly: true,
 			Models: []string{"gpt-4o", "my-ft"}, Prices: gateway.PriceTable{"my-ft": {Input: 1, Output: 2}}}
-		if d := cmp.Diff(want, *vk); d != "" {
-			t.Fatalf("joined provider differs (-want +got):\n%s", d)
+		if !reflect.DeepEqual(want, *vk) {
+			t.Fatalf("joined provider\n%+v\nwant\n%+v", *vk, want)
 		}
 		if _, err := st.VirtualKeyIn(ctx, "ws-2", "openai-prod"); !errors.Is(err, gateway.ErrNotFound) {
 			t.Fatalf("a provider of a workspace not granted: %v", err)
