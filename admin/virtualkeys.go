@@ -2,7 +2,6 @@ package admin
 
 import (
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -194,7 +193,7 @@ func (a *plane) applyVirtualKeyBody(b *virtualKeyBody, vk *gateway.VirtualKey) e
 func hostChanges(old, vk *gateway.VirtualKey) []string {
 	var out []string
 	if old.BaseURL != vk.BaseURL {
-		out = append(out, "base_url: "+auditURL(old.BaseURL)+" → "+auditURL(vk.BaseURL))
+		out = append(out, "base_url: "+control.AuditURL(old.BaseURL)+" → "+control.AuditURL(vk.BaseURL))
 	}
 	for _, f := range []struct{ name, a, b string }{
 		{"resource_name", old.ResourceName, vk.ResourceName},
@@ -206,20 +205,6 @@ func hostChanges(old, vk *gateway.VirtualKey) []string {
 		}
 	}
 	return out
-}
-
-// auditURL is raw, a base URL or custom host, as an audit record shows it:
-// without user info, query or fragment, which may carry a secret.
-func auditURL(raw string) string {
-	if raw == "" {
-		return "(none)"
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return u.String()
 }
 
 // auditValue is a host setting as an audit record shows it.

@@ -326,6 +326,9 @@ func (p *plane) enforce(r *http.Request, in *Integration, ws, provider string, r
 		for i := range maxLimits {
 			pid := policyID(in, ws, provider, "rate", i)
 			if i >= len(rates) {
+				if _, err := p.o.Policies.Policy(ctx, pid); errors.Is(err, gateway.ErrNotFound) {
+					continue // the common case: a write of no store
+				}
 				if err := p.o.Policies.DeletePolicy(ctx, pid); err != nil && !errors.Is(err, gateway.ErrNotFound) {
 					return err
 				}

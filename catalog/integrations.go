@@ -3,7 +3,9 @@ package catalog
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,8 +15,7 @@ import (
 	"github.com/modelgateway/gateway/internal/httpapi"
 )
 
-// maxSecretLen bounds a secret a tenant writes; maxDescription a
-// description.
+// maxSecretLen bounds a secret a tenant writes.
 const maxSecretLen = 16 << 10
 
 // integrationBody is the body of POST /integrations and PUT
@@ -215,7 +216,8 @@ func (p *plane) apply(b *integrationBody, in *Integration) error {
 		}
 		in.APIKey = *b.Key
 	}
-	for name, raw := range b.Configurations {
+	for _, name := range slices.Sorted(maps.Keys(b.Configurations)) {
+		raw := b.Configurations[name]
 		f, ok := configFieldNamed(name)
 		if !ok {
 			return control.Invalid("configurations."+name, "unknown configuration "+control.Quote(name)+
@@ -230,13 +232,12 @@ func (p *plane) apply(b *integrationBody, in *Integration) error {
 		}
 		*f.at(in) = v
 	}
-	h := &in.HostSettings
-	switch {
-	case in.BaseURL != "":
+	if in.BaseURL != "" {
 		if err := control.CheckHost(p.g, in.BaseURL, "configurations.custom_host"); err != nil {
 			return err
 		}
 	}
+	h := &in.HostSettings
 	switch {
 	case h.ResourceName != "" && !bounds.DNSLabel(h.ResourceName):
 		return control.Invalid("configurations.resource_name", "resource_name must be a DNS label")
@@ -332,7 +333,7 @@ func (p *plane) updateIntegration(w http.ResponseWriter, r *http.Request, slug s
 			if old.APIKey != "" && b.Key == nil {
 				return nil, control.SecretRequired("key", "changing the host of an integration sends its key there: send key again in the same request")
 			}
-			control.Detail(r, "host: "+auditURL(old.BaseURL)+" → "+auditURL(in.BaseURL))
+			control.Detail(r, "host: "+control.AuditURL(old.BaseURL)+" → "+control.AuditURL(in.BaseURL))
 		}
 		in.UpdatedAt = p.now()
 		return in, nil
@@ -380,23 +381,6 @@ func (p *plane) deleteIntegration(w http.ResponseWriter, r *http.Request, slug s
 	}
 	httpapi.WriteJSON(w, http.StatusOK, struct{}{})
 	return nil
-}
-
-// auditURL is a custom host as an audit record shows it: its scheme and
-// host only, since the rest may carry a secret.
-func auditURL(raw string) string {
-	if raw == "" {
-		return "(none)"
-	}
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return "(invalid URL)"
-	}
-	host, _, _ := strings.Cut(rest, "/")
-	if _, h, ok := strings.Cut(host, "@"); ok {
-		host = h
-	}
-	return scheme + "://" + host
 }
 
 // integrationList is an integration in lists (the reference's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/bounds"
@@ -133,4 +134,18 @@ func CheckHost(g *gateway.Gateway, rawURL, param string) error {
 		return &e
 	}
 	return err
+}
+
+// AuditURL is raw, a base URL or custom host, as an audit record shows it:
+// without user info, query or fragment, which may carry a secret.
+func AuditURL(raw string) string {
+	if raw == "" {
+		return "(none)"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }
