@@ -20,7 +20,12 @@
 // credential), a provider and their own token (x-gateway-provider plus
 // Authorization: Bearer), a routing config (x-gateway-config, a saved id or
 // inline JSON), or a custom host (x-gateway-custom-host plus
-// x-gateway-provider). The token always travels in Authorization; the
+// x-gateway-provider). A request that sends none of those may name a
+// virtual key of its workspace in its model, "model": "@{slug}/{model}":
+// it is found as x-gateway-virtual-key would find it, the model must be
+// one the key offers (VirtualKey.Models; else 400 model_not_allowed), and
+// the provider gets the model without the prefix. The token always
+// travels in Authorization; the
 // gateway converts it to the provider's own form (Azure's api-key,
 // Anthropic's x-api-key, Bedrock's SigV4 signature).
 //

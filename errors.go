@@ -29,6 +29,7 @@ const (
 	CodeAmbiguousProvider   = "ambiguous_provider"
 	CodeUnknownProvider     = "unknown_provider"
 	CodeUnknownVirtualKey   = "unknown_virtual_key"
+	CodeModelNotAllowed     = "model_not_allowed"
 	CodeUnknownConfig       = "unknown_config"
 	CodeInvalidConfig       = "invalid_config"
 	CodeInvalidCustomHost   = "invalid_custom_host"

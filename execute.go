@@ -83,7 +83,12 @@ func (g *Gateway) execute(w http.ResponseWriter, r *http.Request, st *requestSta
 		// The model of a body the gateway reads on the OpenAI routes (for
 		// the cache key, a translation, the log) is bounded; one that
 		// streams unread is the provider's to refuse.
-		x.bodyModel, x.bodyModelRead = requestModel(x.body), true
+		if x.st.selected != nil {
+			x.bodyModel = x.st.log.Model // already read, its provider prefix stripped
+		} else {
+			x.bodyModel = requestModel(x.body)
+		}
+		x.bodyModelRead = true
 		if err := checkModel(x.bodyModel); err != nil {
 			x.fail(err)
 			return x.result()
@@ -179,6 +184,7 @@ func (x *run) logTarget(t *routedTarget, index int, body []byte, overridden bool
 	}
 	l := &x.st.log
 	l.Provider, l.VirtualKey, l.Model, l.FallbackIndex = t.Provider, t.VirtualKey, clipModel(m), index
+	x.st.prices = t.prices
 	x.st.noteTarget(&t.Target)
 }
 

@@ -260,6 +260,9 @@ func policyUnitName(unit string) string {
 
 // policyValue returns the value of a condition or group key for a request.
 func policyValue(st *requestState, key string) (string, bool) {
+	if key == "virtual_key" {
+		return st.opts.VirtualKey, true
+	}
 	return conditionValue(st.identity, st.opts.Metadata, key)
 }
 

@@ -472,6 +472,10 @@ func (g *Gateway) logUsage(st *requestState, rec *RequestLog) {
 		return // no provider was paid for this answer, or nothing to price
 	}
 	var known bool
+	if rec.Cost, known = st.prices.Cost(rec.Provider, rec.Model, rec.PromptTokens, rec.CompletionTokens, rec.CachedPromptTokens); known {
+		rec.CostUnknown = false
+		return
+	}
 	rec.Cost, known = g.prices.Cost(rec.Provider, rec.Model, rec.PromptTokens, rec.CompletionTokens, rec.CachedPromptTokens)
 	rec.CostUnknown = !known
 }

@@ -238,6 +238,7 @@ type requestState struct {
 	idleCut  atomic.Bool   // the answer was cut: the provider went silent past the stream idle timeout
 
 	control         bool   // a control-plane request: audited, not a request log of the LogSinks
+	dataPlane       bool   // made by ServeDataPlane: never served by a control route
 	unauthenticated bool   // it failed authentication: counted (AuthFailures), not a request log
 	admitted        bool   // a Limits stage in front of the Gateway applied the policies
 	result          result // what route and execute came to, for that Limits stage
@@ -256,6 +257,9 @@ type requestState struct {
 	zcoding   answerCoding
 
 	hooks *hookWriter // the answer's way to the caller when a config attaches guardrails
+
+	selected *routedTarget // the provider the model named, "@{slug}/{model}" (see modelslug.go)
+	prices   PriceTable    // the answering target's own prices
 
 	firstByte time.Time // when the first byte of the latest provider answer body read arrived
 	rescue    bool      // a retry or another target followed a failed attempt
@@ -382,6 +386,10 @@ func (b *countingBody) Close() error { return b.rc.Close() }
 // the caller.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	st := stateFrom(r.Context())
+	body, ok := g.resolveModelSlug(w, r, st, body)
+	if !ok {
+		return
+	}
 	st.body.read = body
 	if !g.admit(w, r, st) {
 		return
@@ -408,7 +416,13 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, st *requestState
 		g.fail(w, r, "", badAuthorization())
 		return result{own: true}
 	}
-	plan, err := g.selectPlan(r.Context(), st.identity, &st.opts)
+	var plan *planNode
+	var err error
+	if st.selected != nil {
+		plan = &planNode{mode: ModeSingle, target: st.selected}
+	} else {
+		plan, err = g.selectPlan(r.Context(), st.identity, &st.opts)
+	}
 	if err != nil {
 		g.fail(w, r, "provider selection", err)
 		return result{own: true}

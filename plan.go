@@ -90,4 +90,5 @@ type routedTarget struct {
 	breaker         *BreakerConfig // nil: the target has no circuit breaker
 	breakerKey      string         // the target's identity (see Breakers), when breaker is set
 	workspace       string         // the workspace of its virtual key
+	prices          PriceTable     // its virtual key's own prices, before Options.Prices
 }

@@ -67,8 +67,9 @@ const (
 // named by the values of its GroupBy keys (e.g. one bucket per API key).
 //
 // Condition and group keys are api_key (the ID of the gateway API key, never
-// the key itself), workspace_id, organisation_id (the _organisation
-// metadata value) and metadata.<name> (the request's metadata over the
+// the key itself), workspace_id, virtual_key (the slug of the virtual key
+// the request names, in x-gateway-virtual-key or as "@{slug}/{model}"),
+// organisation_id (the _organisation metadata value) and metadata.<name> (the request's metadata over the
 // key's defaults). No Conditions match every request of the workspace; no
 // GroupBy makes one bucket. A request lacking a group key's value is
 // counted in the bucket of the empty value, so omitting metadata never
@@ -177,12 +178,12 @@ func (p *RateLimitsPolicy) check() *Error {
 	}
 	for i, c := range p.Conditions {
 		if !policyKeyValid(c.Key) {
-			return policyInvalid("conditions["+strconv.Itoa(i)+"].key", "policy key "+quoteShort(c.Key)+" is not api_key, workspace_id, organisation_id or metadata.<name>")
+			return policyInvalid("conditions["+strconv.Itoa(i)+"].key", "policy key "+quoteShort(c.Key)+" is not api_key, workspace_id, virtual_key, organisation_id or metadata.<name>")
 		}
 	}
 	for i, g := range p.GroupBy {
 		if !policyKeyValid(g.Key) {
-			return policyInvalid("group_by["+strconv.Itoa(i)+"].key", "policy key "+quoteShort(g.Key)+" is not api_key, workspace_id, organisation_id or metadata.<name>")
+			return policyInvalid("group_by["+strconv.Itoa(i)+"].key", "policy key "+quoteShort(g.Key)+" is not api_key, workspace_id, virtual_key, organisation_id or metadata.<name>")
 		}
 	}
 	return nil
@@ -190,7 +191,7 @@ func (p *RateLimitsPolicy) check() *Error {
 
 func policyKeyValid(k string) bool {
 	switch {
-	case k == "api_key", k == "workspace_id", k == "organisation_id":
+	case k == "api_key", k == "workspace_id", k == "organisation_id", k == "virtual_key":
 		return true
 	case strings.HasPrefix(k, "metadata.") && len(k) > len("metadata."):
 		return true

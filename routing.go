@@ -73,24 +73,43 @@ func quoteShort(s string) string {
 // virtualKeyTarget returns the plan leaf of a virtual key, its routing
 // settings empty.
 func (g *Gateway) virtualKeyTarget(ctx context.Context, id Identity, slug, param string) (*routedTarget, error) {
-	if g.opts.VirtualKeys == nil {
-		return nil, badRequest(CodeUnknownVirtualKey, param, "unknown virtual key "+quoteShort(slug))
-	}
-	vk, err := findVirtualKey(ctx, g.opts.VirtualKeys, id.WorkspaceID, slug)
-	// Another workspace's key answers as an unknown one: no existence
-	// oracle (docs/architecture.md, Trust).
-	if errors.Is(err, ErrNotFound) || err == nil && vk.WorkspaceID != "" && vk.WorkspaceID != id.WorkspaceID {
+	vk, err := g.lookupVirtualKey(ctx, id, slug)
+	if errors.Is(err, ErrNotFound) {
 		return nil, badRequest(CodeUnknownVirtualKey, param, "unknown virtual key "+quoteShort(slug))
 	} else if err != nil {
 		return nil, err
 	}
+	if vk.NamedOnly && param == HeaderConfig {
+		return nil, badRequest(CodeUnknownVirtualKey, param, "virtual key "+quoteShort(slug)+
+			" has limits of its own: name it in "+HeaderVirtualKey+" or as @"+slug+"/{model}, not in a config")
+	}
+	return g.keyTarget(ctx, vk, slug, param)
+}
+
+// lookupVirtualKey finds the virtual key slug for a caller of id's
+// workspace: ErrNotFound for another workspace's key too, so that no
+// caller learns it exists (docs/architecture.md, Trust).
+func (g *Gateway) lookupVirtualKey(ctx context.Context, id Identity, slug string) (*VirtualKey, error) {
+	if g.opts.VirtualKeys == nil {
+		return nil, ErrNotFound
+	}
+	vk, err := findVirtualKey(ctx, g.opts.VirtualKeys, id.WorkspaceID, slug)
+	if err == nil && vk.WorkspaceID != "" && vk.WorkspaceID != id.WorkspaceID {
+		return nil, ErrNotFound
+	}
+	return vk, err
+}
+
+// keyTarget returns the plan leaf of vk, found under slug.
+func (g *Gateway) keyTarget(ctx context.Context, vk *VirtualKey, slug, param string) (*routedTarget, error) {
 	if err := g.checkVirtualKeyRoute(ctx, vk, param); err != nil {
 		return nil, err
 	}
 	if _, err := g.provider(vk.Provider, param); err != nil {
 		return nil, err
 	}
-	t := &routedTarget{Target: Target{Provider: vk.Provider, APIKey: vk.APIKey, VirtualKey: vk.Slug, Host: vk.HostSettings}, workspace: vk.WorkspaceID}
+	t := &routedTarget{Target: Target{Provider: vk.Provider, APIKey: vk.APIKey, VirtualKey: vk.Slug, Host: vk.HostSettings}, workspace: vk.WorkspaceID,
+		prices: vk.Prices}
 	if vk.BaseURL != "" {
 		if vk.Tenant {
 			// A tenant's host is guarded like a caller's: checked here,

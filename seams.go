@@ -40,6 +40,12 @@ func (g *Gateway) Handle(pattern string, h http.Handler) {
 		// A control request is not a request log of the LogSinks (nor, so,
 		// in analytics); the LogSink still gets its line.
 		if st := stateFrom(r.Context()); st != nil {
+			if st.dataPlane {
+				// ServeDataPlane asked for the provider's answer: the
+				// path goes through as any provider path does.
+				g.passThrough(w, r)
+				return
+			}
 			st.control = true
 		}
 		if r.Body != nil && r.Body != http.NoBody {
@@ -56,11 +62,14 @@ func (g *Gateway) Handle(pattern string, h http.Handler) {
 // headers (which the control route's request no longer has; start from
 // RequestOptionsFrom). The whole pipeline runs (admissions and budgets,
 // rate limits, routing, translation, cache, execution) and the request is
-// logged as one of its own, with opts.Metadata. A product's route that
-// runs a stored prompt uses it. Outside a control route, r is
+// logged as one of its own, with opts.Metadata. A path that a control
+// route serves (GET /models, say) goes to the provider as a pass-through
+// path, so that a control route may hand a request it does not answer
+// itself to the provider. A product's route that runs a stored prompt
+// uses it. Outside a control route, r is
 // authenticated by its own headers.
 func (g *Gateway) ServeDataPlane(w http.ResponseWriter, r *http.Request, opts RequestOptions) {
-	st := &requestState{start: time.Now(), opts: opts, parsed: true}
+	st := &requestState{start: time.Now(), opts: opts, parsed: true, dataPlane: true}
 	if caller := stateFrom(r.Context()); caller != nil {
 		st.traceID, st.identity, st.key, st.badAuth = caller.traceID, caller.identity, caller.key, caller.badAuth
 		st.log.TraceID, st.log.KeyID, st.log.WorkspaceID = caller.log.TraceID, caller.log.KeyID, caller.log.WorkspaceID

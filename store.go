@@ -124,6 +124,28 @@ type VirtualKey struct {
 	// The zero value is the operator's key (an admin.File entry, or one a
 	// host's own Go code stores), whose BaseURL is trusted as written.
 	Tenant bool `json:"-"`
+
+	// Integration names the organisation's integration whose credential
+	// the key uses (a provider of the catalog package). The store fills in
+	// the key's Provider, APIKey, BaseURL, HostSettings, Models and
+	// Prices from it when the integration is granted to the key's
+	// workspace, and finds no key otherwise. Empty: a key of its own.
+	Integration string `json:"-"`
+
+	// Models, when not nil, are the only models a request naming the key
+	// as "@{slug}/{model}" may ask for; another is refused with 400
+	// model_not_allowed. Nil, every model is allowed.
+	Models []string `json:"-"`
+
+	// Prices prices the models of the key (custom models, keyed by the
+	// model alone) before Options.Prices does, in the request log's cost.
+	Prices PriceTable `json:"-"`
+
+	// NamedOnly reports that the key may be used only by a request that
+	// names it (x-gateway-virtual-key, or "@{slug}/{model}"), never by a
+	// config's target: the limits conditioned on it (virtual_key) then
+	// count every request that uses it.
+	NamedOnly bool `json:"-"`
 }
 
 // SavedConfig is a routing config stored under an id. An empty WorkspaceID

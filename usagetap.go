@@ -14,8 +14,6 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/modelgateway/gateway/internal/jsonscan"
 )
 
 // answerCoding is how an answer's body is encoded, as far as reading its
@@ -150,50 +148,14 @@ func (st *requestState) usageDone() *usageScanner {
 // level, or "" when it names none or is not a JSON object. It reads no
 // further than the model member.
 func requestModel(b []byte) string {
-	i := jsonscan.SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	start, end := modelSpan(b)
+	v := b[start:end]
+	if bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
+		return string(v)
+	}
+	var s string
+	if json.Unmarshal(b[start-1:end+1], &s) != nil {
 		return ""
 	}
-	for i++; ; {
-		i = jsonscan.SkipSpace(b, i)
-		if i >= len(b) || b[i] != '"' {
-			return ""
-		}
-		end := jsonscan.SkipString(b, i)
-		if end > len(b) || end-i < 2 || b[end-1] != '"' {
-			return ""
-		}
-		name := b[i+1 : end-1]
-		i = jsonscan.SkipSpace(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return ""
-		}
-		i = jsonscan.SkipSpace(b, i+1)
-		if i >= len(b) {
-			return ""
-		}
-		if string(name) == "model" {
-			if b[i] != '"' {
-				return ""
-			}
-			end = jsonscan.SkipString(b, i)
-			if end > len(b) || end-i < 2 || b[end-1] != '"' {
-				return ""
-			}
-			v := b[i+1 : end-1]
-			if bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
-				return string(v)
-			}
-			var s string
-			if json.Unmarshal(b[i:end], &s) != nil {
-				return ""
-			}
-			return s
-		}
-		i = jsonscan.SkipSpace(b, jsonscan.SkipValue(b, i))
-		if i >= len(b) || b[i] != ',' {
-			return ""
-		}
-		i++
-	}
+	return s
 }

@@ -120,7 +120,7 @@ func (a *plane) checkConfig(raw json.RawMessage) (json.RawMessage, *gateway.Conf
 func (a *plane) checkConfigHosts(c *gateway.Config, path string) error {
 	if c.CustomHost != "" {
 		p := join(path, "custom_host")
-		if err := a.checkHost(c.CustomHost, "config"); err != nil {
+		if err := control.CheckHost(a.g, c.CustomHost, "config"); err != nil {
 			var ge *gateway.Error
 			if errors.As(err, &ge) {
 				e := *ge
@@ -154,12 +154,12 @@ func configHostChanges(old, c json.RawMessage) []string {
 	var out []string
 	for _, p := range slices.Sorted(maps.Keys(was)) {
 		if now[p] != was[p] {
-			out = append(out, p+": "+auditURL(was[p])+" → "+auditURL(now[p]))
+			out = append(out, p+": "+control.AuditURL(was[p])+" → "+control.AuditURL(now[p]))
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(now)) {
 		if _, ok := was[p]; !ok {
-			out = append(out, p+": "+auditURL("")+" → "+auditURL(now[p]))
+			out = append(out, p+": "+control.AuditURL("")+" → "+control.AuditURL(now[p]))
 		}
 	}
 	return out

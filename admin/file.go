@@ -38,9 +38,11 @@ type File struct {
 // is an organisation key (docs/architecture.md, Trust): with the admin role it holds every
 // scope over every workspace, so it can create workspaces (POST
 // /admin/workspaces) and read the organisation-wide audit log; an entry
-// with WorkspaceID is a key of that workspace.
+// with WorkspaceID is a key of that workspace. Name is for people, as a
+// key created over HTTP has one; empty means the ID.
 type KeyEntry struct {
 	ID            string            `json:"id"`
+	Name          string            `json:"name,omitempty"`
 	Key           string            `json:"key,omitempty"`
 	KeySHA256     string            `json:"key_sha256,omitempty"`
 	WorkspaceID   string            `json:"workspace_id"`
@@ -109,9 +111,12 @@ func Decode(r io.Reader) (*File, error) {
 }
 
 // Records are the records of a File, checked and made ready to store:
-// API keys with their digests and default roles (organisation keys
-// without a workspace), configs at version 1 unless the file says,
-// policies active by default with lower-case ids.
+// API keys with their digests, default roles (organisation keys without
+// a workspace), names (their IDs unless the file names them) and, as
+// their creation and update times, the time Records was called (the
+// file's keys are created or replaced each time it is applied), configs
+// at version 1 unless the file says, policies active by default with
+// lower-case ids.
 type Records struct {
 	APIKeys     []gateway.APIKey
 	VirtualKeys []gateway.VirtualKey
@@ -132,9 +137,13 @@ func (f *File) Records() (*Records, error) {
 	slugs := make(map[string]int, len(f.VirtualKeys))
 	configIDs := make(map[string]int, len(f.Configs))
 	policyIDs := make(map[string]int, len(f.RateLimitsPolicies))
+	now := time.Now().UTC()
 	for i, e := range f.APIKeys {
-		k := gateway.APIKey{ID: e.ID, WorkspaceID: e.WorkspaceID, Role: e.Role, Disabled: e.Disabled, Metadata: e.Metadata,
-			DefaultConfig: e.DefaultConfig, Scopes: e.Scopes, ExpiresAt: e.ExpiresAt}
+		k := gateway.APIKey{ID: e.ID, Name: e.Name, WorkspaceID: e.WorkspaceID, Role: e.Role, Disabled: e.Disabled, Metadata: e.Metadata,
+			DefaultConfig: e.DefaultConfig, Scopes: e.Scopes, ExpiresAt: e.ExpiresAt, CreatedAt: now, UpdatedAt: now}
+		if k.Name == "" {
+			k.Name = e.ID
+		}
 		if e.WorkspaceID == "" {
 			k.Type = gateway.KeyOrganisation // the operator's key over every workspace
 		}

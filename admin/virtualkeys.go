@@ -1,9 +1,7 @@
 package admin
 
 import (
-	"errors"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -154,7 +152,7 @@ func (a *plane) applyVirtualKeyBody(b *virtualKeyBody, vk *gateway.VirtualKey) e
 	}
 	if b.BaseURL != nil {
 		if *b.BaseURL != "" {
-			if err := a.checkHost(*b.BaseURL, "base_url"); err != nil {
+			if err := control.CheckHost(a.g, *b.BaseURL, "base_url"); err != nil {
 				return err
 			}
 		}
@@ -195,7 +193,7 @@ func (a *plane) applyVirtualKeyBody(b *virtualKeyBody, vk *gateway.VirtualKey) e
 func hostChanges(old, vk *gateway.VirtualKey) []string {
 	var out []string
 	if old.BaseURL != vk.BaseURL {
-		out = append(out, "base_url: "+auditURL(old.BaseURL)+" → "+auditURL(vk.BaseURL))
+		out = append(out, "base_url: "+control.AuditURL(old.BaseURL)+" → "+control.AuditURL(vk.BaseURL))
 	}
 	for _, f := range []struct{ name, a, b string }{
 		{"resource_name", old.ResourceName, vk.ResourceName},
@@ -207,20 +205,6 @@ func hostChanges(old, vk *gateway.VirtualKey) []string {
 		}
 	}
 	return out
-}
-
-// auditURL is raw, a base URL or custom host, as an audit record shows it:
-// without user info, query or fragment, which may carry a secret.
-func auditURL(raw string) string {
-	if raw == "" {
-		return "(none)"
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return u.String()
 }
 
 // auditValue is a host setting as an audit record shows it.
@@ -249,7 +233,7 @@ func (b *virtualKeyBody) secretResent(old *gateway.VirtualKey, changes []string)
 	} {
 		if f.stored != "" && f.sent == nil {
 			what, _, _ := strings.Cut(changes[0], ":")
-			return secretRequired(f.name, "changing "+what+" sends the stored "+f.name+
+			return control.SecretRequired(f.name, "changing "+what+" sends the stored "+f.name+
 				" to another host: send "+f.name+" again in the same request")
 		}
 	}
@@ -360,24 +344,4 @@ func (a *plane) updateVirtualKey(w http.ResponseWriter, r *http.Request, k *cont
 		vk.UpdatedAt = a.now().UTC()
 		return &vk, changes, nil
 	}, func(*gateway.VirtualKey) { httpapi.WriteJSON(w, http.StatusOK, struct{}{}) })
-}
-
-// secretRequired is the 400 secret_required naming the secret param.
-func secretRequired(param, msg string) *gateway.Error {
-	e := control.Invalid(param, msg)
-	e.Code = gateway.CodeSecretRequired
-	return e
-}
-
-// checkHost checks a base URL or custom host a tenant writes as the data
-// plane checks it (gateway.CheckHost), naming param in the 400.
-func (a *plane) checkHost(rawURL, param string) error {
-	err := a.g.CheckHost(rawURL)
-	var ge *gateway.Error
-	if errors.As(err, &ge) {
-		e := *ge
-		e.Param = param
-		return &e
-	}
-	return err
 }

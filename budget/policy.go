@@ -271,12 +271,12 @@ func (p *Policy) check() *gateway.Error {
 	}
 	for i, c := range p.Conditions {
 		if !keyValid(c.Key) {
-			return control.Invalid("conditions["+strconv.Itoa(i)+"].key", "policy key "+control.Quote(c.Key)+" is not api_key, workspace_id, organisation_id or metadata.<name>")
+			return control.Invalid("conditions["+strconv.Itoa(i)+"].key", "policy key "+control.Quote(c.Key)+" is not api_key, workspace_id, virtual_key, organisation_id or metadata.<name>")
 		}
 	}
 	for i, g := range p.GroupBy {
 		if !keyValid(g.Key) {
-			return control.Invalid("group_by["+strconv.Itoa(i)+"].key", "policy key "+control.Quote(g.Key)+" is not api_key, workspace_id, organisation_id or metadata.<name>")
+			return control.Invalid("group_by["+strconv.Itoa(i)+"].key", "policy key "+control.Quote(g.Key)+" is not api_key, workspace_id, virtual_key, organisation_id or metadata.<name>")
 		}
 		for _, o := range p.GroupBy[:i] {
 			if o.Key == g.Key {
@@ -323,9 +323,9 @@ func checkLimit(typ string, credit float64, alert *float64, reset string, days i
 }
 
 // matches reports whether every condition of p holds for the request.
-func (p *Policy) matches(id gateway.Identity, md map[string]string) bool {
+func (p *Policy) matches(id gateway.Identity, o *gateway.RequestOptions) bool {
 	for _, c := range p.Conditions {
-		if v, ok := conditionValue(id, md, c.Key); !ok || v != c.Value {
+		if v, ok := conditionValue(id, o, c.Key); !ok || v != c.Value {
 			return false
 		}
 	}
@@ -337,14 +337,14 @@ func (p *Policy) matches(id gateway.Identity, md map[string]string) bool {
 // "key:value" pairs joined by commas, values escaped as in a URL query.
 // A request lacking a group key's value counts in the entity of the empty
 // value.
-func (p *Policy) valueKey(id gateway.Identity, md map[string]string) string {
+func (p *Policy) valueKey(id gateway.Identity, o *gateway.RequestOptions) string {
 	if len(p.GroupBy) == 1 {
-		v, _ := conditionValue(id, md, p.GroupBy[0].Key)
+		v, _ := conditionValue(id, o, p.GroupBy[0].Key)
 		return v
 	}
 	var b strings.Builder
 	for i, g := range p.GroupBy {
-		v, _ := conditionValue(id, md, g.Key)
+		v, _ := conditionValue(id, o, g.Key)
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -384,10 +384,10 @@ func Equal(a, b *Policy) bool {
 }
 
 // keyValid reports whether k is a condition or group key: api_key,
-// workspace_id, organisation_id or metadata.<name>.
+// workspace_id, virtual_key, organisation_id or metadata.<name>.
 func keyValid(k string) bool {
 	switch {
-	case k == "api_key", k == "workspace_id", k == "organisation_id":
+	case k == "api_key", k == "workspace_id", k == "virtual_key", k == "organisation_id":
 		return true
 	case strings.HasPrefix(k, "metadata.") && len(k) > len("metadata."):
 		return true
@@ -396,10 +396,14 @@ func keyValid(k string) bool {
 }
 
 // conditionValue returns the value of a condition or group key for a
-// request by its caller's identity and metadata
-// (gateway.RequestOptions.Metadata).
-func conditionValue(id gateway.Identity, md map[string]string, key string) (string, bool) {
+// request by its caller's identity and request options: virtual_key is
+// the virtual key the request names (in x-gateway-virtual-key, or as
+// "@{slug}/{model}"), the others come from its metadata.
+func conditionValue(id gateway.Identity, o *gateway.RequestOptions, key string) (string, bool) {
+	md := o.Metadata
 	switch key {
+	case "virtual_key":
+		return o.VirtualKey, true
 	case "api_key":
 		return id.KeyID, true
 	case "workspace_id":

@@ -244,14 +244,14 @@ func (b *Stage) admit(r *http.Request) (*budgetRun, error) {
 		}
 		for i := range ps {
 			p := &ps[i]
-			if p.Status != gateway.PolicyActive || p.WorkspaceID != ws || !p.matches(id, opts.Metadata) {
+			if p.Status != gateway.PolicyActive || p.WorkspaceID != ws || !p.matches(id, &opts) {
 				continue
 			}
 			alert := -1.0
 			if p.AlertThreshold != nil {
 				alert = *p.AlertThreshold
 			}
-			hits = append(hits, budgetHit{policyID: p.ID, valueKey: p.valueKey(id, opts.Metadata), label: "usage-limits policy " + usageLabel(p),
+			hits = append(hits, budgetHit{policyID: p.ID, valueKey: p.valueKey(id, &opts), label: "usage-limits policy " + usageLabel(p),
 				typ: p.Type, limit: p.CreditLimit, alert: alert, reset: p.PeriodicReset, days: p.PeriodicResetDays,
 				anchor: p.CreatedAt, workspace: ws, resType: "usage_limits_policies", resID: p.ID})
 		}

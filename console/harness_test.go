@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/catalog"
 	"github.com/modelgateway/gateway/gatewaytest"
 	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
@@ -85,7 +86,7 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-1", Provider: "openai", APIKey: "sk-upstream-secret-1", BaseURL: up.URL, WorkspaceID: "ws-1"})
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-2", Provider: "openai", APIKey: "sk-upstream-secret-2", BaseURL: up.URL, WorkspaceID: "ws-2"})
 	var o gateway.Options
-	o.Keys, o.VirtualKeys, o.Configs, o.Policies = users.Keys(st, st), st, st, st
+	o.Keys, o.VirtualKeys, o.Configs, o.Policies, o.Workspaces = users.Keys(st, st), st, st, st, st
 	if opts.Users == withPeople {
 		opts.Users, opts.Audit = st, st
 	}
@@ -100,6 +101,8 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	mount(g)
 	hooks.Mount(g)
 	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Workspaces: st, Policies: st,
+		Guardrails: hooks, Audit: &observe.Auditor{Store: st}})
+	catalog.Mount(g, catalog.Options{Store: st, VirtualKeys: st, Workspaces: st, Policies: st, Budgets: st,
 		Audit: &observe.Auditor{Store: st}})
 	users.Mount(g, users.Options{Store: st, Audit: &observe.Auditor{Store: st}})
 	routes := observe.Mount(g, ob)

@@ -8,7 +8,8 @@
 // virtual keys, configs, workspaces and rate-limits policies
 // (admin.KeyStore, admin.VirtualKeyStore, admin.ConfigStore,
 // admin.WorkspaceStore, admin.PolicyStore with
-// admin.PolicyCompareAndSwapper); budget's usage-limits policies and the
+// admin.PolicyCompareAndSwapper); catalog's integrations (catalog.Store),
+// whose providers it finds joined with them; budget's usage-limits policies and the
 // workspaces its budgets read (budget.Store, budget.Workspaces); and
 // observe's request logs, analytics, feedback, exports and audit log
 // (observe.Store, observe.Aggregator, observe.FeedbackStore,
@@ -23,6 +24,7 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/catalog"
 	"github.com/modelgateway/gateway/observe"
 )
 
@@ -32,14 +34,17 @@ import (
 // log exports: past those, the oldest go. Policy ids are compared without
 // regard to case.
 type Store struct {
-	mu         sync.RWMutex // guards keys, prevKeys, vkeys, configs, policies, workspaces and audit
+	mu         sync.RWMutex // guards keys, prevKeys, vkeys, configs, policies, workspaces, integrations, joined and audit
 	keys       map[[sha256.Size]byte]*gateway.APIKey
 	prevKeys   map[[sha256.Size]byte]*gateway.APIKey     // by PreviousDigest, while rotated (see keys.go)
 	vkeys      map[string]map[string]*gateway.VirtualKey // by slug, then workspace id (see virtualkeys.go)
 	configs    map[string]map[string]*configHistory      // by id, then workspace id (see configs.go)
 	policies   map[string]*gateway.RateLimitsPolicy      // by lower-case id (see policies.go)
 	workspaces map[string]*gateway.Workspace             // by id (see workspaces.go)
-	audit      []observe.AuditRecord                     // oldest first, at most memoryAuditMax (see audit.go)
+
+	integrations map[string]*catalog.Integration             // by slug (see catalog.go)
+	joined       map[*gateway.VirtualKey]*gateway.VirtualKey // vkeys made from integrations, joined (see catalog.go)
+	audit        []observe.AuditRecord                       // oldest first, at most memoryAuditMax (see audit.go)
 
 	prompts   prompts   // prompt.Store: see prompts.go
 	responses responses // gateway.ResponseStore: see responses.go
@@ -73,6 +78,8 @@ var (
 	_ admin.WorkspaceStore          = (*Store)(nil)
 	_ admin.PolicyStore             = (*Store)(nil)
 	_ admin.PolicyCompareAndSwapper = (*Store)(nil)
+
+	_ catalog.Store = (*Store)(nil)
 
 	_ budget.Store      = (*Store)(nil)
 	_ budget.Workspaces = (*Store)(nil)

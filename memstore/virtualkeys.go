@@ -30,7 +30,7 @@ func (s *Store) VirtualKey(_ context.Context, slug string) (*gateway.VirtualKey,
 	}
 	var found *gateway.VirtualKey
 	for ws, vk := range byWS {
-		if found == nil || ws < found.WorkspaceID {
+		if vk = s.usableLocked(vk); vk != nil && (found == nil || ws < found.WorkspaceID) {
 			found = vk
 		}
 	}
@@ -41,12 +41,16 @@ func (s *Store) VirtualKey(_ context.Context, slug string) (*gateway.VirtualKey,
 }
 
 // VirtualKeyIn implements admin.VirtualKeyStore. The key returned is shared and
-// must not be modified.
+// must not be modified. A key made from an integration comes joined with
+// it, and is not found while the integration is not granted to its
+// workspace.
 func (s *Store) VirtualKeyIn(_ context.Context, workspaceID, slug string) (*gateway.VirtualKey, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if vk, ok := s.vkeys[slug][workspaceID]; ok {
-		return vk, nil
+		if vk = s.usableLocked(vk); vk != nil {
+			return vk, nil
+		}
 	}
 	return nil, gateway.ErrNotFound
 }
@@ -121,6 +125,9 @@ func (s *Store) DeleteVirtualKey(_ context.Context, workspaceID, slug string) er
 	if _, ok := byWS[workspaceID]; !ok {
 		return gateway.ErrNotFound
 	}
+	if byWS[workspaceID].Integration != "" {
+		defer s.rejoinLocked()
+	}
 	delete(byWS, workspaceID)
 	if len(byWS) == 0 {
 		delete(s.vkeys, slug)
@@ -128,8 +135,15 @@ func (s *Store) DeleteVirtualKey(_ context.Context, workspaceID, slug string) er
 	return nil
 }
 
-// putVirtualKeyLocked stores vk (not copied) under its slug and workspace.
+// putVirtualKeyLocked stores vk (not copied) under its slug and
+// workspace; one made from an integration without the credentials it
+// was read with.
 func (s *Store) putVirtualKeyLocked(vk *gateway.VirtualKey) {
+	if vk.Integration != "" {
+		vk.APIKey, vk.BaseURL, vk.HostSettings, vk.Models, vk.Prices = "", "", gateway.HostSettings{}, nil, nil
+		vk.NamedOnly = true
+		defer s.rejoinLocked()
+	}
 	if s.vkeys == nil {
 		s.vkeys = make(map[string]map[string]*gateway.VirtualKey)
 	}

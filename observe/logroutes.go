@@ -35,6 +35,8 @@ type logWire struct {
 	IsSuccess          bool                `json:"is_success"`
 	ResponseTime       int64               `json:"response_time"`          // ms
 	TimeToFirstByte    int64               `json:"time_to_first_byte"`     // ms
+	ResponseTimeUS     int64               `json:"response_time_us"`       // µs, for answers faster than a millisecond
+	TimeToFirstByteUS  int64               `json:"time_to_first_byte_us"`  // µs
 	ReqUnits           int64               `json:"req_units"`              // prompt tokens
 	ResUnits           int64               `json:"res_units"`              // completion tokens
 	TotalUnits         int64               `json:"total_units"`            // total tokens
@@ -69,6 +71,7 @@ func wireLog(rec *gateway.RequestLog) logWire {
 		RequestMethod: rec.Method, RequestURL: rec.Path, ResponseStatusCode: rec.Status,
 		IsSuccess:    rec.Status >= 200 && rec.Status < 300,
 		ResponseTime: rec.Latency.Milliseconds(), TimeToFirstByte: rec.TTFB.Milliseconds(),
+		ResponseTimeUS: rec.Latency.Microseconds(), TimeToFirstByteUS: rec.TTFB.Microseconds(),
 		ReqUnits: rec.PromptTokens, ResUnits: rec.CompletionTokens, TotalUnits: rec.TotalTokens,
 		CachedUnits: rec.CachedPromptTokens, Cost: rec.Cost, CostCurrency: "USD", CostUnknown: rec.CostUnknown,
 		CacheStatus: rec.CacheStatus, Retries: rec.Attempts, LastUsedOption: rec.FallbackIndex, Rescued: rec.Rescued,

@@ -12,8 +12,13 @@
 // those in gateway.Options. It is also the prompt product's prompt.Store
 // (prompts, partials, labels, collections and their versions), which is
 // read from the database on every use rather than from the snapshot,
-// and the users product's users.Store (users, workspace members, invites
-// and the keys of people's console sessions), read the same way.
+// the users product's users.Store (users, workspace members, invites
+// and the keys of people's console sessions), read the same way, and
+// the catalogue's catalog.Store (the organisation's integrations):
+// a virtual key made from an integration (a provider) is held in the
+// snapshot joined with it (catalog.Integration.Join), found only while
+// the integration is granted to the key's workspace, at the cost of any
+// virtual key's lookup.
 //
 // Load applies a store file (admin.Decode) as
 // admin.Apply does, checked by the same rules: each entry it
@@ -47,7 +52,8 @@
 // Gateway API keys are stored only as their SHA-256 digests, the form in
 // which the gateway looks them up; a copy of the database cannot be used
 // to authenticate. Provider credentials — a virtual key's APIKey,
-// SecretAccessKey and SessionToken, and the whole JSON of every saved
+// SecretAccessKey and SessionToken, an integration's key,
+// secret_access_key and session_token, and the whole JSON of every saved
 // config (which may hold api_key or an AWS key pair) — are sealed with
 // AES-256-GCM under Options.MasterKey (32 bytes; ParseMasterKey reads the
 // 64 hex digits or base64 of GATEWAY_MASTER_KEY): a random 12-byte nonce

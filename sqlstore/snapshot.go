@@ -9,6 +9,7 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/catalog"
 )
 
 // snapshot is everything the gateway looks up per request, as of one
@@ -44,6 +45,11 @@ type snapshot struct {
 	// a caller's append copies it.
 	policiesOf       map[string][]gateway.RateLimitsPolicy
 	operatorPolicies []gateway.RateLimitsPolicy
+
+	// integrations holds the integrations by slug, for the virtual keys
+	// made from them, which vkeys and vkeysIn hold joined with them
+	// (catalog.Integration.Join), and not at all while not granted.
+	integrations map[string]*catalog.Integration
 }
 
 // reload reads the whole database in one read-only transaction, so that
@@ -93,6 +99,9 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx) (*snapshot, error) {
 		return nil, fmt.Errorf("sqlstore: reading the generation: %w", err)
 	}
 	if err := s.loadAPIKeys(ctx, tx, snap, ""); err != nil {
+		return nil, err
+	}
+	if err := s.loadIntegrations(ctx, tx, snap); err != nil {
 		return nil, err
 	}
 	if err := s.loadVirtualKeys(ctx, tx, snap, ""); err != nil {
@@ -149,7 +158,23 @@ func (s *Store) catchUp(ctx context.Context) error {
 	}
 	next := *cur
 	next.gen = gen
-	var ownKeys, ownVKeys, ownConfigs, policies bool
+	var ownKeys, ownVKeys, ownConfigs, policies, integrations bool
+	for _, c := range changes {
+		if c.kind == kindIntegration {
+			integrations = true
+		}
+	}
+	if integrations {
+		// Every provider of the integrations may change: all are read again.
+		next.vkeys, next.vkeysIn = make(map[string]*gateway.VirtualKey), make(map[string]map[string]*gateway.VirtualKey)
+		if err := s.loadIntegrations(ctx, tx, &next); err != nil {
+			return err
+		}
+		if err := s.loadVirtualKeys(ctx, tx, &next, ""); err != nil {
+			return err
+		}
+		ownVKeys = true
+	}
 	for _, c := range changes {
 		switch c.kind {
 		case kindAPIKey:
@@ -159,6 +184,9 @@ func (s *Store) catchUp(ctx context.Context) error {
 			}
 			err = s.loadAPIKeys(ctx, tx, &next, c.ref)
 		case kindVirtualKey:
+			if integrations {
+				continue // read above
+			}
 			if !ownVKeys {
 				ownVKeys = true
 				next.vkeys, next.vkeysIn = maps.Clone(next.vkeys), maps.Clone(next.vkeysIn)

@@ -42,6 +42,12 @@ func (s *Store) putVirtualKey(ctx context.Context, tx *sql.Tx, vk *gateway.Virtu
 	if err != nil {
 		return fmt.Errorf("sqlstore: virtual key %q: %w", vk.Slug, err)
 	}
+	if vk.Integration != "" {
+		// Its credentials are its integration's, joined when it is read.
+		c := *vk
+		c.APIKey, c.BaseURL, c.HostSettings, c.Models, c.Prices = "", "", gateway.HostSettings{}, nil, nil
+		vk = &c
+	}
 	h := &vk.HostSettings
 	var sealed [3]any // nil: NULL
 	for i, f := range []struct{ column, value string }{
@@ -62,18 +68,18 @@ func (s *Store) putVirtualKey(ctx context.Context, tx *sql.Tx, vk *gateway.Virtu
 	}
 	_, err = s.exec(ctx, tx, `INSERT INTO virtual_keys (id, workspace_id, slug, provider, base_url, resource_name, deployment_id,
 	api_version, model_name, project_id, region, access_key_id, api_key, secret_access_key, session_token, name, note,
-	created_at, updated_at, tenant, allowed_routes)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+	created_at, updated_at, tenant, allowed_routes, integration)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
 ON CONFLICT (id) DO UPDATE SET provider = excluded.provider, base_url = excluded.base_url,
 	resource_name = excluded.resource_name, deployment_id = excluded.deployment_id, api_version = excluded.api_version,
 	model_name = excluded.model_name, project_id = excluded.project_id, region = excluded.region,
 	access_key_id = excluded.access_key_id, api_key = excluded.api_key, secret_access_key = excluded.secret_access_key,
 	session_token = excluded.session_token, name = excluded.name, note = excluded.note,
 	created_at = excluded.created_at, updated_at = excluded.updated_at, tenant = excluded.tenant,
-	allowed_routes = excluded.allowed_routes`,
+	allowed_routes = excluded.allowed_routes, integration = excluded.integration`,
 		rowID, vk.WorkspaceID, vk.Slug, vk.Provider, vk.BaseURL, h.ResourceName, h.DeploymentID,
 		h.APIVersion, h.ModelName, h.ProjectID, h.Region, h.AccessKeyID, sealed[0], sealed[1], sealed[2], vk.Name, vk.Note,
-		nullTime(vk.CreatedAt), nullTime(vk.UpdatedAt), vk.Tenant, string(routes))
+		nullTime(vk.CreatedAt), nullTime(vk.UpdatedAt), vk.Tenant, string(routes), vk.Integration)
 	if err != nil {
 		return fmt.Errorf("sqlstore: virtual key %q: %w", vk.Slug, err)
 	}
@@ -146,7 +152,7 @@ func (s *Store) DeleteVirtualKey(ctx context.Context, workspaceID, slug string) 
 // virtualKeyColumns are the columns scanVirtualKey reads, in its order.
 const virtualKeyColumns = `id, workspace_id, slug, provider, base_url, resource_name, deployment_id,
 	api_version, model_name, project_id, region, access_key_id, api_key, secret_access_key, session_token, name, note,
-	created_at, updated_at, tenant, allowed_routes`
+	created_at, updated_at, tenant, allowed_routes, integration`
 
 // queryVirtualKeys calls fn with each virtual key the condition where
 // (with args; "" for every row) selects, its credentials opened, ordered
@@ -187,7 +193,7 @@ func (s *Store) scanVirtualKey(row scanner) (*gateway.VirtualKey, error) {
 	)
 	if err := row.Scan(&rowID, &vk.WorkspaceID, &vk.Slug, &vk.Provider, &vk.BaseURL, &h.ResourceName, &h.DeploymentID,
 		&h.APIVersion, &h.ModelName, &h.ProjectID, &h.Region, &h.AccessKeyID, &apiKey, &secret, &session, &vk.Name, &vk.Note,
-		&created, &updated, &vk.Tenant, &routes); err != nil {
+		&created, &updated, &vk.Tenant, &routes, &vk.Integration); err != nil {
 		return nil, fmt.Errorf("sqlstore: reading virtual keys: %w", err)
 	}
 	if err := json.Unmarshal([]byte(routes), &vk.AllowedRoutes); err != nil {
@@ -223,6 +229,15 @@ func (s *Store) loadVirtualKeys(ctx context.Context, tx *sql.Tx, snap *snapshot,
 		delete(snap.vkeysIn, slug) // the inner map may be shared with the last snapshot: a new one is made
 	}
 	return s.queryVirtualKeys(ctx, tx, where, func(vk *gateway.VirtualKey) {
+		if vk.Integration != "" {
+			in, ok := snap.integrations[vk.Integration]
+			if !ok {
+				return
+			}
+			if vk, ok = in.Join(vk); !ok {
+				return
+			}
+		}
 		if cur, ok := snap.vkeys[vk.Slug]; !ok || vk.WorkspaceID < cur.WorkspaceID {
 			snap.vkeys[vk.Slug] = vk // "" sorts first
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/bedrock"
 	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/catalog"
 	"github.com/modelgateway/gateway/console"
 	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
@@ -338,8 +339,8 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // hosts in allow, and its logs; and the products of p: the budgets
 // (priced as opts prices the logs), the first of its admissions, and the
 // administration and observability routes, writes audited in p.audit,
-// the request logs stored in p.observe.Logs; and the guardrails, when the
-// store keeps them.
+// the request logs stored in p.observe.Logs; the prompts and the
+// catalogue; and the guardrails, when the store keeps them.
 func newGateway(opts gateway.Options, p products, allow []string, sink gateway.LogSink, errLog *slog.Logger) (*gateway.Gateway, *observe.Routes) {
 	opts.Providers = providers()
 	opts.CustomHostAllow = allow
@@ -373,6 +374,9 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 	us := p.users
 	us.Audit, us.ErrorLog, us.ConsolePath = audit, errLog, consolePath
 	users.Mount(g, us)
+	c := p.catalog
+	c.Audit, c.ErrorLog, c.Prices = audit, errLog, opts.Prices
+	catalog.Mount(g, c)
 	if hooks != nil {
 		hooks.Auditor = audit
 		hooks.Mount(g)

@@ -17,6 +17,7 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
 	"github.com/modelgateway/gateway/budget"
+	"github.com/modelgateway/gateway/catalog"
 	"github.com/modelgateway/gateway/console"
 	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
@@ -266,7 +267,8 @@ func (b *backend) Close() error {
 // products are the options of the products the server mounts beside the
 // data plane: the administration routes, the budgets (an admission of
 // the gateway's), the observability routes, the guardrails, the prompts,
-// and the audit log of their writes.
+// the catalogue (integrations, providers, models), and the audit log of
+// their writes.
 type products struct {
 	admin      admin.Options
 	budget     budget.Options
@@ -275,6 +277,7 @@ type products struct {
 	audit      observe.AuditStore // where every product's writes are audited
 	prompt     prompt.Options
 	users      users.Options
+	catalog    catalog.Options
 }
 
 // setStores sets every store of o and of the products p that st
@@ -337,6 +340,10 @@ func setStores(o *gateway.Options, p *products, st any) {
 		// keys, found after the API keys.
 		o.Keys = users.Keys(o.Keys, s)
 		p.users.Store, p.users.Workspaces = s, o.Workspaces
+	}
+	if s, ok := st.(catalog.Store); ok {
+		c := &p.catalog
+		c.Store, c.VirtualKeys, c.Workspaces, c.Policies, c.Budgets = s, a.VirtualKeys, a.Workspaces, a.Policies, b.Store
 	}
 	if s, ok := st.(budget.Counter); ok && b.Counter == nil {
 		b.Counter = s // budget counters in the database, unless -redis keeps them

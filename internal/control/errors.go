@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/bounds"
@@ -111,3 +112,40 @@ func Metadata(param string, md map[string]string) error {
 // Description checks a description a tenant writes (see
 // bounds.Description), as a 400 naming param.
 func Description(param, s string) error { return Translate(bounds.Description(param, s)) }
+
+// SecretRequired returns the 400 secret_required naming param: an
+// update that moves a stored secret to another host without sending it
+// again.
+func SecretRequired(param, msg string) *gateway.Error {
+	e := Invalid(param, msg)
+	e.Code = gateway.CodeSecretRequired
+	return e
+}
+
+// CheckHost checks a base URL or custom host a tenant writes as the data
+// plane checks it when it is used (g.CheckHost), naming param in the
+// 400.
+func CheckHost(g *gateway.Gateway, rawURL, param string) error {
+	err := g.CheckHost(rawURL)
+	var ge *gateway.Error
+	if errors.As(err, &ge) {
+		e := *ge
+		e.Param = param
+		return &e
+	}
+	return err
+}
+
+// AuditURL is raw, a base URL or custom host, as an audit record shows it:
+// without user info, query or fragment, which may carry a secret.
+func AuditURL(raw string) string {
+	if raw == "" {
+		return "(none)"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
+}
