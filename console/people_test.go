@@ -205,10 +205,10 @@ func TestUsersPages(t *testing.T) {
 	p := b.post("/console/users", "/console/users/invites", url.Values{"email": {"cy@example.com"}, "role": {"member"},
 		"workspace_id": {"ws-1"}, "workspace_role": {"manager"}})
 	if p.status != 200 || !strings.Contains(p.body, `data-copy="link"`) || !strings.Contains(p.body, "/console/invite/") ||
-		!strings.Contains(p.body, "/static/copy.js") {
+		!strings.Contains(p.body, "/static/console.js") {
 		t.Fatalf("creating an invite: %d %s", p.status, p.body)
 	}
-	if p := b.get("/console/static/copy.js"); p.status != 200 {
+	if p := b.get("/console/static/console.js"); p.status != 200 {
 		t.Errorf("the copy script: %d", p.status)
 	}
 	if p := b.post("/console/users", "/console/users/invites", url.Values{"email": {"not-an-email"}, "role": {"member"}}); p.status != 400 {

@@ -102,8 +102,8 @@ func TestPeople(t *testing.T) {
 			t.Errorf("the link shown: %q", link)
 		}
 		do(t, ctx, "copy", chromedp.Click(chromedp.CSS(`button[data-copy="link"]`)))
-		said := run(t, ctx, "what the button said", chromedp.Poll[string](`document.querySelector(".copied").textContent`))
-		if said != "Copied." && said != "Select the link and copy it." {
+		said := run(t, ctx, "what the button said", chromedp.Poll[string](`document.getElementById("copy-status").textContent`))
+		if said != "Copied to the clipboard." && said != "Not copied: select it and copy it yourself." {
 			t.Errorf("the copy button said %q", said)
 		}
 	})

@@ -14,7 +14,7 @@ document.querySelectorAll("button[data-copy]").forEach(function (button) {
 	}
 	function said(ok) {
 		if (status) {
-			status.textContent = ok ? "Copied to the clipboard." : "Not copied: select the key and copy it yourself.";
+			status.textContent = ok ? "Copied to the clipboard." : "Not copied: select it and copy it yourself.";
 		}
 	}
 	function byHand() {
