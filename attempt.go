@@ -137,6 +137,11 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 		delete(out.Header, "Content-Encoding")
 		if tl.Query != "" {
 			out.URL.RawQuery = tl.Query
+		} else if st := stateFrom(in.Context()); st != nil && st.ingress != nil {
+			// The caller's query is of the protocol it spoke (Claude
+			// Code's /messages?beta=true), not of the API the target is
+			// called with.
+			out.URL.RawQuery = ""
 		}
 	}
 	a.pr = ProxyRequest{In: in, Out: out, Path: a.path, RawPath: a.rawPath, Target: &a.target.Target}

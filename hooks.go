@@ -89,6 +89,15 @@ type HookCall struct {
 	// JSON arrays; nil when the phase ran no guardrail.
 	BeforeResults, AfterResults json.RawMessage
 
+	// Kept, during After on a stream, is the JSON the gateway keeps of the
+	// answer past the request (the response of a Responses stream it
+	// translated, stored for GET /responses/{id} and
+	// previous_response_id); nil when it keeps none. After may replace it
+	// as it replaces a JSON answer's Body, so that what is kept has the
+	// redactions a whole answer would have had. The gateway keeps nothing
+	// of an answer a guardrail denied.
+	Kept []byte
+
 	// State is the hooks' own, kept from Before to After.
 	State any
 }
@@ -143,6 +152,9 @@ func (g *Gateway) executeHooked(w http.ResponseWriter, r *http.Request, st *requ
 	}
 	hw := g.newHookWriter(w, r, st, c)
 	st.hooks = hw
+	if in := st.ingress; in != nil {
+		in.hooks = hw
+	}
 	res := g.execute(hw, r, st, plan, body)
 	hw.finish()
 	return res
@@ -486,6 +498,7 @@ func (w *hookWriter) finish() {
 		return
 	}
 	c := w.c
+	in := w.st.ingress
 	if len(c.Output) > 0 {
 		if w.over {
 			// Too long to check: fail closed, as a check that could not
@@ -500,6 +513,9 @@ func (w *hookWriter) finish() {
 			return
 		}
 		c.Body, c.Stream = w.buf, w.mode != hookHold
+		if in != nil && c.Stream {
+			c.Kept = in.held
+		}
 		if err := w.g.opts.Hooks.After(w.r, c); err != nil {
 			if w.mode == hookObserve {
 				w.g.errLog.ErrorContext(w.r.Context(), "gateway: hooks", "err", err)
@@ -516,6 +532,18 @@ func (w *hookWriter) finish() {
 		}
 		if w.mode == hookHold {
 			w.buf = c.Body
+		}
+		if in != nil && in.held != nil {
+			// Kept as the caller got it: redacted, and only when no
+			// guardrail denied it.
+			kept := c.Kept
+			if w.mode == hookHold {
+				kept = c.Body
+			}
+			if !c.Denied {
+				in.put(w.r.Context(), kept)
+			}
+			in.held = nil
 		}
 	}
 	status := w.status

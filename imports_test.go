@@ -11,7 +11,7 @@ const module = "github.com/modelgateway/gateway"
 
 // products are the packages of the module's products (docs/architecture.md, Where the package is heading): the
 // root never depends on them, and they never depend on memstore.
-var products = []string{"admin", "observe", "budget", "guardrail", "prompt", "catalog"}
+var products = []string{"admin", "observe", "budget", "guardrail", "prompt", "users", "catalog"}
 
 // TestImportRule keeps the layout's import rule: the data plane (the
 // root package) depends on no product package nor on memstore, and no

@@ -76,6 +76,14 @@ type ingress struct {
 	store      ResponseStore     // where the answer is kept when the request asks; nil: nowhere
 	ws         string            // the caller's workspace
 	g          *Gateway
+
+	// hooks is the request's hookWriter when guardrails are attached.
+	// When it has output guardrails, the response to keep waits in held
+	// (with the request it answers in heldReq) until they have run on
+	// it, so that what is kept is what the caller got.
+	hooks   *hookWriter
+	held    []byte
+	heldReq *responses.Request
 }
 
 // takesMessages reports whether the provider kind takes Anthropic
@@ -339,7 +347,8 @@ func (in *ingress) responsesToChat(prov Provider, t *Target, body []byte) (*Tran
 
 // responsesAnswer turns a chat answer into a Response, in place, and
 // keeps it when the request asks: a whole answer before it is sent, a
-// streamed one once its last event was read.
+// streamed one once its last event was read; with output guardrails
+// attached, once they ran (see keepJSON).
 func (in *ingress) responsesAnswer(res *http.Response, req *responses.Request) error {
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		return nil // a chat target's error is OpenAI-shaped, as the Responses API's are
@@ -398,11 +407,24 @@ func (in *ingress) keep(ctx context.Context, req *responses.Request, r *response
 	in.keepJSON(ctx, req, b)
 }
 
-// keepJSON stores the response whose JSON is b (see keep).
+// keepJSON stores the response whose JSON is b (see keep): at once, or,
+// when output guardrails are attached, once they have run on the answer
+// (see hookWriter.finish), as they left it.
 func (in *ingress) keepJSON(ctx context.Context, req *responses.Request, b []byte) {
 	if in.store == nil || !req.Store {
 		return
 	}
+	in.heldReq = req
+	if in.hooks != nil && len(in.hooks.c.Output) > 0 {
+		in.held = b
+		return
+	}
+	in.put(ctx, b)
+}
+
+// put stores b, the JSON of the response to in.heldReq.
+func (in *ingress) put(ctx context.Context, b []byte) {
+	req := in.heldReq
 	own, err := responses.Items(req.Input)
 	if err != nil {
 		return

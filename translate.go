@@ -36,7 +36,9 @@ type Translator interface {
 type Translation struct {
 	// Path replaces the provider path the caller sent (e.g. "/messages"),
 	// and Query, when not empty, the caller's query; Rewrite then maps
-	// them as it maps any path. RawPath, when not empty, is Path's
+	// them as it maps any path. A request of an agents' protocol
+	// (RouteMessages, RouteResponses) that is translated never passes the
+	// caller's query on: it is the protocol's, not the target's. RawPath, when not empty, is Path's
 	// escaped form, for segments that hold a '/' (a Bedrock model ARN).
 	Path, RawPath, Query string
 

@@ -16,16 +16,18 @@ import (
 	"time"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/control"
 )
 
 // File is the operator's config file (examples/server's -config): the API
-// keys, virtual keys, configs and rate-limits policies a host starts
-// with. Decode reads one; Apply adds its records to a store.
+// keys, virtual keys, configs, rate-limits policies and workspaces a host
+// starts with. Decode reads one; Apply adds its records to a store.
 type File struct {
 	APIKeys            []KeyEntry                 `json:"api_keys"`
 	VirtualKeys        []gateway.VirtualKey       `json:"virtual_keys"`
 	Configs            []gateway.SavedConfig      `json:"configs"`
 	RateLimitsPolicies []gateway.RateLimitsPolicy `json:"rate_limits_policies"`
+	Workspaces         []WorkspaceEntry           `json:"workspaces"`
 	CustomHosts        struct {
 		Allow []string `json:"allow"`
 	} `json:"custom_hosts"`
@@ -36,9 +38,11 @@ type File struct {
 // is an organisation key (docs/architecture.md, Trust): with the admin role it holds every
 // scope over every workspace, so it can create workspaces (POST
 // /admin/workspaces) and read the organisation-wide audit log; an entry
-// with WorkspaceID is a key of that workspace.
+// with WorkspaceID is a key of that workspace. Name is for people, as a
+// key created over HTTP has one; empty means the ID.
 type KeyEntry struct {
 	ID            string            `json:"id"`
+	Name          string            `json:"name,omitempty"`
 	Key           string            `json:"key,omitempty"`
 	KeySHA256     string            `json:"key_sha256,omitempty"`
 	WorkspaceID   string            `json:"workspace_id"`
@@ -48,6 +52,29 @@ type KeyEntry struct {
 	DefaultConfig string            `json:"default_config,omitempty"`
 	Scopes        []gateway.Scope   `json:"scopes,omitempty"`
 	ExpiresAt     time.Time         `json:"expires_at,omitzero"`
+	Defaults      *FileDefaults     `json:"defaults,omitempty"`
+}
+
+// WorkspaceEntry is a workspace as written in a File: its id (the slug
+// of POST /admin/workspaces), name, description and default guardrails.
+// Applying it creates the workspace, or sets these fields of a stored
+// one and keeps the rest (its rate and usage limits, its metadata).
+type WorkspaceEntry struct {
+	ID          string        `json:"id"`
+	Name        string        `json:"name"`
+	Description string        `json:"description,omitempty"`
+	Defaults    *FileDefaults `json:"defaults,omitempty"`
+}
+
+// FileDefaults is the defaults object of an API key or workspace in a
+// File: the guardrails attached to each of their requests, by id or
+// slug, as the admin routes write them (defaults.input_guardrails,
+// defaults.output_guardrails). Each list holds at most 16 ids; Records
+// checks that, and CheckGuardrails that each id names a guardrail the
+// key's or workspace's workspace may attach.
+type FileDefaults struct {
+	InputGuardrails  []string `json:"input_guardrails,omitempty"`
+	OutputGuardrails []string `json:"output_guardrails,omitempty"`
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -84,14 +111,18 @@ func Decode(r io.Reader) (*File, error) {
 }
 
 // Records are the records of a File, checked and made ready to store:
-// API keys with their digests and default roles (organisation keys
-// without a workspace), configs at version 1 unless the file says,
-// policies active by default with lower-case ids.
+// API keys with their digests, default roles (organisation keys without
+// a workspace), names (their IDs unless the file names them) and, as
+// their creation and update times, the time Records was called (the
+// file's keys are created or replaced each time it is applied), configs
+// at version 1 unless the file says, policies active by default with
+// lower-case ids.
 type Records struct {
 	APIKeys     []gateway.APIKey
 	VirtualKeys []gateway.VirtualKey
 	Configs     []gateway.SavedConfig
 	Policies    []gateway.RateLimitsPolicy
+	Workspaces  []gateway.Workspace // id, name, description and default guardrails: the fields a file sets
 }
 
 // Records checks every entry of f and returns its records. The error
@@ -106,11 +137,18 @@ func (f *File) Records() (*Records, error) {
 	slugs := make(map[string]int, len(f.VirtualKeys))
 	configIDs := make(map[string]int, len(f.Configs))
 	policyIDs := make(map[string]int, len(f.RateLimitsPolicies))
+	now := time.Now().UTC()
 	for i, e := range f.APIKeys {
-		k := gateway.APIKey{ID: e.ID, WorkspaceID: e.WorkspaceID, Role: e.Role, Disabled: e.Disabled, Metadata: e.Metadata,
-			DefaultConfig: e.DefaultConfig, Scopes: e.Scopes, ExpiresAt: e.ExpiresAt}
+		k := gateway.APIKey{ID: e.ID, Name: e.Name, WorkspaceID: e.WorkspaceID, Role: e.Role, Disabled: e.Disabled, Metadata: e.Metadata,
+			DefaultConfig: e.DefaultConfig, Scopes: e.Scopes, ExpiresAt: e.ExpiresAt, CreatedAt: now, UpdatedAt: now}
+		if k.Name == "" {
+			k.Name = e.ID
+		}
 		if e.WorkspaceID == "" {
 			k.Type = gateway.KeyOrganisation // the operator's key over every workspace
+		}
+		if err := e.Defaults.set(fmt.Sprintf("api_keys[%d]", i), &k.InputGuardrails, &k.OutputGuardrails); err != nil {
+			return nil, err
 		}
 		for j, s := range e.Scopes {
 			if !gateway.ValidScope(s) {
@@ -202,7 +240,86 @@ func (f *File) Records() (*Records, error) {
 		policyIDs[p.ID] = i
 		out.Policies = append(out.Policies, p)
 	}
+	wsIDs := make(map[string]int, len(f.Workspaces))
+	for i, e := range f.Workspaces {
+		if !validWorkspaceID(e.ID) {
+			return nil, fmt.Errorf("gateway: store file: workspaces[%d].id must be 1 to 64 letters, digits, - and _, starting with a letter or digit", i)
+		}
+		if j, ok := wsIDs[e.ID]; ok {
+			return nil, fmt.Errorf("gateway: store file: workspaces[%d].id repeats workspaces[%d].id", i, j)
+		}
+		wsIDs[e.ID] = i
+		if e.Name == "" {
+			return nil, fmt.Errorf("gateway: store file: workspaces[%d].name is required", i)
+		}
+		ws := gateway.Workspace{ID: e.ID, Name: e.Name, Description: e.Description}
+		if err := e.Defaults.set(fmt.Sprintf("workspaces[%d]", i), &ws.InputGuardrails, &ws.OutputGuardrails); err != nil {
+			return nil, err
+		}
+		out.Workspaces = append(out.Workspaces, ws)
+	}
 	return out, nil
+}
+
+// set checks the guardrail lists of d, the defaults of the entry at path,
+// as the admin routes do before asking whether the ids exist (see
+// CheckGuardrails), and writes them into in and out.
+func (d *FileDefaults) set(path string, in, out *[]string) error {
+	if d == nil {
+		return nil
+	}
+	for _, l := range []struct {
+		field string
+		ids   []string
+		to    *[]string
+	}{{"defaults.input_guardrails", d.InputGuardrails, in}, {"defaults.output_guardrails", d.OutputGuardrails, out}} {
+		if err := guardrailIDsError(l.field, l.ids); err != nil {
+			return fmt.Errorf("gateway: store file: %s.%s", path, strings.TrimPrefix(err.Error(), "gateway: "))
+		}
+		*l.to = slices.Clone(l.ids)
+	}
+	return nil
+}
+
+// CheckGuardrails reports, as the admin routes do when a key or workspace
+// is written, an id of the default guardrails of f's API keys and
+// workspaces that g does not find for their workspace (an organisation
+// key's: the organisation's), naming it: "api_keys[1].defaults.input_guardrails[0]".
+// A host calls it before applying f with the Guardrails its admin routes
+// check against (*guardrail.Hooks); without it, an unknown id is refused
+// when a request would use it.
+func (f *File) CheckGuardrails(ctx context.Context, g Guardrails) error {
+	check := func(path, ws string, d *FileDefaults) error {
+		if d == nil {
+			return nil
+		}
+		for _, l := range []struct {
+			field string
+			ids   []string
+		}{{"defaults.input_guardrails", d.InputGuardrails}, {"defaults.output_guardrails", d.OutputGuardrails}} {
+			for i, id := range l.ids {
+				ok, err := g.HasGuardrail(ctx, ws, id)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("gateway: store file: %s.%s[%d]: no guardrail %s", path, l.field, i, control.Quote(id))
+				}
+			}
+		}
+		return nil
+	}
+	for i, e := range f.APIKeys {
+		if err := check(fmt.Sprintf("api_keys[%d]", i), e.WorkspaceID, e.Defaults); err != nil {
+			return err
+		}
+	}
+	for i, e := range f.Workspaces {
+		if err := check(fmt.Sprintf("workspaces[%d]", i), e.ID, e.Defaults); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Target is a store a File is applied to record by record, as an
@@ -237,7 +354,48 @@ func Apply(ctx context.Context, f *File, s Target) error {
 			return err
 		}
 	}
+	if len(recs.Workspaces) == 0 {
+		return nil
+	}
+	ws, ok := s.(WorkspaceStore)
+	if !ok {
+		return errors.New("gateway: store file: workspaces: the store keeps no workspaces")
+	}
+	for i := range recs.Workspaces {
+		if err := applyWorkspace(ctx, ws, &recs.Workspaces[i]); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// applyWorkspace creates w in s, or sets the fields a file sets of the
+// stored workspace w.ID.
+func applyWorkspace(ctx context.Context, s WorkspaceStore, w *gateway.Workspace) error {
+	now := time.Now().UTC()
+	old, err := s.Workspace(ctx, w.ID)
+	if errors.Is(err, gateway.ErrNotFound) {
+		c := *w
+		c.CreatedAt, c.UpdatedAt = now, now
+		return s.CreateWorkspace(ctx, &c)
+	}
+	if err != nil {
+		return err
+	}
+	return s.UpdateWorkspace(ctx, old, MergeFileWorkspace(old, w, now))
+}
+
+// MergeFileWorkspace returns stored, the record of a workspace a File
+// names, with the fields the file sets taken from w (Records'
+// Workspaces): name, description and default guardrails; updated at now.
+// A store applying a File in a transaction of its own uses it, as Apply
+// does.
+func MergeFileWorkspace(stored, w *gateway.Workspace, now time.Time) *gateway.Workspace {
+	c := stored.Clone()
+	c.Name, c.Description = w.Name, w.Description
+	c.InputGuardrails, c.OutputGuardrails = slices.Clone(w.InputGuardrails), slices.Clone(w.OutputGuardrails)
+	c.UpdatedAt = now
+	return c
 }
 
 // unprefixed is err without its own "gateway: " prefix, for messages that

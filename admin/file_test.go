@@ -21,7 +21,7 @@ func TestDecode(t *testing.T) {
 	  "api_keys": [
 	    {"id": "key-admin", "key": "gw-admin", "workspace_id": "ws-1", "role": "admin",
 	     "metadata": {"_environment": "dev"}, "default_config": "pc-default"},
-	    {"id": "key-hashed", "key_sha256": "` + strings.Repeat("ab", 32) + `", "workspace_id": "ws-2", "disabled": true}
+	    {"id": "key-hashed", "key_sha256": "` + strings.Repeat("ab", 32) + `", "workspace_id": "ws-2", "disabled": true, "name": "ops"}
 	  ],
 	  "virtual_keys": [{"slug": "openai-prod", "provider": "openai", "api_key": "${TEST_OPENAI_KEY}",
 	                    "base_url": "https://api.openai.com/v1", "workspace_id": "ws-1",
@@ -37,25 +37,34 @@ func TestDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := memstore.New()
+	before := time.Now()
 	if err := admin.Apply(t.Context(), f, s); err != nil {
 		t.Fatal(err)
 	}
+	after := time.Now()
 	ctx := context.Background()
 	k, err := s.APIKey(ctx, gateway.HashAPIKey("gw-admin"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &gateway.APIKey{ID: "key-admin", Digest: gateway.HashAPIKey("gw-admin"), WorkspaceID: "ws-1", Role: gateway.RoleAdmin,
+	// A key of the file is named after its id unless the file names it,
+	// and created when the file is applied, as the API keys page shows.
+	if k.CreatedAt.Before(before.Truncate(time.Microsecond)) || k.CreatedAt.After(after) || !k.UpdatedAt.Equal(k.CreatedAt) {
+		t.Errorf("api key created %v, updated %v; want both between %v and %v", k.CreatedAt, k.UpdatedAt, before, after)
+	}
+	got := *k
+	got.CreatedAt, got.UpdatedAt = time.Time{}, time.Time{}
+	want := &gateway.APIKey{ID: "key-admin", Name: "key-admin", Digest: gateway.HashAPIKey("gw-admin"), WorkspaceID: "ws-1", Role: gateway.RoleAdmin,
 		Metadata: map[string]string{"_environment": "dev"}, DefaultConfig: "pc-default"}
-	if diff := cmp.Diff(want, k); diff != "" {
+	if diff := cmp.Diff(want, &got); diff != "" {
 		t.Errorf("api key (-want +got):\n%s", diff)
 	}
 	var d [32]byte
 	for i := range d {
 		d[i] = 0xab
 	}
-	if k, err := s.APIKey(ctx, d); err != nil || !k.Disabled || k.Role != gateway.RoleMember {
-		t.Errorf("hashed key = %+v, %v; want a disabled member key", k, err)
+	if k, err := s.APIKey(ctx, d); err != nil || !k.Disabled || k.Role != gateway.RoleMember || k.Name != "ops" || k.CreatedAt.IsZero() {
+		t.Errorf("hashed key = %+v, %v; want a disabled member key named ops, with a creation time", k, err)
 	}
 	vk, err := s.VirtualKey(ctx, "openai-prod")
 	if err != nil || vk.APIKey != `sk-"quoted"\` || vk.ResourceName != "res" {

@@ -98,6 +98,6 @@ func Mount(g *gateway.Gateway, o Options) {
 	route("virtual_keys", a.serveVirtualKeys, "/virtual-keys", "/virtual-keys/{slug}")
 	route("configs", a.serveConfigs, "/configs", "/configs/{slug}", "/configs/{slug}/versions")
 	route("workspaces", a.serveWorkspaces, "/admin/workspaces", "/admin/workspaces/{workspaceId}")
-	// …/users of a workspace and the rest: the gateway has no user accounts.
+	// …/users of a workspace (unless package users serves it) and the rest.
 	none("/policies/rate-limits/", "/api-keys/", "/virtual-keys/", "/configs/", "/admin/workspaces/")
 }

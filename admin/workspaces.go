@@ -37,8 +37,9 @@ const (
 // Only organisation keys may call it (a workspace key gets 403), with the
 // workspaces.read scope to read and workspaces.write to change. Deleting a
 // workspace that still holds API keys (or, when the virtual-key store can
-// list them, virtual keys) is a 409 conflict. The gateway has no user
-// accounts: users in a body is a 400, and …/users routes are 404.
+// list them, virtual keys) is a 409 conflict. users in a body is a 400:
+// members are added through …/users, which package users serves (404
+// without it).
 // Without Options.Workspaces every call is a 404.
 func (a *plane) serveWorkspaces(w http.ResponseWriter, r *http.Request) {
 	id, _ := gateway.IdentityFrom(r.Context())
@@ -115,7 +116,7 @@ type workspaceBody struct {
 // defaults.metadata within the bounds of x-gateway-metadata (docs/architecture.md, Trust).
 func (b *workspaceBody) apply(ws *gateway.Workspace) error {
 	if b.Users != nil {
-		return control.Invalid("users", "the gateway has no user accounts: users are not accepted")
+		return control.Invalid("users", "users are not accepted here: add members with POST /admin/workspaces/{id}/users")
 	}
 	if b.Name != nil {
 		if strings.TrimSpace(*b.Name) == "" {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,17 +13,48 @@ import (
 
 // apiKey is a key as GET /api-keys answers it (masked).
 type apiKey struct {
-	ID          string          `json:"id"`
-	Key         string          `json:"key"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Type        string          `json:"type"`
-	WorkspaceID string          `json:"workspace_id"`
-	UserID      string          `json:"user_id"`
-	Status      string          `json:"status"`
-	CreatedAt   time.Time       `json:"created_at"`
-	ExpiresAt   time.Time       `json:"expires_at"`
-	Scopes      []gateway.Scope `json:"scopes"`
+	ID          string            `json:"id"`
+	Key         string            `json:"key"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Type        string            `json:"type"`
+	WorkspaceID string            `json:"workspace_id"`
+	UserID      string            `json:"user_id"`
+	Status      string            `json:"status"`
+	CreatedAt   time.Time         `json:"created_at"`
+	ExpiresAt   time.Time         `json:"expires_at"`
+	Scopes      []gateway.Scope   `json:"scopes"`
+	Defaults    defaultGuardrails `json:"defaults"`
+
+	// Self says that the session is signed in with this key: the page
+	// does not offer to revoke it.
+	Self bool `json:"-"`
+}
+
+// maskOf returns the mask the API shows in place of key (admin's masked
+// key: a fixed mask and the last 4 hex digits of the key's digest), by
+// which the console tells the key it is signed in with in a list that
+// holds only masks. Two keys share a mask once in 65,536: the console
+// may then refuse to revoke a key that is not its own (the API, with
+// another key, still can), never the reverse.
+func maskOf(key string) string {
+	d := gateway.HashAPIKey(key)
+	return "gw-****" + hex.EncodeToString(d[len(d)-2:])
+}
+
+// selfRevoke is the refusal to revoke the key the session is signed in
+// with.
+var selfRevoke = &apiError{Status: http.StatusConflict, Message: "You are signed in with this key: revoking it would sign you out " +
+	"and lock out whoever uses it. Sign in with another key to revoke it."}
+
+// isSessionKey reports whether key id is the one s is signed in with,
+// by its mask (see maskOf).
+func (c *console) isSessionKey(r *http.Request, s *session, id string) (bool, error) {
+	var k apiKey
+	if err := c.call(r, s.key, http.MethodGet, "/api-keys/"+escape(id), nil, nil, &k); err != nil {
+		return false, err
+	}
+	return k.Key == maskOf(s.key), nil
 }
 
 // scopes are the scopes a new key may be given, in the order offered.
@@ -53,6 +85,10 @@ func (c *console) showAPIKeys(w http.ResponseWriter, r *http.Request, s *session
 		if d.Error == "" {
 			d.Error, status = err.Error(), statusFor(err)
 		}
+	}
+	self := maskOf(s.key)
+	for i := range list.Data {
+		list.Data[i].Self = list.Data[i].Key == self
 	}
 	p.Items, p.Total = list.Data, list.Total
 	pager(p, c.base+"/api-keys", 50, "workspace_id", p.Workspace)
@@ -115,6 +151,13 @@ func (c *console) confirmAPIKey(w http.ResponseWriter, r *http.Request, s *sessi
 		cf.Question = "Rotate API key " + id + "? A new key is made and shown once."
 		cf.Button, cf.Transition = "Rotate key", true
 	case "revoke":
+		if self, err := c.isSessionKey(r, s, id); err != nil || self {
+			if err == nil {
+				err = selfRevoke
+			}
+			c.changeFailed(w, r, s, "api-keys", err)
+			return
+		}
 		cf.Question = "Revoke API key " + id + "? It stops working at once; this cannot be undone."
 		cf.Button = "Revoke key"
 	default:
@@ -146,7 +189,14 @@ func (c *console) changeAPIKey(w http.ResponseWriter, r *http.Request, s *sessio
 			Data: &created{What: "API key", ID: id, Key: out.Key, Back: c.base + "/api-keys",
 				Note: "Copy the new key now: it is shown once."}})
 	case "revoke":
-		if err := c.call(r, s.key, http.MethodDelete, "/api-keys/"+escape(id), nil, nil, nil); err != nil {
+		self, err := c.isSessionKey(r, s, id)
+		if err == nil && self {
+			err = selfRevoke
+		}
+		if err == nil {
+			err = c.call(r, s.key, http.MethodDelete, "/api-keys/"+escape(id), nil, nil, nil)
+		}
+		if err != nil {
 			c.changeFailed(w, r, s, "api-keys", err)
 			return
 		}

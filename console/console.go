@@ -20,7 +20,25 @@
 //
 // # Security
 //
-// A person signs in with a gateway API key that holds logs.read. The key
+// A person signs in with a gateway API key that holds logs.read, or,
+// with Options.Users, as a user: with their email and password (argon2id,
+// RFC 9106's second recommended parameters: 64 MiB, 3 passes, 4 lanes),
+// or through the operator's OpenID Connect provider (Options.OIDC), by
+// an ID token whose email is verified and is a user's or that of a
+// pending invitation. A user's session is authorised by a key of its
+// own: at sign-in the console makes a random session key
+// (users.NewSessionKey), kept as a digest in Options.Users, which the
+// gateway resolves through users.Keys to the person's role as it is at
+// each request (an owner or admin acts as an organisation key of every
+// scope, a member within their workspace with their role's scopes). It
+// is no API key: no list shows it, it lasts as long as the session, and
+// signing out deletes it. Wrong passwords are counted per client address
+// and per account like wrong keys, but a sign-in beyond the limits is
+// refused even with the right password, since passwords, unlike keys,
+// can be guessed. An invitation's page (/invite/{token}) sets the
+// person's name and password and creates the user, once.
+//
+// The key
 // stays on the server, in a session (see Options.Sessions); the browser
 // gets only a random 256-bit session id in a cookie that is HttpOnly,
 // SameSite=Strict, scoped to the console's path, Secure (unless
@@ -45,6 +63,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway/observe"
+	"github.com/modelgateway/gateway/users"
 )
 
 // Options configure a console. The zero value is a console mounted at
@@ -92,6 +113,24 @@ type Options struct {
 	// Zero means 100.
 	GlobalSignInFailures int
 
+	// Users lets people sign in with an email and a password, take up
+	// an invitation on the /invite/{token} page and, with OIDC, through
+	// the operator's identity provider: it is where the console finds
+	// their accounts and keeps their sessions' keys (see the package
+	// documentation). The host finds those keys with users.Keys in
+	// gateway.Options.Keys. Nil means API keys only.
+	Users users.Store
+
+	// OIDC, with Users, adds a "Sign in with" button for the operator's
+	// OpenID Connect provider. Nil means none.
+	OIDC *OIDC
+
+	// Audit records the users the console creates from invites (the
+	// only writes it makes without the API), as users.create by the new
+	// user's session key id, never with the invite's token. Nil records
+	// nothing.
+	Audit observe.AuditStore
+
 	// Now returns the current time. Nil means time.Now; tests move the
 	// clock of sessions and sign-in limits.
 	Now func() time.Time
@@ -111,6 +150,9 @@ type console struct {
 	static   http.Handler
 	sessions *sessions
 	limiter  *failureLimiter
+	accounts *failureLimiter // wrong passwords per account
+	hashing  chan struct{}   // bounds the password hashes computed at once
+	oidc     *oidcClient     // nil without Options.OIDC
 }
 
 // New returns the console as an http.Handler serving everything under
@@ -156,6 +198,11 @@ func New(api http.Handler, opts Options) http.Handler {
 	}
 	c.sessions = &sessions{store: store, ttl: c.opts.SessionTTL, now: c.opts.Now}
 	c.limiter = newFailureLimiter(c.opts.SignInFailures, c.opts.GlobalSignInFailures, time.Minute, c.opts.Now)
+	c.accounts = newFailureLimiter(c.opts.SignInFailures, c.opts.GlobalSignInFailures, time.Minute, c.opts.Now)
+	c.hashing = make(chan struct{}, 2)
+	if c.opts.OIDC != nil && c.opts.Users != nil {
+		c.oidc = newOIDCClient(*c.opts.OIDC)
+	}
 	c.pages = parsePages()
 	static, _ := fs.Sub(files, "static")
 	c.static = http.StripPrefix(c.base+"/static/", http.FileServerFS(static))
@@ -171,6 +218,14 @@ func (c *console) routes() {
 	m.HandleFunc("GET "+b+"/signin", c.signInPage)
 	m.HandleFunc("POST "+b+"/signin", c.signIn)
 	m.HandleFunc("POST "+b+"/signout", c.signedIn(c.signOut))
+	m.HandleFunc("GET "+b+"/invite/{token}", c.invitePage)
+	m.HandleFunc("POST "+b+"/invite/{token}", c.acceptInvite)
+	m.HandleFunc("GET "+b+"/oidc/signin", c.oidcStart)
+	m.HandleFunc("GET "+b+"/oidc/callback", c.oidcCallback)
+	m.HandleFunc("GET "+b+"/users", c.signedIn(c.usersPage))
+	m.HandleFunc("POST "+b+"/users/invites", c.signedIn(c.createInvite))
+	m.HandleFunc("POST "+b+"/users/invites/{id}/{action}", c.signedIn(c.changeInvite))
+	m.HandleFunc("POST "+b+"/users/{id}/{action}", c.signedIn(c.changeUser))
 	m.HandleFunc("GET "+b+"/{$}", c.signedIn(c.overview))
 	m.HandleFunc("GET "+b+"/logs", c.signedIn(c.logs))
 	m.HandleFunc("GET "+b+"/logs/{id}", c.signedIn(c.logDetail))
@@ -193,6 +248,11 @@ func (c *console) routes() {
 	m.HandleFunc("POST "+b+"/prompts/{id}", c.signedIn(c.promptDetail))
 	m.HandleFunc("GET "+b+"/guardrails", c.signedIn(c.guardrails))
 	m.HandleFunc("GET "+b+"/guardrails/{id}", c.signedIn(c.guardrailDetail))
+	m.HandleFunc("GET "+b+"/workspaces", c.signedIn(c.workspaces))
+	m.HandleFunc("GET "+b+"/integrations", c.signedIn(c.integrations))
+	m.HandleFunc("GET "+b+"/integrations/{slug}", c.signedIn(c.integrationDetail))
+	m.HandleFunc("GET "+b+"/providers", c.signedIn(c.providers))
+	m.HandleFunc("GET "+b+"/models", c.signedIn(c.models))
 	m.HandleFunc("GET "+b+"/policies", c.signedIn(c.policies))
 	m.HandleFunc("GET "+b+"/audit", c.signedIn(c.audit))
 	m.HandleFunc(b+"/", c.notFound)

@@ -187,13 +187,20 @@ func TestCSRFRefused(t *testing.T) {
 
 // inline matches what Content-Security-Policy: default-src 'self' would
 // block: inline scripts, styles and event handlers.
-var inline = regexp.MustCompile(`(?i)<script|<style|\sstyle=|\son[a-z]+=|javascript:`)
+var inline = regexp.MustCompile(`(?i)<style|\sstyle=|\son[a-z]+=|javascript:`)
+
+// scriptTag matches a script element, which must load one of the
+// console's own files and hold nothing itself.
+var scriptTag = regexp.MustCompile(`(?i)<script\b[^>]*>[^<]*(</script>)?`)
+
+// externalScript is the one shape of script element the pages may hold.
+var externalScript = regexp.MustCompile(`^<script src="/console/static/[a-z]+\.js" defer></script>$`)
 
 func TestSecurityHeaders(t *testing.T) {
 	e := newEnv(t, Options{})
 	e.traffic(ws1Key, "vk-1", "trace", 1)
 	b := e.signedIn(ws1Key)
-	paths := append(pagePaths(t, b), "/console/signin", "/console/static/console.css", "/console/nowhere")
+	paths := append(pagePaths(t, b), "/console/signin", "/console/static/console.css", "/console/static/console.js", "/console/nowhere")
 	for _, path := range paths {
 		p := b.get(path)
 		csp := p.header.Get("Content-Security-Policy")
@@ -209,6 +216,11 @@ func TestSecurityHeaders(t *testing.T) {
 			}
 			if m := inline.FindString(p.body); m != "" {
 				t.Errorf("GET %s: inline %q, which the CSP blocks", path, m)
+			}
+			for _, m := range scriptTag.FindAllString(p.body, -1) {
+				if !externalScript.MatchString(m) {
+					t.Errorf("GET %s: script %q, want only the console's own files, no inline script", path, m)
+				}
 			}
 		}
 	}

@@ -2,7 +2,9 @@ package console
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -31,7 +33,7 @@ func rangeDuration(name string) (time.Duration, bool) {
 type filters struct {
 	Range      string // a key of ranges; "" on the logs page: any time
 	Status     string // status_code
-	Model      string // ai_org_model
+	Model      string // provider/model pairs, the API's ai_org_model (see apiModels)
 	APIKey     string // api_key_ids
 	VirtualKey string // virtual_keys
 	Config     string // configs
@@ -44,18 +46,43 @@ type filters struct {
 // readFilters reads the filters of a console page's query.
 func readFilters(q url.Values, defaultRange string) filters {
 	g := func(n string) string { return strings.TrimSpace(q.Get(n)) }
-	f := filters{Range: g("range"), Status: g("status_code"), Model: g("ai_org_model"), APIKey: g("api_key_ids"),
+	f := filters{Range: g("range"), Status: g("status_code"), Model: g("model"), APIKey: g("api_key_ids"),
 		VirtualKey: g("virtual_keys"), Config: g("configs"), TraceID: g("trace_id"), MetaKey: g("meta_key"),
 		MetaValue: g("meta_value"), Workspace: g("workspace_id")}
+	if f.Model == "" {
+		// The API's own syntax, as links before the console said
+		// provider/model kept it.
+		f.Model = strings.ReplaceAll(g("ai_org_model"), "__", "/")
+	}
 	if _, ok := rangeDuration(f.Range); !ok {
 		f.Range = defaultRange
 	}
 	return f
 }
 
+// apiModels turns the model filter as people write it, comma-separated
+// provider/model pairs (openai/gpt-4o, as the logs table shows models),
+// into the API's ai_org_model syntax (openai__gpt-4o). A model's own
+// name may hold slashes: the provider ends at the first. An entry without
+// a provider is a 400 in the page's words.
+func apiModels(s string) (string, error) {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		provider, model, ok := strings.Cut(p, "/")
+		provider, model = strings.TrimSpace(provider), strings.TrimSpace(model)
+		if !ok || provider == "" || model == "" {
+			return "", &apiError{Status: http.StatusBadRequest,
+				Message: "Model: write each model as provider/model, e.g. openai/gpt-4o, not " + strconv.Quote(p) + "."}
+		}
+		parts[i] = provider + "__" + model
+	}
+	return strings.Join(parts, ","), nil
+}
+
 // api returns the filters as the API's query parameters, the range
-// ending at now.
-func (f filters) api(now time.Time) url.Values {
+// ending at now, or the 400 of a model filter that names no provider.
+func (f filters) api(now time.Time) (url.Values, error) {
 	q := url.Values{}
 	if d, ok := rangeDuration(f.Range); ok {
 		// To the second, the window's end rounded up so that it holds
@@ -64,7 +91,14 @@ func (f filters) api(now time.Time) url.Values {
 		q.Set("time_of_generation_min", end.Add(-d).Format(time.RFC3339))
 		q.Set("time_of_generation_max", end.Format(time.RFC3339))
 	}
-	for _, p := range [][2]string{{"status_code", f.Status}, {"ai_org_model", f.Model}, {"api_key_ids", f.APIKey},
+	if f.Model != "" {
+		m, err := apiModels(f.Model)
+		if err != nil {
+			return nil, err
+		}
+		q.Set("ai_org_model", m)
+	}
+	for _, p := range [][2]string{{"status_code", f.Status}, {"api_key_ids", f.APIKey},
 		{"virtual_keys", f.VirtualKey}, {"configs", f.Config}, {"trace_id", f.TraceID}, {"workspace_id", f.Workspace}} {
 		if p[1] != "" {
 			q.Set(p[0], p[1])
@@ -74,13 +108,16 @@ func (f filters) api(now time.Time) url.Values {
 		b, _ := json.Marshal(map[string]string{f.MetaKey: f.MetaValue})
 		q.Set("metadata", string(b))
 	}
-	return q
+	return q, nil
 }
+
+// Any reports whether any filter is set, the range included.
+func (f filters) Any() bool { return f != (filters{}) }
 
 // pairs returns the filters as the console's own query, name and value
 // in turn, for links that keep them.
 func (f filters) pairs() []string {
-	return []string{"range", f.Range, "status_code", f.Status, "ai_org_model", f.Model, "api_key_ids", f.APIKey,
+	return []string{"range", f.Range, "status_code", f.Status, "model", f.Model, "api_key_ids", f.APIKey,
 		"virtual_keys", f.VirtualKey, "configs", f.Config, "trace_id", f.TraceID, "meta_key", f.MetaKey,
 		"meta_value", f.MetaValue, "workspace_id", f.Workspace}
 }

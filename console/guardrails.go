@@ -3,7 +3,6 @@ package console
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -23,23 +22,7 @@ type guardrailRecord struct {
 
 // guardrails lists the guardrails the signed-in key may see.
 func (c *console) guardrails(w http.ResponseWriter, r *http.Request, s *session) {
-	q := r.URL.Query()
-	p := &listPage[guardrailRecord]{Page: pageNumber(q), Workspace: strings.TrimSpace(q.Get("workspace_id"))}
-	d := &pageData{Title: "Guardrails", Nav: "guardrails", Data: p}
-	status := http.StatusOK
-	var list struct {
-		Data  []guardrailRecord `json:"data"`
-		Total int               `json:"total"`
-	}
-	if err := c.call(r, s.key, http.MethodGet, "/guardrails", listQuery(p.Page, 50, p.Workspace), nil, &list); err != nil {
-		if c.apiFailed(w, r, s, err) {
-			return
-		}
-		d.Error, status = err.Error(), statusFor(err)
-	}
-	p.Items, p.Total = list.Data, list.Total
-	pager(p, c.base+"/guardrails", 50, "workspace_id", p.Workspace)
-	c.render(w, r, status, "guardrails", s, d)
+	showList[guardrailRecord](c, w, r, s, listSource{"/guardrails", paged}, "guardrails", "guardrails", "Guardrails")
 }
 
 // guardrailPage is the data of a guardrail's page.

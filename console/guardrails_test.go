@@ -2,7 +2,6 @@ package console
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,29 +30,11 @@ func TestGuardrailsPages(t *testing.T) {
 		t.Errorf("another workspace's guardrail: %d", p.status)
 	}
 
-	before := e.logCount()
-	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"my password"}]}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(gateway.HeaderAPIKey, ws1Key)
-	req.Header.Set(gateway.HeaderConfig, `{"virtual_key":"vk-1","input_guardrails":["`+created.Slug+`"]}`)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	status, logID := e.chatLogged(ws1Key, "my password", gateway.HeaderConfig, `{"virtual_key":"vk-1","input_guardrails":["`+created.Slug+`"]}`)
+	if status != 446 {
+		t.Fatalf("status %d, want 446", status)
 	}
-	io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	if res.StatusCode != 446 {
-		t.Fatalf("status %d, want 446", res.StatusCode)
-	}
-	e.waitLogs(before + 1)
-	var list struct {
-		Data []struct{ ID string } `json:"data"`
-	}
-	_, body = e.api(ws1Key, "GET", "/logs", "")
-	if json.Unmarshal([]byte(body), &list) != nil || len(list.Data) == 0 {
-		t.Fatalf("logs: %s", body)
-	}
-	p := b.get("/console/logs/" + list.Data[0].ID)
+	p := b.get("/console/logs/" + logID)
 	if p.status != 200 || !strings.Contains(p.body, "Guardrail verdicts") || !strings.Contains(p.body, created.Slug) || !strings.Contains(p.body, "denied") {
 		t.Errorf("log page: %d %s", p.status, p.body)
 	}

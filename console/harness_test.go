@@ -16,11 +16,17 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/admin"
+	"github.com/modelgateway/gateway/catalog"
 	"github.com/modelgateway/gateway/gatewaytest"
 	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
+	"github.com/modelgateway/gateway/users"
 )
+
+// withPeople, as Options.Users of newEnv, stands for the env's own store:
+// people may sign in, and the users made from invites are audited there.
+var withPeople users.Store = new(memstore.Store)
 
 // Keys of the test gateway: an organisation admin, an admin of each of
 // two workspaces, and a member (completions.write only) of ws-1.
@@ -59,6 +65,8 @@ type env struct {
 	srv   *httptest.Server
 	clock *clock
 	up    *gatewaytest.Server
+
+	console *console
 }
 
 func newEnv(t *testing.T, opts Options) *env {
@@ -78,7 +86,10 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-1", Provider: "openai", APIKey: "sk-upstream-secret-1", BaseURL: up.URL, WorkspaceID: "ws-1"})
 	st.AddVirtualKey(gateway.VirtualKey{Slug: "vk-2", Provider: "openai", APIKey: "sk-upstream-secret-2", BaseURL: up.URL, WorkspaceID: "ws-2"})
 	var o gateway.Options
-	o.Keys, o.VirtualKeys, o.Configs, o.Policies = st, st, st, st
+	o.Keys, o.VirtualKeys, o.Configs, o.Policies, o.Workspaces = users.Keys(st, st), st, st, st, st
+	if opts.Users == withPeople {
+		opts.Users, opts.Audit = st, st
+	}
 	o.LogSinks = []gateway.LogSink{observe.Sink(st)}
 	ob := observe.Options{Logs: st, Audit: &observe.Auditor{Store: st}}
 	u, _ := url.Parse(up.URL)
@@ -90,7 +101,10 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	mount(g)
 	hooks.Mount(g)
 	admin.Mount(g, admin.Options{Keys: st, VirtualKeys: st, Configs: st, Workspaces: st, Policies: st,
+		Guardrails: hooks, Audit: &observe.Auditor{Store: st}})
+	catalog.Mount(g, catalog.Options{Store: st, VirtualKeys: st, Workspaces: st, Policies: st, Budgets: st,
 		Audit: &observe.Auditor{Store: st}})
+	users.Mount(g, users.Options{Store: st, Audit: &observe.Auditor{Store: st}})
 	routes := observe.Mount(g, ob)
 	t.Cleanup(func() { routes.Close(); g.Close() })
 	ck := &clock{}
@@ -98,11 +112,12 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 		opts.Now = ck.now
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/console/", New(g, opts))
+	con := New(g, opts).(*console)
+	mux.Handle("/console/", con)
 	mux.Handle("/", g)
 	srv := start(mux)
 	t.Cleanup(srv.Close)
-	return &env{t: t, store: st, gw: g, srv: srv, clock: ck, up: up}
+	return &env{t: t, store: st, gw: g, srv: srv, clock: ck, up: up, console: con}
 }
 
 // traffic sends n chat completions as key through virtual key vk, with

@@ -1,8 +1,10 @@
 package console
 
 import (
+	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/modelgateway/gateway"
 )
@@ -45,6 +47,7 @@ var flashes = map[string]string{
 	"rotated": "The provider key was replaced.",
 	"updated": "Saved as a new version.",
 	"created": "Created.",
+	"saved":   "Saved.",
 }
 
 // listQuery is the API query of page n of pageSize, for workspace ws
@@ -55,4 +58,39 @@ func listQuery(n, pageSize int, ws string) url.Values {
 		q.Set("workspace_id", ws)
 	}
 	return q
+}
+
+// listSource is where a read-only list page reads its items: the API's
+// list at path, with the query of page n (from 0) of 50 items for
+// workspace ws ("" for none).
+type listSource struct {
+	path  string
+	query func(n int, ws string) url.Values
+}
+
+// paged is the query of the lists paged by current_page and page_size.
+func paged(n int, ws string) url.Values { return listQuery(n, 50, ws) }
+
+// showList serves a read-only list page: page n (of 50) of the API's
+// list src, for the workspace the query names, rendered with the
+// template name, which is also the page's path below the console;
+// nav is its navigation entry.
+func showList[T any](c *console, w http.ResponseWriter, r *http.Request, s *session, src listSource, name, nav, title string) {
+	q := r.URL.Query()
+	p := &listPage[T]{Page: pageNumber(q), Workspace: strings.TrimSpace(q.Get("workspace_id"))}
+	d := &pageData{Title: title, Nav: nav, Data: p}
+	status := http.StatusOK
+	var list struct {
+		Data  []T `json:"data"`
+		Total int `json:"total"`
+	}
+	if err := c.call(r, s.key, http.MethodGet, src.path, src.query(p.Page, p.Workspace), nil, &list); err != nil {
+		if c.apiFailed(w, r, s, err) {
+			return
+		}
+		d.Error, status = err.Error(), statusFor(err)
+	}
+	p.Items, p.Total = list.Data, list.Total
+	pager(p, c.base+"/"+name, 50, "workspace_id", p.Workspace)
+	c.render(w, r, status, name, s, d)
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,6 +26,8 @@ type logRecord struct {
 	IsSuccess          bool              `json:"is_success"`
 	ResponseTime       int64             `json:"response_time"`
 	TimeToFirstByte    int64             `json:"time_to_first_byte"`
+	ResponseTimeUS     int64             `json:"response_time_us"`
+	TimeToFirstByteUS  int64             `json:"time_to_first_byte_us"`
 	ReqUnits           int64             `json:"req_units"`
 	ResUnits           int64             `json:"res_units"`
 	TotalUnits         int64             `json:"total_units"`
@@ -42,6 +45,30 @@ type logRecord struct {
 	Metadata           map[string]string `json:"metadata"`
 	Guardrails         string            `json:"guardrails"`
 	HookResults        *hookResults      `json:"hook_results"`
+}
+
+// Latency returns the record's latency for people, to the tenth of a
+// millisecond below 10 ms.
+func (l logRecord) Latency() string { return millis(l.ResponseTimeUS, l.ResponseTime) }
+
+// FirstByte returns the record's time to first byte, as Latency does.
+func (l logRecord) FirstByte() string { return millis(l.TimeToFirstByteUS, l.TimeToFirstByte) }
+
+// millis formats a duration the API gives in microseconds (us) and in
+// whole milliseconds (ms; used when us is 0, as from a gateway that does
+// not give microseconds): "0.4 ms", "3.2 ms", "1,250 ms", and "< 0.1 ms"
+// for a duration under 50 µs that is not zero.
+func millis(us, ms int64) string {
+	if us <= 0 {
+		return num(ms) + " ms"
+	}
+	switch {
+	case us < 50:
+		return "< 0.1 ms"
+	case us < 10_000:
+		return strconv.FormatFloat(float64(us)/1000, 'f', 1, 64) + " ms"
+	}
+	return num((us+500)/1000) + " ms"
 }
 
 // hookResults are the verdicts of the guardrails a request's config
@@ -80,19 +107,21 @@ func (c *console) logs(w http.ResponseWriter, r *http.Request, s *session) {
 	f := readFilters(q, "")
 	p := &logsPage{Filters: f, Ranges: ranges}
 	d := &pageData{Title: "Logs", Nav: "logs", Data: p}
-	aq := f.api(c.opts.Now())
-	aq.Set("page_size", "50")
-	after := strings.TrimSpace(q.Get("after"))
-	if after != "" {
-		aq.Set("after", after)
-		p.First = link(c.base+"/logs", f.pairs()...)
-	}
 	var list struct {
 		Data    []logRecord `json:"data"`
 		HasMore bool        `json:"has_more"`
 		LastID  string      `json:"last_id"`
 	}
-	if err := c.call(r, s.key, http.MethodGet, "/logs", aq, nil, &list); err != nil {
+	aq, err := f.api(c.opts.Now())
+	if err == nil {
+		aq.Set("page_size", "50")
+		if after := strings.TrimSpace(q.Get("after")); after != "" {
+			aq.Set("after", after)
+			p.First = link(c.base+"/logs", f.pairs()...)
+		}
+		err = c.call(r, s.key, http.MethodGet, "/logs", aq, nil, &list)
+	}
+	if err != nil {
 		if c.apiFailed(w, r, s, err) {
 			return
 		}

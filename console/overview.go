@@ -94,7 +94,12 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 		p.Ranges = append(p.Ranges, rangeLink{Label: rg.Label, Href: f.withRange(c.base+"/", rg.Name), Current: rg.Name == f.Range})
 	}
 	d := &pageData{Title: "Overview", Nav: "overview", Data: p}
-	q := f.api(c.opts.Now())
+	q, err := f.api(c.opts.Now())
+	if err != nil {
+		d.Error = err.Error()
+		c.render(w, r, statusFor(err), "overview", s, d)
+		return
+	}
 	graphs := make([]graph, len(graphRoutes))
 	errs := make([]error, len(graphRoutes))
 	var wg sync.WaitGroup

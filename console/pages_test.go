@@ -19,7 +19,8 @@ func pagePaths(t *testing.T, b *browser) []string {
 	t.Helper()
 	paths := []string{"/console/", "/console/logs", "/console/api-keys", "/console/virtual-keys", "/console/configs",
 		"/console/policies", "/console/audit", "/console/api-keys/key-member/rotate", "/console/api-keys/key-member/revoke",
-		"/console/virtual-keys/vk-1/rotate", "/console/virtual-keys/vk-1/delete"}
+		"/console/virtual-keys/vk-1/rotate", "/console/virtual-keys/vk-1/delete",
+		"/console/integrations", "/console/providers", "/console/models"}
 	if m := regexp.MustCompile(`href="(/console/logs/[^"?]+)"`).FindStringSubmatch(b.get("/console/logs").body); m != nil {
 		paths = append(paths, m[1])
 	}

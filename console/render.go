@@ -25,7 +25,8 @@ type pageData struct {
 
 // pageNames are the page templates, each parsed with layout.html.
 var pageNames = []string{"signin", "error", "overview", "logs", "log", "apikeys", "created", "confirm",
-	"virtualkeys", "configs", "config", "prompts", "prompt", "policies", "audit", "guardrails", "guardrail"}
+	"virtualkeys", "configs", "config", "prompts", "prompt", "policies", "audit", "guardrails", "guardrail", "workspaces",
+	"integrations", "integration", "providers", "models", "invite", "users", "invited", "signedin"}
 
 // parsePages parses every page with the layout, once.
 func parsePages() map[string]*template.Template {
@@ -68,8 +69,15 @@ var funcs = template.FuncMap{
 	"cents": cents,
 	"link":  link,
 	"add":   func(a, b int) int { return a + b },
+	"roles": func() []string { return []string{"owner", "admin", "member"} },
 	"sub":   func(a, b int) int { return a - b },
 	"count": count,
+	"guardrailRefs": func(base string, in, out []string) any {
+		return struct {
+			Base                              string
+			InputGuardrails, OutputGuardrails []string
+		}{base, in, out}
+	},
 	"verdictRows": func(phase string, r hookResult) any {
 		return struct {
 			Phase  string

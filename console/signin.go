@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway/users"
 )
 
 // preSessionTTL is how long the sign-in form's token stays valid.
@@ -20,10 +22,35 @@ func (c *console) signInPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *console) showSignIn(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	c.signInForm(w, r, status, &pageData{Error: msg})
+}
+
+// showSignInFlash is the sign-in page with a success message.
+func (c *console) showSignInFlash(w http.ResponseWriter, r *http.Request, flash string) {
+	c.signInForm(w, r, http.StatusOK, &pageData{Flash: flash})
+}
+
+// signInForm renders the sign-in page d with a fresh form token.
+func (c *console) signInForm(w http.ResponseWriter, r *http.Request, status int, d *pageData) {
 	w.Header().Set("Cache-Control", "no-store")
 	tok := randomToken()
 	c.setCookie(w, r, preSessionCookie, tok, preSessionTTL)
-	c.render(w, r, status, "signin", nil, &pageData{Title: "Sign in", CSRF: tok, Error: msg})
+	d.Title, d.CSRF, d.Data = "Sign in", tok, c.signInOptions()
+	c.render(w, r, status, "signin", nil, d)
+}
+
+// signInChoices is what the sign-in page offers besides an API key.
+type signInChoices struct {
+	Passwords bool   // email and password
+	OIDC      string // the label of the OIDC button, empty for none
+}
+
+func (c *console) signInOptions() signInChoices {
+	ch := signInChoices{Passwords: c.opts.Users != nil}
+	if c.oidc != nil {
+		ch.OIDC = c.oidc.label
+	}
+	return ch
 }
 
 // signIn checks the key the form gives against the API (it must
@@ -40,6 +67,10 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	ck, err := r.Cookie(preSessionCookie)
 	if err != nil || !sameToken(form, ck.Value) {
 		c.showSignIn(w, r, http.StatusForbidden, "The form's security token is missing or stale. Try again.")
+		return
+	}
+	if r.PostForm.Has("email") {
+		c.signInPerson(w, r)
 		return
 	}
 	key := strings.TrimSpace(r.PostFormValue("key"))
@@ -71,23 +102,41 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.showSignIn(w, r, http.StatusBadGateway, "The gateway could not check the key: "+err.Error())
 		return
 	}
-	if _, old := c.session(r); old != "" {
-		c.sessions.end(r.Context(), old) // a new sign-in replaces the browser's session
+	if c.startSession(w, r, key) {
+		http.Redirect(w, r, c.base+"/", http.StatusSeeOther)
+	}
+}
+
+// startSession starts a session for key, replacing the browser's, and
+// sets its cookie; on failure it answers the sign-in page and reports
+// false.
+func (c *console) startSession(w http.ResponseWriter, r *http.Request, key string) bool {
+	if old, id := c.session(r); id != "" {
+		c.endSession(r, old, id) // a new sign-in replaces the browser's session
 	}
 	id, _, err := c.sessions.create(r.Context(), key)
 	if err != nil {
 		c.showSignIn(w, r, http.StatusInternalServerError, "The console could not start a session: its session store failed. Try again.")
-		return
+		return false
 	}
 	c.setCookie(w, r, preSessionCookie, "", -1)
 	c.setCookie(w, r, sessionCookie, id, c.opts.SessionTTL)
-	http.Redirect(w, r, c.base+"/", http.StatusSeeOther)
+	return true
+}
+
+// endSession ends the session s of id and, for a person's, deletes its
+// session key.
+func (c *console) endSession(r *http.Request, s *session, id string) {
+	c.sessions.end(r.Context(), id)
+	if c.opts.Users != nil && strings.HasPrefix(s.key, users.SessionKeyPrefix) {
+		users.EndSession(r.Context(), c.opts.Users, s.key)
+	}
 }
 
 // signOut ends the session and forgets its cookie.
 func (c *console) signOut(w http.ResponseWriter, r *http.Request, _ *session) {
-	if _, id := c.session(r); id != "" {
-		c.sessions.end(r.Context(), id)
+	if s, id := c.session(r); id != "" {
+		c.endSession(r, s, id)
 	}
 	c.setCookie(w, r, sessionCookie, "", -1)
 	http.Redirect(w, r, c.base+"/signin", http.StatusSeeOther)
@@ -107,8 +156,8 @@ func clientAddr(r *http.Request) string {
 // accepts ends the session.
 func (c *console) apiFailed(w http.ResponseWriter, r *http.Request, s *session, err error) bool {
 	if statusOf(err) == http.StatusUnauthorized {
-		if _, id := c.session(r); id != "" {
-			c.sessions.end(r.Context(), id)
+		if s, id := c.session(r); id != "" {
+			c.endSession(r, s, id)
 		}
 		c.setCookie(w, r, sessionCookie, "", -1)
 		http.Redirect(w, r, c.base+"/signin", http.StatusSeeOther)

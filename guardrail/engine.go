@@ -109,14 +109,7 @@ type CheckResult struct {
 // explanation, error (when any), execution_time in milliseconds and
 // transformed.
 func (r CheckResult) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		ID            string `json:"id"`
-		Verdict       bool   `json:"verdict"`
-		Explanation   string `json:"explanation"`
-		Error         string `json:"error,omitempty"`
-		ExecutionTime int64  `json:"execution_time"`
-		Transformed   bool   `json:"transformed"`
-	}{r.ID, r.Verdict, r.Explanation, r.Error, r.Duration.Milliseconds(), r.Transformed})
+	return appendCheckResult(make([]byte, 0, 128), &r), nil
 }
 
 // Result is the outcome of one guardrail.
@@ -131,13 +124,7 @@ type Result struct {
 // MarshalJSON encodes r as a hook result: id, verdict, deny, checks and
 // execution_time in milliseconds.
 func (r Result) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		ID            string        `json:"id"`
-		Verdict       bool          `json:"verdict"`
-		Deny          bool          `json:"deny"`
-		Checks        []CheckResult `json:"checks"`
-		ExecutionTime int64         `json:"execution_time"`
-	}{r.ID, r.Verdict, r.Deny, r.Checks, r.Duration.Milliseconds()})
+	return appendResult(make([]byte, 0, 64+128*len(r.Checks)), &r), nil
 }
 
 // Outcome is the outcome of every guardrail of one phase.

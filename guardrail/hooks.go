@@ -150,7 +150,9 @@ func (h *Hooks) Before(r *http.Request, c *gateway.HookCall) error {
 }
 
 // After runs the output guardrails of c on the answer: a JSON body,
-// rewritten when a check redacts it, or the events of a stream.
+// rewritten when a check redacts it, or the events of a stream; for a
+// stream whose response the gateway keeps (HookCall.Kept), that response,
+// rewritten the same way.
 func (h *Hooks) After(r *http.Request, c *gateway.HookCall) error {
 	h.init()
 	ctx := r.Context()
@@ -161,9 +163,15 @@ func (h *Hooks) After(r *http.Request, c *gateway.HookCall) error {
 	}
 	var texts *Texts
 	answer := c.Body
-	if c.Stream {
+	switch {
+	case c.Stream && c.Kept != nil:
+		// The response the gateway keeps of the stream holds its whole
+		// text: checked, and redacted, as a whole answer is.
+		answer = c.Kept
+		texts, _ = ResponseTexts(answer)
+	case c.Stream:
 		answer = streamAnswer(c.Body)
-	} else {
+	default:
 		texts, _ = ResponseTexts(c.Body)
 	}
 	if texts == nil {
@@ -177,12 +185,16 @@ func (h *Hooks) After(r *http.Request, c *gateway.HookCall) error {
 	}
 	c.AfterResults = results(out)
 	c.Denied, c.Failed = c.Denied || out.Denied(), c.Failed || out.Failed()
-	if out.Transformed && !c.Stream && texts != nil {
+	if out.Transformed && texts != nil && (!c.Stream || c.Kept != nil) {
 		b, err := texts.Replace(out.Parts)
 		if err != nil {
 			return err
 		}
-		c.Body = b
+		if c.Stream {
+			c.Kept = b
+		} else {
+			c.Body = b
+		}
 	}
 	return nil
 }
@@ -265,20 +277,15 @@ func (h *Hooks) feedback(ctx context.Context, ws, trace string, gs []*attached, 
 }
 
 // results encodes the results of out as the hook results of a phase, a
-// JSON array. Each result's encoding is appended as MarshalJSON makes it,
-// without json.Marshal's second pass over it.
+// JSON array of each result as Result.MarshalJSON encodes it.
 func results(out Outcome) json.RawMessage {
 	b := make([]byte, 0, 256*len(out.Results))
 	b = append(b, '[')
-	for i, r := range out.Results {
-		rb, err := r.MarshalJSON()
-		if err != nil {
-			return nil
-		}
+	for i := range out.Results {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, rb...)
+		b = appendResult(b, &out.Results[i])
 	}
 	return append(b, ']')
 }

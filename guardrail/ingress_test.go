@@ -1,9 +1,16 @@
 package guardrail_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/memstore"
 )
 
 // messagesBody is an Anthropic Messages request whose last user message
@@ -155,5 +162,143 @@ func TestResponsesChecks(t *testing.T) {
 	done, hook := indexOf(ev, "event: response.completed"), indexOf(ev, "event: hook_results")
 	if resp.StatusCode != 200 || done < 0 || hook < 0 || hook > done {
 		t.Errorf("status %d, events %q: want hook_results before response.completed", resp.StatusCode, ev)
+	}
+}
+
+// TestResponsesStoredAsAnswered: a Responses answer the gateway keeps for
+// a translated target (store, the default) is kept as the caller got it:
+// with the output guardrails' redactions, and not at all when a guardrail
+// refused it; GET /v1/responses/{id} and previous_response_id then never
+// give back what was redacted. A streamed answer, which goes out as it
+// came, is kept redacted too.
+func TestResponsesStoredAsAnswered(t *testing.T) {
+	rs := &countedResponses{Store: memstore.New()}
+	e := newEnvWith(t, nil, func(o *gateway.Options) { o.Responses = rs })
+	translated := `{"provider":"groq","custom_host":"` + e.provider.URL + `"`
+	pii := `{"checks":[{"id":"default.pii","parameters":{"redact":true,"categories":["EMAIL_ADDRESS"]}}]}`
+	body := func(stream bool, prev string) string {
+		m := map[string]any{"model": "gpt-4o", "stream": stream, "input": "write to jane@example.com"}
+		if prev != "" {
+			m["previous_response_id"] = prev
+		}
+		return mustJSON(m)
+	}
+	read := func(id string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", e.srv.URL+"/v1/responses/"+id, nil)
+		req.Header.Set("x-gateway-api-key", keyWS1)
+		req.Header.Set("x-gateway-config", translated+`}`)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	// A whole answer.
+	resp := e.post(keyWS1, "/responses", translated+`,"output_guardrails":[`+pii+`]}`, body(false, ""))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	m := decodeBody(t, resp)
+	id, _ := m["id"].(string)
+	if s := mustJSON(m["output"]); strings.Contains(s, "jane@example.com") || !strings.Contains(s, "[EMAIL_ADDRESS]") {
+		t.Fatalf("answer %s: want the output redacted", s)
+	}
+	status, stored := read(id)
+	if status != 200 || strings.Contains(stored, "jane@example.com") || !strings.Contains(stored, "[EMAIL_ADDRESS]") {
+		t.Errorf("GET /responses/%s: %d %s: want the redacted answer", id, status, stored)
+	}
+	// The next turn is given the redacted output, not the original.
+	e.post(keyWS1, "/responses", translated+`}`, mustJSON(map[string]any{"model": "gpt-4o", "previous_response_id": id, "input": "and again"})).Body.Close()
+	reqs := e.provider.Requests()
+	if last := reqs[len(reqs)-1]; strings.Contains(string(last.Body), "Echo: write to jane@example.com") {
+		t.Errorf("the next turn sent %s: want no unredacted output", last.Body)
+	}
+
+	// A streamed answer, observed and held.
+	for _, mode := range []string{"observe", "buffer"} {
+		g := strings.Replace(pii, `"checks"`, `"stream_mode":"`+mode+`","checks"`, 1)
+		resp = e.post(keyWS1, "/responses", translated+`,"output_guardrails":[`+g+`]}`, body(true, ""))
+		ev := events(t, resp)
+		id := ""
+		for _, data := range ev {
+			var v struct {
+				Type     string `json:"type"`
+				Response struct {
+					ID string `json:"id"`
+				} `json:"response"`
+			}
+			if json.Unmarshal([]byte(data), &v) == nil && v.Type == "response.completed" {
+				id = v.Response.ID
+			}
+		}
+		if id == "" {
+			t.Fatalf("%s: no response.completed in %q", mode, ev)
+		}
+		status, stored := read(id)
+		if status != 200 || strings.Contains(stored, "jane@example.com") || !strings.Contains(stored, "[EMAIL_ADDRESS]") {
+			t.Errorf("%s: GET /responses/%s: %d %s: want the redacted answer", mode, id, status, stored)
+		}
+	}
+
+	// A refused answer is not kept.
+	before := rs.puts.Load()
+	resp = e.post(keyWS1, "/responses", translated+`,"output_guardrails":[`+denyForbidden+`]}`, mustJSON(map[string]any{"model": "gpt-4o", "input": "say forbidden"}))
+	if resp.StatusCode != 446 {
+		t.Fatalf("status %d, want 446", resp.StatusCode)
+	}
+	g := strings.Replace(denyForbidden, `"actions"`, `"stream_mode":"buffer","actions"`, 1)
+	resp = e.post(keyWS1, "/responses", translated+`,"output_guardrails":[`+g+`]}`, mustJSON(map[string]any{"model": "gpt-4o", "input": "say forbidden", "stream": true}))
+	if resp.StatusCode != 446 {
+		t.Fatalf("held stream: status %d, want 446", resp.StatusCode)
+	}
+	g = strings.Replace(denyForbidden, `"actions"`, `"stream_mode":"observe","actions"`, 1)
+	events(t, e.post(keyWS1, "/responses", translated+`,"output_guardrails":[`+g+`]}`, mustJSON(map[string]any{"model": "gpt-4o", "input": "say forbidden", "stream": true})))
+	if after := rs.puts.Load(); after != before {
+		t.Errorf("%d responses stored, want %d: a refused answer is not kept", after, before)
+	}
+}
+
+// countedResponses is a memstore's ResponseStore that counts the
+// responses put in it.
+type countedResponses struct {
+	*memstore.Store
+	puts atomic.Int32
+}
+
+func (s *countedResponses) PutResponse(ctx context.Context, r *gateway.StoredResponse) error {
+	s.puts.Add(1)
+	return s.Store.PutResponse(ctx, r)
+}
+
+// TestResponsesOpenAIReadChecked: to an openai target the provider keeps
+// the response itself, as its model wrote it; a read of it through the
+// gateway with output guardrails attached (a key's or workspace's
+// defaults attach them to every request) is checked and redacted like
+// any answer.
+func TestResponsesOpenAIReadChecked(t *testing.T) {
+	e := newEnv(t, nil)
+	pii := `{"checks":[{"id":"default.pii","parameters":{"redact":true,"categories":["EMAIL_ADDRESS"]}}]}`
+	cfg := e.config(`,"output_guardrails":[` + pii + `]`)
+	m := decodeBody(t, e.post(keyWS1, "/responses", cfg, mustJSON(map[string]any{"model": "gpt-4o", "input": "write to jane@example.com"})))
+	id, _ := m["id"].(string)
+	if s := mustJSON(m["output"]); id == "" || strings.Contains(s, "jane@example.com") {
+		t.Fatalf("answer %v: want the output redacted", m)
+	}
+	req, _ := http.NewRequest("GET", e.srv.URL+"/v1/responses/"+id, nil)
+	req.Header.Set("x-gateway-api-key", keyWS1)
+	req.Header.Set("Authorization", "Bearer sk-test")
+	req.Header.Set("x-gateway-config", cfg)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || strings.Contains(string(b), "jane@example.com") || !strings.Contains(string(b), "[EMAIL_ADDRESS]") {
+		t.Errorf("GET /responses/%s: %d %s: want the redacted answer", id, resp.StatusCode, b)
 	}
 }

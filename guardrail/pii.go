@@ -54,13 +54,15 @@ type finding struct {
 }
 
 // scanPII returns the findings of the categories in set, in order and
-// not overlapping. It runs in time linear in len(s).
+// not overlapping. It runs in time linear in len(s), and skips at once
+// the words that no detector of set can start (most words of a prompt).
 func scanPII(s string, set piiSet) []finding {
 	var out []finding
 	var emails []finding
 	if set.has(bitEmail) {
 		emails = scanEmails(s)
 	}
+	starts := startBytes(s, set)
 	e := 0
 	for i := 0; i < len(s); {
 		if e < len(emails) && i >= emails[e].start {
@@ -70,8 +72,14 @@ func scanPII(s string, set piiSet) []finding {
 			continue
 		}
 		c := s[i]
-		if !startsWord(s, i) || !(isAlnum(c) || c == '+' || c == '(' || c == ':') {
-			i++
+		if !starts[c] || !startsWord(s, i) {
+			if !isAlnum(c) {
+				i++
+				continue
+			}
+			// No detector starts inside a word: skip the rest of it.
+			for i++; i < len(s) && isAlnum(s[i]); i++ {
+			}
 			continue
 		}
 		limit := len(s)
@@ -92,6 +100,35 @@ func scanPII(s string, set piiSet) []finding {
 		}
 	}
 	return out
+}
+
+// startBytes returns the bytes a finding of set can start with in s
+// (see matchAt): digits for the numbers, '+' and '(' for phone numbers,
+// upper-case letters for IBANs, and hex digits and ':' for IPv6
+// addresses, only when s has a colon at all, as each of them has two.
+func startBytes(s string, set piiSet) *[256]bool {
+	var t [256]bool
+	mark := func(from, to byte) {
+		for c := from; c <= to; c++ {
+			t[c] = true
+		}
+	}
+	if set.has(bitSSN | bitIP | bitCard | bitPhone) {
+		mark('0', '9')
+	}
+	if set.has(bitPhone) {
+		t['+'], t['('] = true, true
+	}
+	if set.has(bitIBAN) {
+		mark('A', 'Z')
+	}
+	if set.has(bitIP) && strings.IndexByte(s, ':') >= 0 {
+		mark('0', '9')
+		mark('a', 'f')
+		mark('A', 'F')
+		t[':'] = true
+	}
+	return &t
 }
 
 // startsWord reports whether s[i] starts a word: what precedes it is
@@ -155,8 +192,16 @@ func matchAt(s string, i int, set piiSet) (finding, bool) {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
-func isAlnum(c byte) bool { return isDigit(c) || isUpper(c) || c >= 'a' && c <= 'z' }
+func isAlnum(c byte) bool { return alnum[c] }
 func isHex(c byte) bool   { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// alnum holds the ASCII letters and digits.
+var alnum = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+	}
+	return t
+}()
 
 // endsWord reports whether s[end] does not continue a word or number.
 func endsWord(s string, end int) bool {

@@ -72,26 +72,19 @@ func (t *Texts) Replace(parts []string) ([]byte, error) {
 	if len(parts) != len(t.spans) {
 		return nil, errors.New("guardrail: the parts do not match the body's texts")
 	}
-	var out bytes.Buffer
-	out.Grow(len(t.body) + 64)
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
+	out := make([]byte, 0, len(t.body)+64)
 	at := 0
 	for i, s := range t.spans {
-		out.Write(t.body[at:s.start])
-		if err := enc.Encode(parts[i]); err != nil {
-			return nil, err
-		}
-		out.Truncate(out.Len() - 1) // Encode's newline
+		out = append(out, t.body[at:s.start]...)
+		out = appendString(out, parts[i], false)
 		at = s.end
 	}
-	out.Write(t.body[at:])
-	return out.Bytes(), nil
+	return append(out, t.body[at:]...), nil
 }
 
 // object returns body trimmed if it is a JSON object.
 func object(body []byte) ([]byte, error) {
-	if !json.Valid(body) {
+	if !jsonscan.Valid(body) {
 		return nil, errNotJSON
 	}
 	b := bytes.TrimSpace(body)

@@ -13,7 +13,8 @@
 // workspaces its budgets read (budget.Store, budget.Workspaces); and
 // observe's request logs, analytics, feedback, exports and audit log
 // (observe.Store, observe.Aggregator, observe.FeedbackStore,
-// observe.ExportStore, observe.AuditStore).
+// observe.ExportStore, observe.AuditStore); and users' people
+// (users.Store).
 package memstore
 
 import (
@@ -59,6 +60,8 @@ type Store struct {
 	feedback   []*observe.Feedback // oldest added first, at most memoryFeedbackMax (see feedback.go)
 
 	guardrails guardrails // see guardrails.go
+
+	people people // users.Store: see users.go
 }
 
 // What a *Store implements.

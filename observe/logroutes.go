@@ -35,6 +35,8 @@ type logWire struct {
 	IsSuccess          bool                `json:"is_success"`
 	ResponseTime       int64               `json:"response_time"`          // ms
 	TimeToFirstByte    int64               `json:"time_to_first_byte"`     // ms
+	ResponseTimeUS     int64               `json:"response_time_us"`       // µs, for answers faster than a millisecond
+	TimeToFirstByteUS  int64               `json:"time_to_first_byte_us"`  // µs
 	ReqUnits           int64               `json:"req_units"`              // prompt tokens
 	ResUnits           int64               `json:"res_units"`              // completion tokens
 	TotalUnits         int64               `json:"total_units"`            // total tokens
@@ -69,6 +71,7 @@ func wireLog(rec *gateway.RequestLog) logWire {
 		RequestMethod: rec.Method, RequestURL: rec.Path, ResponseStatusCode: rec.Status,
 		IsSuccess:    rec.Status >= 200 && rec.Status < 300,
 		ResponseTime: rec.Latency.Milliseconds(), TimeToFirstByte: rec.TTFB.Milliseconds(),
+		ResponseTimeUS: rec.Latency.Microseconds(), TimeToFirstByteUS: rec.TTFB.Microseconds(),
 		ReqUnits: rec.PromptTokens, ResUnits: rec.CompletionTokens, TotalUnits: rec.TotalTokens,
 		CachedUnits: rec.CachedPromptTokens, Cost: rec.Cost, CostCurrency: "USD", CostUnknown: rec.CostUnknown,
 		CacheStatus: rec.CacheStatus, Retries: rec.Attempts, LastUsedOption: rec.FallbackIndex, Rescued: rec.Rescued,
@@ -196,9 +199,11 @@ func (rs *Routes) listLogs(w http.ResponseWriter, r *http.Request, store Store, 
 // A range whose _min is above its _max is a 400 naming the _max.
 // weighted_feedback_min / _max are a 400: request logs carry no feedback,
 // and the analytics routes read them before they call logQuery.
+// prompt_slug, a comma-separated list of prompt slugs or ids, selects
+// the records of those prompts' completions (Query.Prompts).
 // Parameters of the reference the gateway has nothing for (span_id,
-// prompt_slug, workspace_slug) are accepted and ignored, except that
-// span_id and prompt_slug select nothing when given: no record has one.
+// workspace_slug) are accepted and ignored, except that span_id selects
+// nothing when given: no record has one.
 func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 	q := &Query{}
 	for _, name := range []string{"weighted_feedback_min", "weighted_feedback_max"} {
@@ -332,12 +337,13 @@ func logQuery(v url.Values, id gateway.Identity) (*Query, error) {
 	if q.Cost.HasMin && q.Cost.HasMax && q.Cost.Min > q.Cost.Max {
 		return nil, control.Invalid("cost_max", "cost_max must not be below cost_min")
 	}
-	for _, name := range []string{"span_id", "prompt_slug"} {
-		if _, ok, err := one(name); err != nil {
-			return nil, err
-		} else if ok {
-			q.TraceIDs = []string{"\x00"} // no record has one
-		}
+	if _, ok, err := one("span_id"); err != nil {
+		return nil, err
+	} else if ok {
+		q.TraceIDs = []string{"\x00"} // no record has one
+	}
+	if q.Prompts, err = list("prompt_slug"); err != nil {
+		return nil, err
 	}
 	ws, _, err := one("workspace_id")
 	if err != nil {

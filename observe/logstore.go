@@ -47,6 +47,12 @@ type Query struct {
 	TraceIDs    []string
 	Metadata    map[string]string
 
+	// Prompts selects the records of the completions of these prompts,
+	// each named by its slug or its id: the records whose metadata
+	// gateway.MetadataPrompt (the slug) or "_prompt_id" (the id, as
+	// package prompt records it) is one of them.
+	Prompts []string
+
 	PromptTokens, CompletionTokens, TotalTokens Range[int64]
 	Cost                                        Range[float64] // USD
 
@@ -55,6 +61,22 @@ type Query struct {
 	// the page; zero means no bound.
 	After string
 	Limit int
+}
+
+// MetadataPromptID is the metadata key of the id of the prompt whose
+// completion a request log records (prompt.MetadataPromptID); its slug is
+// under gateway.MetadataPrompt.
+const MetadataPromptID = "_prompt_id"
+
+// matchPrompt reports whether metadata names one of q.Prompts, by slug or
+// by id.
+func (q *Query) matchPrompt(md map[string]string) bool {
+	for _, k := range []string{gateway.MetadataPrompt, MetadataPromptID} {
+		if v, ok := md[k]; ok && slices.Contains(q.Prompts, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // ProviderModel names a model of a provider.
@@ -86,6 +108,9 @@ func (q *Query) Match(rec *gateway.RequestLog) bool {
 		len(q.TraceIDs) > 0 && !slices.Contains(q.TraceIDs, rec.TraceID) ||
 		!q.PromptTokens.Contains(rec.PromptTokens) || !q.CompletionTokens.Contains(rec.CompletionTokens) ||
 		!q.TotalTokens.Contains(rec.TotalTokens) || !q.Cost.Contains(rec.Cost) {
+		return false
+	}
+	if len(q.Prompts) > 0 && !q.matchPrompt(rec.Metadata) {
 		return false
 	}
 	for k, v := range q.Metadata {

@@ -13,13 +13,14 @@ import (
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/control"
 	"github.com/modelgateway/gateway/internal/httpapi"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // Metadata keys the completions of a prompt carry in their request log,
 // so that logs and analytics can be filtered by prompt. MetadataPrompt
 // (the gateway's "_prompt") holds the prompt's slug.
 const (
-	MetadataPromptID      = "_prompt_id"
+	MetadataPromptID      = observe.MetadataPromptID // the analytics' prompt_slug filter reads it
 	MetadataPromptVersion = "_prompt_version"
 )
 

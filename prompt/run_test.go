@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/gatewaytest"
+	"github.com/modelgateway/gateway/observe"
 )
 
 // rendered is the answer of POST /prompts/{id}/render.
@@ -165,6 +166,12 @@ func TestCompletions(t *testing.T) {
 		rec.Metadata[gateway.MetadataPrompt] != "greeter" || rec.Metadata["_prompt_id"] != p.ID || rec.Metadata["_prompt_version"] != "1" ||
 		rec.TotalTokens == 0 {
 		t.Fatalf("request log %+v", rec)
+	}
+	// The analytics' and logs' prompt_slug filter finds it by slug or id.
+	for _, ref := range []string{"greeter", p.ID} {
+		if q := (observe.Query{Prompts: []string{ref}}); !q.Match(&rec) {
+			t.Errorf("prompt_slug=%s does not select the completion's log", ref)
+		}
 	}
 
 	// Streamed, at a label's version, with the caller's metadata kept.

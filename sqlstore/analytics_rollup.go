@@ -41,7 +41,7 @@ const (
 func (s *Store) rollupHours(a *observe.Aggregation) (from, to int64, ok bool) {
 	q := &a.Query
 	if s.dialect != dialectSQLite || q.Start.IsZero() || q.End.IsZero() || len(q.APIKeyIDs) > 0 || len(q.VirtualKeys) > 0 ||
-		len(q.Configs) > 0 || len(q.TraceIDs) > 0 || len(q.Metadata) > 0 ||
+		len(q.Configs) > 0 || len(q.TraceIDs) > 0 || len(q.Metadata) > 0 || len(q.Prompts) > 0 ||
 		q.PromptTokens != (observe.Range[int64]{}) || q.CompletionTokens != (observe.Range[int64]{}) ||
 		q.TotalTokens != (observe.Range[int64]{}) || q.Cost != (observe.Range[float64]{}) ||
 		a.WeightedFeedback != (observe.Range[float64]{}) {

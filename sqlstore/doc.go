@@ -12,7 +12,9 @@
 // those in gateway.Options. It is also the prompt product's prompt.Store
 // (prompts, partials, labels, collections and their versions), which is
 // read from the database on every use rather than from the snapshot,
-// and the catalogue's catalog.Store (the organisation's integrations):
+// the users product's users.Store (users, workspace members, invites
+// and the keys of people's console sessions), read the same way, and
+// the catalogue's catalog.Store (the organisation's integrations):
 // a virtual key made from an integration (a provider) is held in the
 // snapshot joined with it (catalog.Integration.Join), found only while
 // the integration is granted to the key's workspace, at the cost of any

@@ -32,6 +32,14 @@ func TestEveryFieldIsStored(t *testing.T) {
 			"Value", "Status", "WorkspaceID", "OrganisationID", "CreatedAt", "LastUpdatedAt"}},
 		{reflect.TypeFor[gateway.PolicyCondition](), []string{"Key", "Value"}}, // stored as JSON
 		{reflect.TypeFor[gateway.PolicyGroupBy](), []string{"Key"}},            // stored as JSON
+		// Request logs: TestLogStoreMatchesMemoryStore compares every
+		// field with memstore's copies.
+		{reflect.TypeFor[gateway.RequestLog](), []string{"ID", "Time", "TraceID", "Metadata", "KeyID", "WorkspaceID",
+			"VirtualKey", "ConfigID", "Provider", "Model", "Method", "Path", "Query", "Ingress", "Status", "Latency", "TTFB",
+			"BytesIn", "BytesOut", "PromptTokens", "CompletionTokens", "TotalTokens", "CachedPromptTokens", "Cost",
+			"CostUnknown", "CacheStatus", "Attempts", "FallbackIndex", "Rescued", "ErrorCode", "Aborted", "SkippedTargets",
+			"TrippedTargets", "RequestBody", "RequestBodyTruncated", "ResponseBody", "ResponseBodyTruncated", "Guardrails",
+			"HookResults"}},
 		{reflect.TypeFor[guardrail.Record](), []string{"ID", "Slug", "Name", "WorkspaceID", "Checks", "Actions", "StreamMode",
 			"OnError", "VersionID", "OwnerID", "UpdatedBy", "CreatedAt", "UpdatedAt"}},
 	} {

@@ -3,6 +3,10 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/modelgateway/gateway"
 
 	"github.com/modelgateway/gateway/admin"
 )
@@ -44,6 +48,24 @@ func (s *Store) Load(ctx context.Context, f *admin.File) error {
 		}
 		for _, p := range policies {
 			if err := s.putPolicy(ctx, tx, p); err != nil {
+				return err
+			}
+		}
+		now := time.Now().UTC()
+		for i := range recs.Workspaces {
+			w := &recs.Workspaces[i]
+			cur, err := s.workspace(ctx, tx, w.ID)
+			switch {
+			case errors.Is(err, gateway.ErrNotFound):
+				c := *w
+				c.CreatedAt, c.UpdatedAt = now, now
+				w = &c
+			case err != nil:
+				return err
+			default:
+				w = admin.MergeFileWorkspace(cur, w, now)
+			}
+			if err := s.writeWorkspace(ctx, tx, w); err != nil {
 				return err
 			}
 		}

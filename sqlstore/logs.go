@@ -140,6 +140,9 @@ func logWhere(d dialect, q *observe.Query) ([]string, []any) {
 				arg(k)+` AND m.value = `+arg(q.Metadata[k])+`)`)
 		}
 	}
+	if w := promptWhere(d, q, arg); w != "" {
+		where = append(where, w)
+	}
 	for _, r := range []struct {
 		column string
 		r      observe.Range[int64]
@@ -167,11 +170,13 @@ func scanLog(row scanner, more ...any) (*gateway.RequestLog, error) {
 		r                         gateway.RequestLog
 		timeUS, latencyUS, ttfbUS int64
 		cacheStatus, meta, hooks  string
+		skipped, tripped          string
 	)
 	if err := row.Scan(append([]any{&r.ID, &timeUS, &r.TraceID, &r.WorkspaceID, &r.KeyID, &r.VirtualKey, &r.ConfigID, &r.Provider,
 		&r.Model, &r.Method, &r.Path, &r.Query, &r.Status, &latencyUS, &ttfbUS, &r.BytesIn, &r.BytesOut,
 		&r.PromptTokens, &r.CompletionTokens, &r.TotalTokens, &r.CachedPromptTokens, &r.Cost, &r.CostUnknown,
-		&cacheStatus, &r.Attempts, &r.FallbackIndex, &r.Rescued, &r.ErrorCode, &r.Aborted, &meta, &r.Guardrails, &hooks}, more...)...); err != nil {
+		&cacheStatus, &r.Attempts, &r.FallbackIndex, &r.Rescued, &r.ErrorCode, &r.Aborted, &meta, &r.Guardrails, &hooks,
+		&r.Ingress, &skipped, &tripped}, more...)...); err != nil {
 		if notFound(err) {
 			return nil, err
 		}
@@ -182,6 +187,17 @@ func scanLog(row scanner, more ...any) (*gateway.RequestLog, error) {
 	r.CacheStatus = gateway.CacheStatus(cacheStatus)
 	if hooks != "" {
 		r.HookResults = json.RawMessage(hooks)
+	}
+	for _, t := range []struct {
+		name, json string
+		keys       *[]string
+	}{{"skipped_targets", skipped, &r.SkippedTargets}, {"tripped_targets", tripped, &r.TrippedTargets}} {
+		if t.json == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(t.json), t.keys); err != nil {
+			return nil, fmt.Errorf("sqlstore: request log %s: %s: %w", r.ID, t.name, err)
+		}
 	}
 	if meta != "{}" {
 		if err := json.Unmarshal([]byte(meta), &r.Metadata); err != nil {

@@ -44,6 +44,13 @@ func genLogs(n int, end time.Time, seed uint64) []*gateway.RequestLog {
 			FallbackIndex: rng.IntN(2),
 			Rescued:       rng.IntN(5) == 0,
 			CostUnknown:   rng.IntN(7) == 0,
+			Ingress:       []string{"", "chat_completions", "messages", "pass_through"}[rng.IntN(4)],
+		}
+		switch rng.IntN(4) {
+		case 0:
+			r.SkippedTargets = []string{"openai|https://api.openai.com|gpt-4o", `a "quoted", key`}
+		case 1:
+			r.TrippedTargets = []string{"anthropic|claude"}
 		}
 		r.CompletionTokens = int64(rng.IntN(1000))
 		r.TotalTokens = r.PromptTokens + r.CompletionTokens

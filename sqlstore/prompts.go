@@ -200,23 +200,28 @@ func (s *Store) Version(ctx context.Context, recordID string, number int) (*prom
 	return &v, nil
 }
 
-// promptTx runs fn in a transaction, committed when it returns nil. An
-// error that is not gateway.ErrNotFound or gateway.ErrConflict is the
-// database's, wrapped.
+// promptTx runs fn in a transaction (see storeTx).
 func (s *Store) promptTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.storeTx(ctx, "prompts", fn)
+}
+
+// storeTx runs fn in a transaction, committed when it returns nil. An
+// error that is not gateway.ErrNotFound or gateway.ErrConflict is the
+// database's, wrapped, naming what.
+func (s *Store) storeTx(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlstore: prompts: %w", err)
+		return fmt.Errorf("sqlstore: %s: %w", what, err)
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
 		if errors.Is(err, gateway.ErrNotFound) || errors.Is(err, gateway.ErrConflict) {
 			return err
 		}
-		return fmt.Errorf("sqlstore: prompts: %w", err)
+		return fmt.Errorf("sqlstore: %s: %w", what, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlstore: prompts: %w", err)
+		return fmt.Errorf("sqlstore: %s: %w", what, err)
 	}
 	return nil
 }

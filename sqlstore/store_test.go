@@ -396,9 +396,9 @@ func TestLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantKeys := map[string]*gateway.APIKey{
-			"gw-keep":        {ID: "keep", Digest: gateway.HashAPIKey("gw-keep"), WorkspaceID: "ws-1", Role: gateway.RoleMember},
-			"gw-replace-new": {ID: "replace", Digest: gateway.HashAPIKey("gw-replace-new"), WorkspaceID: "ws-2", Role: gateway.RoleMember},
-			"gw-new":         {ID: "new", Digest: gateway.HashAPIKey("gw-new"), WorkspaceID: "ws-1", Role: gateway.RoleMember, Metadata: map[string]string{"team": "b"}},
+			"gw-keep":        {ID: "keep", Name: "keep", Digest: gateway.HashAPIKey("gw-keep"), WorkspaceID: "ws-1", Role: gateway.RoleMember},
+			"gw-replace-new": {ID: "replace", Name: "replace", Digest: gateway.HashAPIKey("gw-replace-new"), WorkspaceID: "ws-2", Role: gateway.RoleMember},
+			"gw-new":         {ID: "new", Name: "new", Digest: gateway.HashAPIKey("gw-new"), WorkspaceID: "ws-1", Role: gateway.RoleMember, Metadata: map[string]string{"team": "b"}},
 			"gw-replace-old": nil,
 		}
 		for key, want := range wantKeys {
@@ -409,8 +409,18 @@ func TestLoad(t *testing.T) {
 				}
 				continue
 			}
-			if diff := cmp.Diff(want, got); diff != "" || err != nil {
-				t.Errorf("key %s (-want +got):\n%s%v", key, diff, err)
+			if err != nil {
+				t.Errorf("key %s: %v", key, err)
+				continue
+			}
+			// Each key is dated when its file was applied.
+			if got.CreatedAt.IsZero() || !got.UpdatedAt.Equal(got.CreatedAt) {
+				t.Errorf("key %s created %v, updated %v; want the time the file was applied", key, got.CreatedAt, got.UpdatedAt)
+			}
+			undated := *got
+			undated.CreatedAt, undated.UpdatedAt = time.Time{}, time.Time{}
+			if diff := cmp.Diff(want, &undated); diff != "" {
+				t.Errorf("key %s (-want +got):\n%s", key, diff)
 			}
 		}
 		if vk, err := s.VirtualKey(ctx, "keep"); err != nil || vk.APIKey != "sk-keep" {

@@ -260,6 +260,13 @@ func testConsole(t *testing.T, backend string) {
 			chromedp.Submit(chromedp.ID("k-name")),
 			chromedp.WaitVisible(chromedp.ID("secret")))
 		key := run(t, ctx, "the new key", chromedp.Value(chromedp.ID("secret")))
+		// The copy button, shown by the console's script, puts the key on
+		// the clipboard and says so.
+		do(t, ctx, "copy", chromedp.Click(chromedp.ID("copy-secret")),
+			chromedp.Poll[chromedp.Void](`document.getElementById("copy-status").textContent !== ""`))
+		if said := run(t, ctx, "copy status", chromedp.TextContent(chromedp.ID("copy-status"))); said != "Copied to the clipboard." {
+			t.Errorf("after Copy key: %q", said)
+		}
 		if st := s.api(key, "GET", "/logs", "", nil); st != 200 {
 			t.Fatalf("the new key reading logs: %d", st)
 		}
@@ -278,6 +285,14 @@ func testConsole(t *testing.T, backend string) {
 		if st := s.api(key, "GET", "/logs", "", nil); st != 401 {
 			t.Errorf("the revoked key: %d, want 401", st)
 		}
+	})
+
+	t.Run("phone: the logs' filters fold away", func(t *testing.T) {
+		phoneLogs(t, ctx, base)
+	})
+
+	t.Run("API keys: the session's key, ids on one line", func(t *testing.T) {
+		apiKeysPage(t, ctx, base, backend)
 	})
 
 	t.Run("budget exhausted", func(t *testing.T) {
@@ -317,6 +332,18 @@ func testConsole(t *testing.T, backend string) {
 		{"config", "/console/configs/" + cfg.Data.Slug},
 		{"policies", "/console/policies"},
 		{"audit", "/console/audit"},
+		{"integrations", "/console/integrations"},
+		{"providers", "/console/providers"},
+		{"models", "/console/models"},
+	}
+	if backend == "memory" {
+		// -demo's key is the organisation's: it sees the workspaces and
+		// may write an integration.
+		if st := s.api(adminKey, "POST", "/integrations", `{"name":"OpenAI Prod","slug":"openai-prod","ai_provider_id":"openai","key":"sk-browsertest-integration","configurations":{"custom_host":"https://api.openai.com/v1"}}`, nil); st != 200 {
+			t.Fatalf("POST /integrations: %d", st)
+		}
+		pages = append(pages, struct{ name, path string }{"workspaces", "/console/workspaces"},
+			struct{ name, path string }{"integration", "/console/integrations/openai-prod"})
 	}
 	for _, p := range pages {
 		t.Run("page "+p.name, func(t *testing.T) {

@@ -21,6 +21,10 @@ import (
 // workspace (GATEWAY_API_KEY with -demo, the config file's otherwise).
 const adminKey = "gw-browsertest-admin-key-0123456789"
 
+// orgKey is the organisation admin key of the "sqlite" backend's config
+// file.
+const orgKey = "gw-browsertest-org-key-0123456789"
+
 // server is examples/server, built from this repository and run with
 // generated traffic on one of its backends.
 type server struct {
@@ -32,8 +36,9 @@ type server struct {
 // the test. Backend "memory" runs it with -demo (state in memory, its
 // own fake provider behind the virtual key demo); "sqlite" with a SQLite
 // database and a -config file naming the admin key and a virtual key
-// demo for a fake provider of the test's.
-func startServer(t *testing.T, backend string) *server {
+// demo for a fake provider of the test's. extra are more flags, which
+// win over those startServer gives.
+func startServer(t *testing.T, backend string, extra ...string) *server {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -57,7 +62,8 @@ func startServer(t *testing.T, backend string) *server {
 		t.Cleanup(up.Close)
 		u, _ := url.Parse(up.URL)
 		cfg, _ := json.Marshal(map[string]any{
-			"api_keys":     []any{map[string]any{"id": "key-admin", "key": adminKey, "workspace_id": "default", "role": "admin"}},
+			"api_keys": []any{map[string]any{"id": "key-admin", "key": adminKey, "workspace_id": "default", "role": "admin"},
+				map[string]any{"id": "key-org", "key": orgKey, "role": "admin"}},
 			"virtual_keys": []any{map[string]any{"slug": "demo", "provider": "openai", "api_key": "sk-browsertest", "base_url": up.URL}},
 			"custom_hosts": map[string]any{"allow": []string{u.Host}},
 		})
@@ -70,7 +76,7 @@ func startServer(t *testing.T, backend string) *server {
 	default:
 		t.Fatalf("unknown backend %q", backend)
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Env = env
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

@@ -4,6 +4,7 @@
 //		[-drain 5s] [-grace 30s] [-write-timeout 60s] [-request-log stdout|off] [-store-logs=true]
 //		[-log-retention 720h] [-log-bodies] [-log-body-max 16384] [-prices FILE]
 //		[-admin-addr ADDR] [-otel-endpoint URL] [-public-url URL]
+//		[-oidc-issuer URL -oidc-client-id ID -oidc-client-secret SECRET]
 //
 // -db names where the gateway keeps its state (API keys, virtual keys,
 // configs, policies, workspaces, the audit log and request logs, which
@@ -63,18 +64,23 @@
 // keys.
 //
 // With -config it loads API keys, virtual keys, saved configs, rate-limits
-// policies and the custom-host allowlist from a JSON file (see
+// policies, workspaces and the custom-host allowlist from a JSON file (see
 // admin.File for the complete field list). The file is the operator's: each entry
 // it names is created or replaced at every start (a file key rotated over
 // HTTP gets the file's value back), and the entries it does not name
 // (those made through the control plane, say) are left alone; the
 // custom-host allowlist is read from the file, never stored. An api_keys
 // entry without workspace_id is an organisation key; one with
-// workspace_id is that workspace's:
+// workspace_id is that workspace's. Keys and workspaces name the
+// guardrails attached to each of their requests in defaults, as the
+// admin routes write them; each id must name a stored guardrail the
+// workspace may attach, or the server does not start:
 //
 //	{
 //	  "api_keys": [{"id": "key-org", "key": "${GATEWAY_ORG_KEY}", "role": "admin"},
-//	               {"id": "key-ws-1", "key": "${WS1_ADMIN_KEY}", "workspace_id": "ws-1", "role": "admin"}],
+//	               {"id": "key-ws-1", "key": "${WS1_ADMIN_KEY}", "workspace_id": "ws-1", "role": "admin",
+//	                "defaults": {"output_guardrails": ["no-secrets"]}}],
+//	  "workspaces": [{"id": "ws-1", "name": "Team one", "defaults": {"input_guardrails": ["pii-redact"]}}],
 //	  "virtual_keys": [{"slug": "openai-prod", "provider": "openai", "api_key": "${OPENAI_API_KEY}",
 //	                    "base_url": "https://api.openai.com/v1", "workspace_id": "ws-1"}],
 //	  "configs": [{"id": "pc-default", "config": {"virtual_key": "openai-prod"}}],
@@ -114,10 +120,12 @@
 // breakers, the Go runtime), /readyz and /debug/pprof/ on a
 // listener of its own; it asks for no key, so keep it on a private
 // address. There /readyz?verbose answers, with the status of /readyz,
-// the circuit breaker of each target as JSON: {"status":"ok","targets":
+// the circuit breaker of each target and the count of dropped request
+// logs as JSON: {"status":"ok","targets":
 // [{"target":"virtual_key:ws-1/openai-prod","state":"open",
-// "consecutive_failures":5,"open_until":"…"}]}, state being closed, open
-// or half_open (its cool-down over: one request may probe it). With
+// "consecutive_failures":5,"open_until":"…"}],"dropped_logs":0}, state
+// being closed, open or half_open (its cool-down over: one request may
+// probe it). With
 // -redis the breakers are those every replica shares, and only those
 // that count a failure are listed. -prices FILE replaces the built-in price table that gives
 // each request log its cost. -otel-endpoint URL (an OpenTelemetry
@@ -146,6 +154,18 @@
 // TLS (a proxy in front that terminates it), since browsers do not send
 // Secure cookies over plain HTTP.
 //
+// People sign in to the console too (package
+// github.com/modelgateway/gateway/users, served under /v1/admin/users):
+// an organisation key invites them (POST /v1/admin/users/invites answers
+// an invite_link to the console's /console/invite/{token} page, on
+// -public-url when it is set), they set their name and password there,
+// and sign in with their email and password. With -oidc-issuer (and
+// -oidc-client-id, -oidc-client-secret or GATEWAY_OIDC_CLIENT_SECRET, and
+// -public-url, whose /console/oidc/callback is the redirect URI to
+// register at the provider) they may sign in through that OpenID Connect
+// provider instead, matched by verified email to a user or a pending
+// invite.
+//
 // -public-url is the URL at which clients reach the gateway, such as
 // https://gateway.example.com; the signed URLs the gateway hands out (a
 // log export's signed_url, which downloads that export without a key for
@@ -163,7 +183,9 @@
 // -drain to at least the time your load balancer needs to notice a failing
 // readiness probe, or to 0 when nothing routes traffic by it. Then the
 // server stops accepting connections and lets in-flight requests and
-// streams finish for up to -grace, flushes the request logs and exits 0.
+// streams finish for up to -grace, flushes the request logs, writes
+// "gateway: request logs dropped: N" on standard error (the records its
+// log queue could not hand over, or the store failed to keep) and exits 0.
 // A second signal ends the drain and the grace period at once: the
 // remaining connections are closed, the request logs flushed, and the
 // server exits 0. A third one ends the process without further ado.

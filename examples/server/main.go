@@ -25,10 +25,12 @@ import (
 	"github.com/modelgateway/gateway/bedrock"
 	"github.com/modelgateway/gateway/budget"
 	"github.com/modelgateway/gateway/catalog"
+	"github.com/modelgateway/gateway/console"
 	"github.com/modelgateway/gateway/guardrail"
 	"github.com/modelgateway/gateway/memstore"
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/prompt"
+	"github.com/modelgateway/gateway/users"
 )
 
 func main() {
@@ -94,6 +96,9 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	logBodyMax := fs.Int("log-body-max", 16<<10, "the most `bytes` of each body -log-bodies keeps")
 	logRetention := fs.Duration("log-retention", 720*time.Hour, "how long a database keeps request logs; older ones are deleted in batches (0: kept until deleted by hand)")
 	otelEndpoint := fs.String("otel-endpoint", "", "`URL` of an OpenTelemetry collector's OTLP/HTTP endpoint, such as http://localhost:4318, to which a span per request is exported (empty: no tracing)")
+	oidcIssuer := fs.String("oidc-issuer", "", "the issuer `URL` of an OpenID Connect provider through which people sign in to the console (with -oidc-client-id, -oidc-client-secret and -public-url; empty: none)")
+	oidcClientID := fs.String("oidc-client-id", "", "the console's client `id` at the -oidc-issuer provider")
+	oidcSecret := fs.String("oidc-client-secret", "", "the console's client `secret` at the -oidc-issuer provider (or the environment's GATEWAY_OIDC_CLIENT_SECRET)")
 	redisURL := fs.String("redis", "", "redis://HOST:PORT/DB `URL` of a Redis that keeps the rate-limit buckets, the budget counters, the response cache and the circuit breakers, shared by every replica using it (empty: in memory, per process)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -125,6 +130,10 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 		return errors.New("gateway: -demo keeps its fake provider and virtual key in memory, and runs only with -db :memory: (its default)")
 	}
 	if err := checkPublicURL(*publicURL); err != nil {
+		return err
+	}
+	oidc, err := consoleOIDC(*oidcIssuer, *oidcClientID, *oidcSecret, *publicURL)
+	if err != nil {
 		return err
 	}
 	var file *admin.File
@@ -176,6 +185,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 
 	setStores(&opts, &prods, st.store())
 	prods.observe.PublicURL, prods.observe.URLSigningKey = *publicURL, st.urlSigningKey
+	prods.users.PublicURL = *publicURL
 	if !*storeLogs {
 		prods.observe.Logs = nil
 	}
@@ -215,7 +225,8 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	var ready atomic.Bool
 	ready.Store(true)
 	srv := &http.Server{
-		Handler:           serverHandler(withConsole(g, tr.handler(g), loopbackOnly(ln.Addr()), st.consoleSessions()), &serving, *writeTimeout, &ready, st.ping),
+		Handler: serverHandler(withConsole(g, tr.handler(g), console.Options{LoopbackOnly: loopbackOnly(ln.Addr()), Sessions: st.consoleSessions(),
+			Users: prods.users.Store, OIDC: oidc, Audit: prods.audit}), &serving, *writeTimeout, &ready, st.ping),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -295,6 +306,10 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 	<-serveErr     // http.ErrServerClosed
 	routes.Close() // stops the log exports running here
 	g.Close()      // hands every queued request log to stdout and the store
+	// Counted here too, so that a run without -admin-addr (whose /metrics
+	// and /readyz?verbose count them as it goes) says whether every
+	// request's log was kept.
+	fmt.Fprintf(stderr, "gateway: request logs dropped: %d\n", g.DroppedLogs())
 	fmt.Fprintln(stderr, "gateway: stopped")
 	return nil
 }
@@ -356,6 +371,9 @@ func newGateway(opts gateway.Options, p products, allow []string, sink gateway.L
 	pr := p.prompt
 	pr.Audit, pr.ErrorLog = audit, errLog
 	prompt.Mount(g, pr)
+	us := p.users
+	us.Audit, us.ErrorLog, us.ConsolePath = audit, errLog, consolePath
+	users.Mount(g, us)
 	c := p.catalog
 	c.Audit, c.ErrorLog, c.Prices = audit, errLog, opts.Prices
 	catalog.Mount(g, c)

@@ -825,6 +825,10 @@ func TestRunShutdown(t *testing.T) {
 				t.Errorf("run() = %v, want nil", err)
 			}
 			stderr.wait(t, "final message", nil, func(s string) bool { return strings.HasPrefix(s, tc.message) })
+			// What the log queue dropped is said on the way out.
+			if !strings.Contains(stderr.String(), "gateway: request logs dropped: 0\n") {
+				t.Errorf("stderr lacks the count of dropped request logs:\n%s", stderr.String())
+			}
 			// The request log is flushed before run returns.
 			rec := logFor(t, stdout, nil, res.Header.Get("x-gateway-trace-id"))
 			if rec.Status != 200 || rec.Aborted == tc.complete {

@@ -12,7 +12,8 @@ import (
 // TestRunMetrics: with -admin-addr, /metrics on the admin listener counts
 // the gateway's requests, priced by the -prices table, and the request
 // log line still goes to standard output; a request with a wrong key is
-// counted as unauthenticated, with no log line.
+// counted as unauthenticated, with no log line. /metrics and
+// /readyz?verbose count the dropped request logs.
 func TestRunMetrics(t *testing.T) {
 	t.Setenv("GATEWAY_API_KEY", "gw-metrics-key")
 	prices := filepath.Join(t.TempDir(), "prices.json")
@@ -63,6 +64,14 @@ func TestRunMetrics(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, body)
 		}
+	}
+	// /readyz?verbose counts the dropped request logs too.
+	res, err = http.Get(admin + "/readyz?verbose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, res); !strings.Contains(body, `"dropped_logs":0`) {
+		t.Errorf("/readyz?verbose lacks dropped_logs: %s", body)
 	}
 	// The table prices the demo's model at 1 USD a token.
 	if rec.Model != "gpt-4o-mini" || rec.TotalTokens == 0 || rec.Cost != float64(rec.TotalTokens) ||

@@ -23,12 +23,17 @@ type verboseReadyz struct {
 	Status  string         `json:"status"` // what plain /readyz says: ok, draining or unavailable
 	Targets []targetHealth `json:"targets"`
 	Error   string         `json:"targets_error,omitempty"`
+	// DroppedLogs counts the request logs dropped since the start: the
+	// log queue was full, or the store failed to keep a batch
+	// (gateway.Gateway.DroppedLogs).
+	DroppedLogs int64 `json:"dropped_logs"`
 }
 
 // adminReadyz serves /readyz on the admin listener: plain, exactly as on
 // the gateway's listener (see health); with ?verbose, the same status and
-// the circuit breakers of g's targets as JSON, which the gateway's
-// listener never shows, since they name providers and hosts.
+// the circuit breakers of g's targets and the count of dropped request
+// logs as JSON, which the gateway's listener never shows, since they name
+// providers and hosts.
 func adminReadyz(ready *atomic.Bool, ping func(context.Context) error, g *gateway.Gateway) http.Handler {
 	plain := health(ready, ping, http.NotFoundHandler())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -36,7 +41,7 @@ func adminReadyz(ready *atomic.Bool, ping func(context.Context) error, g *gatewa
 			plain.ServeHTTP(w, r)
 			return
 		}
-		out := verboseReadyz{Status: "ok", Targets: []targetHealth{}}
+		out := verboseReadyz{Status: "ok", Targets: []targetHealth{}, DroppedLogs: g.DroppedLogs()}
 		code := http.StatusOK
 		switch {
 		case !ready.Load():

@@ -24,6 +24,7 @@ import (
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/prompt"
 	"github.com/modelgateway/gateway/sqlstore"
+	"github.com/modelgateway/gateway/users"
 )
 
 // defaultDB is the -db of a server started without -db (and without
@@ -195,8 +196,14 @@ func (b *backend) store() any {
 func (b *backend) durable() bool { return b.db != nil }
 
 // load creates or replaces every entry f names, and leaves the others
-// alone.
+// alone. The guardrails f's keys and workspaces attach by default are
+// checked first against those stored, as the admin routes check them.
 func (b *backend) load(ctx context.Context, f *admin.File) error {
+	if gs, ok := b.store().(guardrail.Store); ok {
+		if err := f.CheckGuardrails(ctx, &guardrail.Hooks{Store: gs}); err != nil {
+			return err
+		}
+	}
 	if b.db != nil {
 		return b.db.Load(ctx, f)
 	}
@@ -269,6 +276,7 @@ type products struct {
 	guardrails guardrail.AdminStore
 	audit      observe.AuditStore // where every product's writes are audited
 	prompt     prompt.Options
+	users      users.Options
 	catalog    catalog.Options
 }
 
@@ -326,6 +334,12 @@ func setStores(o *gateway.Options, p *products, st any) {
 	}
 	if s, ok := st.(guardrail.AdminStore); ok {
 		p.guardrails = s
+	}
+	if s, ok := st.(users.Store); ok {
+		// People's console sessions authenticate through their session
+		// keys, found after the API keys.
+		o.Keys = users.Keys(o.Keys, s)
+		p.users.Store, p.users.Workspaces = s, o.Workspaces
 	}
 	if s, ok := st.(catalog.Store); ok {
 		c := &p.catalog

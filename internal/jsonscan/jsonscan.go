@@ -4,7 +4,10 @@
 // way, allocation-free.
 package jsonscan
 
-import "strconv"
+import (
+	"bytes"
+	"strconv"
+)
 
 // SkipSpace returns the index of the first byte of b at or after i that
 // is not JSON white space.
@@ -16,7 +19,33 @@ func SkipSpace(b []byte, i int) int {
 }
 
 // SkipString returns the index after the string that starts at b[i].
+// It looks for the closing quote with bytes.IndexByte, which is many
+// times faster than a loop over the bytes on the long strings of
+// prompts, and counts the backslashes before it to tell an escaped
+// quote.
 func SkipString(b []byte, i int) int {
+	from := i + 1
+	for from < len(b) {
+		q := bytes.IndexByte(b[from:], '"')
+		if q < 0 {
+			break
+		}
+		q += from
+		k := q
+		for k > from && b[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q + 1
+		}
+		from = q + 1
+	}
+	// No closing quote: where the loop over the bytes ends.
+	return skipStringSlow(b, i)
+}
+
+// skipStringSlow is SkipString a byte at a time.
+func skipStringSlow(b []byte, i int) int {
 	for i++; i < len(b); i++ {
 		switch b[i] {
 		case '\\':

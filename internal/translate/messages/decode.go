@@ -32,6 +32,7 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 		return nil, false
 	}
 	var seen uint64
+	var blocks []msgBlock // see decodeContent
 	for {
 		k, ok := d.Key()
 		if !ok {
@@ -55,7 +56,7 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 			r.Messages = []msgMessage{}
 			for d.Array(); d.Elem(); {
 				r.Messages = append(r.Messages, msgMessage{})
-				decodeMessage(&d, &r.Messages[len(r.Messages)-1])
+				decodeMessage(&d, &r.Messages[len(r.Messages)-1], &blocks)
 			}
 		case "tools":
 			d.Seen(&seen, 4)
@@ -138,29 +139,36 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 	return names, d.End()
 }
 
-func decodeMessage(d *wire.Decoder, m *msgMessage) {
+func decodeMessage(d *wire.Decoder, m *msgMessage, blocks *[]msgBlock) {
 	d.Members(messageFields, func(n int) {
 		if n == 0 {
 			m.Role = d.NullString()
 		} else {
-			decodeContent(d, &m.Content)
+			decodeContent(d, &m.Content, blocks)
 		}
 	})
 }
 
 // decodeContent decodes a content member into c, as its UnmarshalJSON
-// does.
-func decodeContent(d *wire.Decoder, c *msgContent) {
+// does. Its blocks are gathered at the end of *blocks, which the content
+// arrays of one body share as a stack (a tool_result's content is
+// decoded while its block is), then copied out at their number: one
+// allocation for each array rather than one for each time it grows.
+func decodeContent(d *wire.Decoder, c *msgContent, blocks *[]msgBlock) {
 	switch d.Peek() {
 	case '"':
 		s := d.String()
 		c.Text = &s
 	case '[':
-		c.Blocks = []msgBlock{}
+		start := len(*blocks)
 		for d.Array(); d.Elem(); {
-			c.Blocks = append(c.Blocks, msgBlock{})
-			decodeBlock(d, &c.Blocks[len(c.Blocks)-1])
+			var b msgBlock
+			decodeBlock(d, &b, blocks)
+			*blocks = append(*blocks, b)
 		}
+		c.Blocks = append(make([]msgBlock, 0, len(*blocks)-start), (*blocks)[start:]...)
+		clear((*blocks)[start:])
+		*blocks = (*blocks)[:start]
 	default:
 		if !d.Null() {
 			d.Fail()
@@ -168,7 +176,7 @@ func decodeContent(d *wire.Decoder, c *msgContent) {
 	}
 }
 
-func decodeBlock(d *wire.Decoder, b *msgBlock) {
+func decodeBlock(d *wire.Decoder, b *msgBlock, blocks *[]msgBlock) {
 	d.Members(blockFields, func(n int) {
 		switch n {
 		case 0:
@@ -206,7 +214,7 @@ func decodeBlock(d *wire.Decoder, b *msgBlock) {
 				return
 			}
 			b.Content = &msgContent{}
-			decodeContent(d, b.Content)
+			decodeContent(d, b.Content, blocks)
 		case 8:
 			b.IsError = d.NullBool()
 		case 9:

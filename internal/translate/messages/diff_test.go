@@ -32,7 +32,7 @@ func FuzzRequestDecoders(f *testing.F) {
 		var c, want msgContent
 		var d wire.Decoder
 		d.Reset(body)
-		decodeContent(&d, &c)
+		decodeContent(&d, &c, new([]msgBlock))
 		if d.End() {
 			if err := want.UnmarshalJSON(bytes.TrimSpace(body)); err != nil || !reflect.DeepEqual(c, want) {
 				t.Fatalf("decodeContent and UnmarshalJSON differ (%v):\n%#v\n%#v", err, c, want)

@@ -161,7 +161,7 @@ func contentOf(raw []byte) (msgContent, error) {
 	var c msgContent
 	var d wire.Decoder
 	d.Reset(raw)
-	decodeContent(&d, &c)
+	decodeContent(&d, &c, new([]msgBlock))
 	if d.End() {
 		return c, nil
 	}

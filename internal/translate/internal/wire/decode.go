@@ -265,6 +265,61 @@ func (d *Decoder) String() string {
 	if unusual && (bytes.IndexByte(s, '\\') >= 0 || !utf8.Valid(s)) {
 		return unquote(s)
 	}
+	return common(s)
+}
+
+// common returns s as a string, without allocating for the values the
+// agents' protocols repeat in every request (roles, block and item
+// types).
+func common(s []byte) string {
+	switch string(s) { // compiled to comparisons: no allocation
+	case "user":
+		return "user"
+	case "assistant":
+		return "assistant"
+	case "system":
+		return "system"
+	case "developer":
+		return "developer"
+	case "text":
+		return "text"
+	case "tool_use":
+		return "tool_use"
+	case "tool_result":
+		return "tool_result"
+	case "thinking":
+		return "thinking"
+	case "image":
+		return "image"
+	case "base64":
+		return "base64"
+	case "ephemeral":
+		return "ephemeral"
+	case "message":
+		return "message"
+	case "input_text":
+		return "input_text"
+	case "output_text":
+		return "output_text"
+	case "function":
+		return "function"
+	case "function_call":
+		return "function_call"
+	case "function_call_output":
+		return "function_call_output"
+	case "reasoning":
+		return "reasoning"
+	case "summary_text":
+		return "summary_text"
+	case "completed":
+		return "completed"
+	case "auto":
+		return "auto"
+	case "object":
+		return "object"
+	case "string":
+		return "string"
+	}
 	return string(s)
 }
 
