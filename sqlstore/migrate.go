@@ -55,7 +55,7 @@ func migrations(d dialect) ([]migration, error) {
 
 // SchemaVersion is the version of the schema this package writes: the
 // number of its last migration.
-const SchemaVersion = 15
+const SchemaVersion = 16
 
 // SchemaVersionError is the error of Open on a database whose schema is
 // newer than this package knows: a newer gateway migrated it. Opening it
