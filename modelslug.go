@@ -46,10 +46,7 @@ func (g *Gateway) resolveModelSlug(w http.ResponseWriter, r *http.Request, st *r
 	var model string
 	switch {
 	case escaped:
-		// Rare: decoded, and written back whole.
-		if json.Unmarshal(body[start-1:end+1], &model) != nil {
-			return body, true
-		}
+		model = unquote(body[start-1 : end+1]) // rare: decoded, and written back whole
 	case len(raw) > 0 && raw[0] == '@':
 		model = string(raw)
 	}
@@ -107,6 +104,17 @@ func (g *Gateway) modelTarget(ctx context.Context, st *requestState, slug, model
 
 func badModelSlug(model string) error {
 	return badRequest(CodeInvalidJSON, "model", "model "+quoteShort(model)+" names a provider: write it as @{provider}/{model}")
+}
+
+// unquote decodes the JSON string q; "" when it is not one. Its own
+// function, so that only an escaped model pays for the decoding's heap
+// variable.
+func unquote(q []byte) string {
+	var s string
+	if json.Unmarshal(q, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // readSmallBody reads the body of a request to pick its provider, at
