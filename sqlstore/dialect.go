@@ -97,9 +97,12 @@ func openDB(dsn string) (*sql.DB, dialect, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("sqlstore: %w", err)
 	}
-	// Each connection is a SQLite instance of its own; the store needs few.
+	// Each connection is a SQLite instance of its own; the store needs
+	// few. They all stay open once made: opening one parses the schema
+	// again, and with fewer idle than open, concurrent reads (prompt
+	// completions, say) closed and reopened connections all the time.
 	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(2)
+	db.SetMaxIdleConns(4)
 	return db, dialectSQLite, nil
 }
 

@@ -403,7 +403,8 @@ func (s *Store) logStmt(ctx context.Context, tx *sql.Tx, query string) txStmt {
 }
 
 // prepareLogStmts prepares the statements of logStmt for the store's
-// dialect; Open calls it once the schema is in place.
+// dialect, and the prompts' reads (promptRecordSQL, promptVersionSQL);
+// Open calls it once the schema is in place.
 func (s *Store) prepareLogStmts(ctx context.Context) error {
 	var queries []string
 	if s.dialect == dialectSQLite {
@@ -412,12 +413,12 @@ func (s *Store) prepareLogStmts(ctx context.Context) error {
 	} else {
 		queries = append(queries, logInsertPostgres)
 	}
-	queries = append(queries, logBodiesInsert)
+	queries = append(queries, logBodiesInsert, promptRecordSQL, promptVersionSQL)
 	s.stmts = make(map[string]*sql.Stmt, len(queries))
 	for _, q := range queries {
 		st, err := s.db.PrepareContext(ctx, s.dialect.rebind(q))
 		if err != nil {
-			return fmt.Errorf("sqlstore: preparing the request-log statements: %w", err)
+			return fmt.Errorf("sqlstore: preparing the statements: %w", err)
 		}
 		s.stmts[q] = st
 	}

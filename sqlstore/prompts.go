@@ -18,11 +18,19 @@ var _ prompt.Store = (*Store)(nil)
 // database, and writes do not move the generation, so replicas see them
 // at once.
 
+// The reads every prompt completion makes (a record by ID or slug, then
+// one version), prepared once by Open: parsing them again per request
+// cost SQLite more than running them.
+const (
+	promptRecordSQL = `SELECT id, data FROM prompt_records
+WHERE kind = $1 AND workspace_id = $2 AND (id = $3 OR slug = $3)`
+	promptVersionSQL = `SELECT data FROM prompt_versions WHERE record_id = $1 AND number = $2`
+)
+
 // Record implements prompt.Store: the record of kind and workspace whose
 // ID, else whose slug, is idOrSlug.
 func (s *Store) Record(ctx context.Context, kind prompt.Kind, workspaceID, idOrSlug string) (*prompt.Record, error) {
-	rows, err := s.db.QueryContext(ctx, s.dialect.rebind(`SELECT id, data FROM prompt_records
-WHERE kind = $1 AND workspace_id = $2 AND (id = $3 OR slug = $3)`), string(kind), workspaceID, idOrSlug)
+	rows, err := s.stmts[promptRecordSQL].QueryContext(ctx, string(kind), workspaceID, idOrSlug)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: reading a %s: %w", kind, err)
 	}
@@ -185,8 +193,7 @@ WHERE record_id = $1 ORDER BY number DESC`), recordID)
 // Version implements prompt.Store.
 func (s *Store) Version(ctx context.Context, recordID string, number int) (*prompt.Version, error) {
 	var data string
-	err := s.db.QueryRowContext(ctx, s.dialect.rebind(`SELECT data FROM prompt_versions WHERE record_id = $1 AND number = $2`),
-		recordID, number).Scan(&data)
+	err := s.stmts[promptVersionSQL].QueryRowContext(ctx, recordID, number).Scan(&data)
 	if notFound(err) {
 		return nil, gateway.ErrNotFound
 	}
