@@ -25,8 +25,10 @@ var (
 // decodeRequest decodes a body into w as json.Unmarshal would, and
 // reports whether it could; when it could not, the caller decodes the
 // body with encoding/json, which gives the result or the error. It
-// refuses bodies nested deeper than maxDepth.
-func decodeRequest(body []byte, w *wireRequest) bool {
+// refuses bodies nested deeper than maxDepth. When in is not nil and
+// the input is an array, its items and their content parts are decoded
+// into in as well.
+func decodeRequest(body []byte, w *wireRequest, in *decodedInput) bool {
 	d := wire.Decoder{MaxDepth: maxDepth}
 	d.Reset(body)
 	d.Members(requestFields, func(n int) {
@@ -34,7 +36,21 @@ func decodeRequest(body []byte, w *wireRequest) bool {
 		case 0:
 			w.Model = d.NullString()
 		case 1:
-			w.Input = d.Raw()
+			if in == nil || d.Peek() != '[' {
+				w.Input = d.Raw()
+				if in != nil {
+					*in = decodedInput{}
+				}
+				return
+			}
+			mark := d.Mark()
+			*in = decodedInput{items: []inputItem{}}
+			for d.Array(); d.Elem(); {
+				in.items = append(in.items, inputItem{})
+				in.parts = append(in.parts, decodedParts{})
+				decodeItem(&d, &in.items[len(in.items)-1], &in.parts[len(in.parts)-1])
+			}
+			w.Input, in.ok = d.From(mark), !d.Failed()
 		case 2:
 			w.Instructions = d.StringPtr()
 		case 3:
@@ -151,13 +167,18 @@ func decodeItems(raw []byte) ([]inputItem, error) {
 		*items = []inputItem{}
 		for d.Array(); d.Elem(); {
 			*items = append(*items, inputItem{})
-			decodeItem(d, &(*items)[len(*items)-1])
+			decodeItem(d, &(*items)[len(*items)-1], nil)
 		}
 	})
 	return items, err
 }
 
-func decodeItem(d *wire.Decoder, it *inputItem) {
+// readItem reads an input item, or null, for wire.Decode.
+func readItem(d *wire.Decoder, it *inputItem) { decodeItem(d, it, nil) }
+
+// decodeItem reads an input item, or null. When p is not nil and the
+// content is an array of parts, the parts are decoded into p too.
+func decodeItem(d *wire.Decoder, it *inputItem, p *decodedParts) {
 	if d.Null() {
 		return
 	}
@@ -168,6 +189,23 @@ func decodeItem(d *wire.Decoder, it *inputItem) {
 		case 1:
 			it.Role = d.NullString()
 		case 2:
+			if p == nil {
+				it.Content = d.Raw()
+				return
+			}
+			*p = decodedParts{}
+			if d.Peek() != '[' {
+				it.Content = d.Raw()
+				return
+			}
+			// Parts that do not decode are kept as they are, for the
+			// translation to refuse.
+			saved, mark := *d, d.Mark()
+			if parts := decodeParts(d); !d.Failed() {
+				it.Content, *p = d.From(mark), decodedParts{ok: true, parts: parts}
+				return
+			}
+			*d = saved
 			it.Content = d.Raw()
 		case 3:
 			it.CallID = d.NullString()

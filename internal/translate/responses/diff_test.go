@@ -19,13 +19,15 @@ func FuzzChatDecoders(f *testing.F) {
 	f.Add([]byte(`{"model":"m","input":[null,{"role":"user","content":[null,{"type":"input_image","image_url":"https://x/a.png","detail":"high"}]},{"type":"reasoning","summary":[{"type":"summary_text","text":"t"}],"content":[{"text":"u"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]}],"tools":[{"type":"function","name":"f","parameters":null,"strict":false}],"tool_choice":{"type":"function","name":"f"},"reasoning":{"effort":"low","summary":null},"include":[null],"store":false}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var fast, slow wireRequest
-		if decodeRequest(body, &fast) {
+		var in decodedInput
+		if decodeRequest(body, &fast, &in) {
 			if err := json.Unmarshal(body, &slow); err != nil {
 				t.Fatalf("decodeRequest took a body encoding/json refuses: %v", err)
 			}
 			if !reflect.DeepEqual(fast, slow) {
 				t.Fatalf("decodeRequest and encoding/json differ:\n%#v\n%#v", fast, slow)
 			}
+			checkDecodedInput(t, slow.Input, in)
 		}
 		items, err := decodeItems(body)
 		var want []inputItem
@@ -57,13 +59,52 @@ func FuzzChatDecoders(f *testing.F) {
 	})
 }
 
+// checkDecodedInput checks that the items and content parts decoded with
+// the body are what decoding the input member on its own gives.
+func checkDecodedInput(t *testing.T, input json.RawMessage, in decodedInput) {
+	t.Helper()
+	if !in.ok {
+		if in.items != nil || in.parts != nil {
+			t.Fatalf("input not decoded, yet items kept: %#v", in)
+		}
+		return
+	}
+	var want []inputItem
+	if err := json.Unmarshal(input, &want); err != nil || !reflect.DeepEqual(in.items, want) {
+		t.Fatalf("items decoded with the body differ from encoding/json's (%v):\n%#v\n%#v", err, in.items, want)
+	}
+	if len(in.parts) != len(in.items) {
+		t.Fatalf("%d items, %d decoded contents", len(in.items), len(in.parts))
+	}
+	for i, dp := range in.parts {
+		if !dp.ok {
+			continue
+		}
+		var parts []textPart
+		if err := json.Unmarshal(in.items[i].Content, &parts); err != nil || !reflect.DeepEqual(dp.parts, parts) {
+			t.Fatalf("item %d: parts decoded with the body differ from encoding/json's (%v):\n%#v\n%#v", i, err, dp.parts, parts)
+		}
+	}
+}
+
 // TestDecodeFastFixture checks that a real agent's request takes the fast
-// paths, not the fallback to encoding/json.
+// paths, not the fallback to encoding/json, and that its input items and
+// their content parts are decoded once, with the body.
 func TestDecodeFastFixture(t *testing.T) {
 	var w wireRequest
-	if !decodeRequest(fixture(t, "codex_request.json"), &w) {
+	var in decodedInput
+	if !decodeRequest(fixture(t, "codex_request.json"), &w, &in) {
 		t.Fatal("decodeRequest refused the Codex request")
 	}
+	if !in.ok {
+		t.Fatal("the input items were not decoded with the body")
+	}
+	for i, it := range in.items {
+		if it.Type == "message" && !in.parts[i].ok {
+			t.Errorf("input[%d]: content parts not decoded with the body", i)
+		}
+	}
+	checkDecodedInput(t, w.Input, in)
 }
 
 // FuzzChunkDecoder holds chunkOf, which decodes stream chunks, to

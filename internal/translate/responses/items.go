@@ -59,7 +59,7 @@ func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_
 		}
 		switch typ {
 		case "message":
-			m, err := chatMessageOf(it, param)
+			m, err := chatMessageOf(it, r.decoded(i), param)
 			if err != nil {
 				return nil, err
 			}
@@ -104,7 +104,11 @@ func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_
 			for _, p := range it.Summary {
 				reasoning.WriteString(p.Text)
 			}
-			if isSet(it.Content) {
+			if dp := r.decoded(i); dp.ok {
+				for _, p := range dp.parts {
+					reasoning.WriteString(p.Text)
+				}
+			} else if isSet(it.Content) {
 				var content []textPart
 				if wire.Decode(it.Content, &content, readParts) == nil {
 					for _, p := range content {
@@ -127,8 +131,17 @@ func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_
 	return out, nil
 }
 
-// chatMessageOf translates a message item.
-func chatMessageOf(it *inputItem, param string) (chatMessage, error) {
+// decoded returns the content parts of item i decoded with the body; ok
+// is false when they were not.
+func (r *Request) decoded(i int) decodedParts {
+	if j := i - r.prior; j >= 0 && j < len(r.parts) {
+		return r.parts[j]
+	}
+	return decodedParts{}
+}
+
+// chatMessageOf translates a message item; dp is its content, if decoded.
+func chatMessageOf(it *inputItem, dp decodedParts, param string) (chatMessage, error) {
 	var m chatMessage
 	switch it.Role {
 	case "user", "assistant", "system":
@@ -147,11 +160,13 @@ func chatMessageOf(it *inputItem, param string) (chatMessage, error) {
 		m.Content = text(s)
 		return m, nil
 	}
-	var parts []textPart
+	parts := dp.parts
 	var err error
-	if len(c) == 0 || c[0] != '[' {
+	switch {
+	case dp.ok:
+	case len(c) == 0 || c[0] != '[':
 		err = errNotArray
-	} else {
+	default:
 		err = wire.Decode(c, &parts, readParts)
 	}
 	if err != nil {

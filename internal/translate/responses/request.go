@@ -47,7 +47,8 @@ type Request struct {
 	w     wireRequest
 	size  int // of the body, to size the chat request's
 	items []inputItem
-	prior int // items prepended from an earlier response
+	parts []decodedParts // the content of the items of input, by index
+	prior int            // items prepended from an earlier response
 }
 
 // wireRequest is the Responses request as sent.
@@ -108,6 +109,21 @@ type inputItem struct {
 	Summary   []textPart      `json:"summary"`
 }
 
+// decodedInput is an input array decoded in the same pass as the body,
+// so that neither the items nor their content parts are read twice.
+type decodedInput struct {
+	ok    bool // the input was an array and decoded
+	items []inputItem
+	parts []decodedParts // the items' content, by index
+}
+
+// decodedParts is an item's content decoded with the item, when ok: an
+// array of parts that decodes.
+type decodedParts struct {
+	ok    bool
+	parts []textPart
+}
+
 // textPart is a content part of a message or reasoning item.
 type textPart struct {
 	Type     string  `json:"type"`
@@ -131,7 +147,9 @@ type wireTool struct {
 // is malformed or cannot be translated is an *Error naming it.
 func Parse(body []byte) (*Request, error) {
 	r := &Request{size: len(body)}
-	if !decodeRequest(body, &r.w) {
+	var in decodedInput
+	if !decodeRequest(body, &r.w, &in) {
+		in = decodedInput{}
 		// Something the fast decoder leaves to encoding/json: an error,
 		// or a body it would decode otherwise.
 		r.w = wireRequest{}
@@ -165,14 +183,19 @@ func Parse(body []byte) (*Request, error) {
 	if w.PreviousResponseID != nil {
 		r.PreviousResponseID = *w.PreviousResponseID
 	}
-	items, err := parseInput(w.Input, "input")
+	items, err := in.items, error(nil)
+	if !in.ok {
+		items, err = parseInput(w.Input, "input")
+	} else if len(items) > maxItems {
+		err = tooManyItems("input")
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !isSet(w.Input) {
 		return nil, invalid("input", "is required")
 	}
-	r.items = items
+	r.items, r.parts = items, in.parts
 	if len(w.Tools) > maxTools {
 		return nil, invalid("tools", "at most "+strconv.Itoa(maxTools)+" tools")
 	}
@@ -210,7 +233,7 @@ func (r *Request) Prepend(items []json.RawMessage) error {
 	}
 	prev := make([]inputItem, len(items), len(items)+len(r.items))
 	for i, raw := range items {
-		if err := wire.Decode(raw, &prev[i], decodeItem); err != nil {
+		if err := wire.Decode(raw, &prev[i], readItem); err != nil {
 			return invalid("previous_response_id", "earlier item "+strconv.Itoa(i)+" is not an input item")
 		}
 	}
@@ -241,9 +264,14 @@ func parseInput(raw json.RawMessage, param string) ([]inputItem, error) {
 		return nil, decodeError(err, param)
 	}
 	if len(items) > maxItems {
-		return nil, invalid(param, "at most "+strconv.Itoa(maxItems)+" items")
+		return nil, tooManyItems(param)
 	}
 	return items, nil
+}
+
+// tooManyItems is the error for an input of more than maxItems items.
+func tooManyItems(param string) *Error {
+	return invalid(param, "at most "+strconv.Itoa(maxItems)+" items")
 }
 
 // Options say how a request is written for the chat dialect of the target.

@@ -583,3 +583,14 @@ func Unquote(raw []byte) string {
 	}
 	return unquote(s)
 }
+
+// Mark returns the offset in the text of the next value, past the white
+// space before it, for From.
+func (d *Decoder) Mark() int {
+	d.ws()
+	return d.i
+}
+
+// From returns the text from the offset Mark returned to the end of what
+// d has read since.
+func (d *Decoder) From(mark int) []byte { return d.b[mark:d.i] }
