@@ -27,7 +27,7 @@ var (
 // body with encoding/json, which gives the result or the error. It
 // refuses bodies nested deeper than maxDepth. When in is not nil and
 // the input is an array, its items and their content parts are decoded
-// into in as well.
+// into in as well, and so are the tools.
 func decodeRequest(body []byte, w *wireRequest, in *decodedInput) bool {
 	d := wire.Decoder{MaxDepth: maxDepth}
 	d.Reset(body)
@@ -39,12 +39,12 @@ func decodeRequest(body []byte, w *wireRequest, in *decodedInput) bool {
 			if in == nil || d.Peek() != '[' {
 				w.Input = d.Raw()
 				if in != nil {
-					*in = decodedInput{}
+					in.ok, in.items, in.parts = false, nil, nil
 				}
 				return
 			}
 			mark := d.Mark()
-			*in = decodedInput{items: []inputItem{}}
+			in.items, in.parts = []inputItem{}, nil
 			for d.Array(); d.Elem(); {
 				in.items = append(in.items, inputItem{})
 				in.parts = append(in.parts, decodedParts{})
@@ -54,12 +54,30 @@ func decodeRequest(body []byte, w *wireRequest, in *decodedInput) bool {
 		case 2:
 			w.Instructions = d.StringPtr()
 		case 3:
+			if in != nil {
+				in.tools = nil
+			}
 			if d.Null() {
 				return
 			}
 			w.Tools = []json.RawMessage{}
 			for d.Array(); d.Elem(); {
-				w.Tools = append(w.Tools, d.Raw())
+				if in == nil {
+					w.Tools = append(w.Tools, d.Raw())
+					continue
+				}
+				// A tool that does not decode is kept as it is, for the
+				// translation to refuse.
+				var dt decodedTool
+				saved, mark := d, d.Mark()
+				if decodeTool(&d, &dt.tool); d.Failed() {
+					d, dt = saved, decodedTool{}
+					w.Tools = append(w.Tools, d.Raw())
+				} else {
+					dt.ok = true
+					w.Tools = append(w.Tools, d.From(mark))
+				}
+				in.tools = append(in.tools, dt)
 			}
 		case 4:
 			w.ToolChoice = d.Raw()

@@ -27,7 +27,7 @@ func FuzzChatDecoders(f *testing.F) {
 			if !reflect.DeepEqual(fast, slow) {
 				t.Fatalf("decodeRequest and encoding/json differ:\n%#v\n%#v", fast, slow)
 			}
-			checkDecodedInput(t, slow.Input, in)
+			checkDecodedInput(t, &slow, in)
 		}
 		items, err := decodeItems(body)
 		var want []inputItem
@@ -59,10 +59,21 @@ func FuzzChatDecoders(f *testing.F) {
 	})
 }
 
-// checkDecodedInput checks that the items and content parts decoded with
-// the body are what decoding the input member on its own gives.
-func checkDecodedInput(t *testing.T, input json.RawMessage, in decodedInput) {
+// checkDecodedInput checks that the items, content parts and tools
+// decoded with the body are what decoding their members on their own
+// gives.
+func checkDecodedInput(t *testing.T, w *wireRequest, in decodedInput) {
 	t.Helper()
+	if len(in.tools) != len(w.Tools) {
+		t.Fatalf("%d tools, %d decoded", len(w.Tools), len(in.tools))
+	}
+	for i, dt := range in.tools {
+		var want wireTool
+		if err := json.Unmarshal(w.Tools[i], &want); dt.ok && (err != nil || !reflect.DeepEqual(dt.tool, want)) {
+			t.Fatalf("tool %d decoded with the body differs from encoding/json's (%v):\n%#v\n%#v", i, err, dt.tool, want)
+		}
+	}
+	input := w.Input
 	if !in.ok {
 		if in.items != nil || in.parts != nil {
 			t.Fatalf("input not decoded, yet items kept: %#v", in)
@@ -104,7 +115,12 @@ func TestDecodeFastFixture(t *testing.T) {
 			t.Errorf("input[%d]: content parts not decoded with the body", i)
 		}
 	}
-	checkDecodedInput(t, w.Input, in)
+	for i, dt := range in.tools {
+		if !dt.ok {
+			t.Errorf("tools[%d] not decoded with the body", i)
+		}
+	}
+	checkDecodedInput(t, &w, in)
 }
 
 // FuzzChunkDecoder holds chunkOf, which decodes stream chunks, to

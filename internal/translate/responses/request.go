@@ -48,7 +48,8 @@ type Request struct {
 	size  int // of the body, to size the chat request's
 	items []inputItem
 	parts []decodedParts // the content of the items of input, by index
-	prior int            // items prepended from an earlier response
+	tools []decodedTool
+	prior int // items prepended from an earlier response
 }
 
 // wireRequest is the Responses request as sent.
@@ -109,12 +110,20 @@ type inputItem struct {
 	Summary   []textPart      `json:"summary"`
 }
 
-// decodedInput is an input array decoded in the same pass as the body,
-// so that neither the items nor their content parts are read twice.
+// decodedInput is what is decoded in the same pass as the body, so
+// that it is not read twice: an input array's items and their content
+// parts, and the tools.
 type decodedInput struct {
 	ok    bool // the input was an array and decoded
 	items []inputItem
 	parts []decodedParts // the items' content, by index
+	tools []decodedTool  // by index
+}
+
+// decodedTool is a tool decoded with the body, when ok.
+type decodedTool struct {
+	ok   bool
+	tool wireTool
 }
 
 // decodedParts is an item's content decoded with the item, when ok: an
@@ -195,7 +204,7 @@ func Parse(body []byte) (*Request, error) {
 	if !isSet(w.Input) {
 		return nil, invalid("input", "is required")
 	}
-	r.items, r.parts = items, in.parts
+	r.items, r.parts, r.tools = items, in.parts, in.tools
 	if len(w.Tools) > maxTools {
 		return nil, invalid("tools", "at most "+strconv.Itoa(maxTools)+" tools")
 	}
@@ -343,7 +352,11 @@ func (r *Request) translate(opt Options) (*Translation, *chatRequest, error) {
 		return nil, nil, invalid("input", "must hold at least one message")
 	}
 	for i, raw := range w.Tools {
-		tool, err := chatTool(raw, "tools["+strconv.Itoa(i)+"]")
+		var dt decodedTool
+		if i < len(r.tools) {
+			dt = r.tools[i]
+		}
+		tool, err := chatTool(raw, dt, "tools["+strconv.Itoa(i)+"]")
 		if err != nil {
 			return nil, nil, err
 		}

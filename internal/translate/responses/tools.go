@@ -41,10 +41,13 @@ func toolOutput(raw json.RawMessage, param string) (string, error) {
 }
 
 // chatTool translates a tool: only function tools have a chat equivalent.
-func chatTool(raw json.RawMessage, param string) (chat.Tool, error) {
-	var t wireTool
-	if err := wire.Decode(raw, &t, decodeTool); err != nil {
-		return chat.Tool{}, invalid(param, "must be a tool object")
+// dt is the tool, if decoded with the body.
+func chatTool(raw json.RawMessage, dt decodedTool, param string) (chat.Tool, error) {
+	t := dt.tool
+	if !dt.ok {
+		if err := wire.Decode(raw, &t, decodeTool); err != nil {
+			return chat.Tool{}, invalid(param, "must be a tool object")
+		}
 	}
 	if t.Type != "function" {
 		return chat.Tool{}, unsupported(param+".type", "tools of type "+strconv.Quote(t.Type)+" cannot be translated; only function tools can")
