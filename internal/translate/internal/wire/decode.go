@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -496,7 +497,9 @@ func (d *Decoder) Seen(set *uint64, n int) {
 // unquote decodes the content of a valid JSON string as encoding/json
 // does: invalid UTF-8 and unpaired surrogates become U+FFFD.
 func unquote(s []byte) string {
-	b := make([]byte, 0, len(s)+2*utf8.UTFMax)
+	// A Builder gives its bytes as the string without copying them.
+	var b strings.Builder
+	b.Grow(len(s) + 2*utf8.UTFMax)
 	valid := utf8.Valid(s)
 	for r := 0; r < len(s); {
 		if valid && s[r] != '\\' {
@@ -505,7 +508,7 @@ func unquote(s []byte) string {
 			if j < 0 {
 				j = len(s) - r
 			}
-			b = append(b, s[r:r+j]...)
+			b.Write(s[r : r+j])
 			r += j
 			continue
 		}
@@ -514,42 +517,42 @@ func unquote(s []byte) string {
 			r++
 			switch s[r] {
 			case 'b':
-				b = append(b, '\b')
+				b.WriteByte('\b')
 			case 'f':
-				b = append(b, '\f')
+				b.WriteByte('\f')
 			case 'n':
-				b = append(b, '\n')
+				b.WriteByte('\n')
 			case 'r':
-				b = append(b, '\r')
+				b.WriteByte('\r')
 			case 't':
-				b = append(b, '\t')
+				b.WriteByte('\t')
 			case 'u':
 				rr := getu4(s[r-1:])
 				r += 5
 				if utf16.IsSurrogate(rr) {
 					if dec := utf16.DecodeRune(rr, getu4(s[r:])); dec != unicode.ReplacementChar {
 						r += 6
-						b = utf8.AppendRune(b, dec)
+						b.WriteRune(dec)
 						continue
 					}
 					rr = unicode.ReplacementChar
 				}
-				b = utf8.AppendRune(b, rr)
+				b.WriteRune(rr)
 				continue
 			default: // '"', '\\', '/'
-				b = append(b, s[r])
+				b.WriteByte(s[r])
 			}
 			r++
 		case c < utf8.RuneSelf:
-			b = append(b, c)
+			b.WriteByte(c)
 			r++
 		default:
 			rr, size := utf8.DecodeRune(s[r:])
 			r += size
-			b = utf8.AppendRune(b, rr)
+			b.WriteRune(rr)
 		}
 	}
-	return string(b)
+	return b.String()
 }
 
 // getu4 decodes \uXXXX at the start of s, or returns -1.
