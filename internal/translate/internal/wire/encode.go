@@ -103,12 +103,26 @@ func AppendRaw(b, raw []byte) []byte {
 // space outside strings removed.
 func AppendCompact(b, raw []byte) []byte { return appendCompact(b, raw, false) }
 
+// compactPlain marks the bytes of a string appendCompact copies as they
+// are whether it escapes or not.
+var compactPlain = func() (t [256]bool) {
+	for c := range t {
+		switch c {
+		case '\\', '"', '<', '>', '&', 0xE2:
+		default:
+			t[c] = true
+		}
+	}
+	return t
+}()
+
 func appendCompact(b, raw []byte, escape bool) []byte {
 	start := 0
 	inString := false
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
 		switch {
+		case inString && compactPlain[c]:
 		case inString:
 			switch c {
 			case '\\':
