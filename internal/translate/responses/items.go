@@ -20,6 +20,16 @@ func (r *Request) itemParam(i int) string {
 	return "input[" + strconv.Itoa(i-r.prior) + "]"
 }
 
+// itemAt is where an item is in the input, to name it, or a member of
+// it, in an error; the name is written only when one is needed.
+type itemAt struct {
+	r *Request
+	i int
+}
+
+// param names the member of the item (".call_id"), or the item ("").
+func (at itemAt) param(member string) string { return at.r.itemParam(at.i) + member }
+
 // messages translates the items. Consecutive function calls, and the
 // assistant message they follow, become one assistant message with tool
 // calls; a reasoning item goes with the assistant message that follows it.
@@ -52,14 +62,14 @@ func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_
 	}
 	for i = range r.items {
 		it := &r.items[i]
-		param := r.itemParam(i)
+		at := itemAt{r, i}
 		typ := it.Type
 		if typ == "" && it.Role != "" {
 			typ = "message"
 		}
 		switch typ {
 		case "message":
-			m, err := chatMessageOf(it, r.decoded(i), param)
+			m, err := chatMessageOf(it, r.decoded(i), at)
 			if err != nil {
 				return nil, err
 			}
@@ -77,10 +87,10 @@ func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_
 			assistantOpen = false
 		case "function_call":
 			if it.CallID == "" {
-				return nil, invalid(param+".call_id", "is required")
+				return nil, invalid(at.param(".call_id"), "is required")
 			}
 			if it.Name == "" {
-				return nil, invalid(param+".name", "is required")
+				return nil, invalid(at.param(".name"), "is required")
 			}
 			tc := chat.ToolCall{ID: it.CallID, Type: "function", Function: chat.FunctionCall{Name: it.Name, Arguments: it.Arguments}}
 			if !assistantOpen {
@@ -92,9 +102,9 @@ func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_
 			last.ToolCalls = append(last.ToolCalls, tc)
 		case "function_call_output":
 			if it.CallID == "" {
-				return nil, invalid(param+".call_id", "is required")
+				return nil, invalid(at.param(".call_id"), "is required")
 			}
-			s, err := toolOutput(it.Output, param+".output")
+			s, err := toolOutput(it.Output, at, ".output")
 			if err != nil {
 				return nil, err
 			}
@@ -120,9 +130,9 @@ func (r *Request) messages(out []chatMessage, opt Options, note func(string)) (_
 				pending = true
 			}
 		case "item_reference":
-			return nil, unsupported(param+".type", "item references cannot be resolved; send the items themselves")
+			return nil, unsupported(at.param(".type"), "item references cannot be resolved; send the items themselves")
 		default:
-			return nil, unsupported(param+".type", "input items of type "+strconv.Quote(typ)+" cannot be translated")
+			return nil, unsupported(at.param(".type"), "input items of type "+strconv.Quote(typ)+" cannot be translated")
 		}
 	}
 	if pending || dropped {
@@ -141,7 +151,7 @@ func (r *Request) decoded(i int) decodedParts {
 }
 
 // chatMessageOf translates a message item; dp is its content, if decoded.
-func chatMessageOf(it *inputItem, dp decodedParts, param string) (chatMessage, error) {
+func chatMessageOf(it *inputItem, dp decodedParts, at itemAt) (chatMessage, error) {
 	var m chatMessage
 	switch it.Role {
 	case "user", "assistant", "system":
@@ -149,13 +159,13 @@ func chatMessageOf(it *inputItem, dp decodedParts, param string) (chatMessage, e
 	case "developer":
 		m.Role = "system" // chat models other than OpenAI's know no developer role
 	default:
-		return m, invalid(param+".role", "must be user, assistant, system or developer")
+		return m, invalid(at.param(".role"), "must be user, assistant, system or developer")
 	}
 	c := bytes.TrimSpace(it.Content)
 	if len(c) > 0 && c[0] == '"' {
 		s, err := stringOf(c)
 		if err != nil {
-			return m, invalid(param+".content", "must be a string or an array of content parts")
+			return m, invalid(at.param(".content"), "must be a string or an array of content parts")
 		}
 		m.Content = text(s)
 		return m, nil
@@ -170,15 +180,15 @@ func chatMessageOf(it *inputItem, dp decodedParts, param string) (chatMessage, e
 		err = wire.Decode(c, &parts, readParts)
 	}
 	if err != nil {
-		return m, invalid(param+".content", "must be a string or an array of content parts")
+		return m, invalid(at.param(".content"), "must be a string or an array of content parts")
 	}
 	if len(parts) > maxParts {
-		return m, invalid(param+".content", "at most "+strconv.Itoa(maxParts)+" content parts")
+		return m, invalid(at.param(".content"), "at most "+strconv.Itoa(maxParts)+" content parts")
 	}
 	var out []chat.Part
 	textOnly := true
 	for j, p := range parts {
-		pp := param + ".content[" + strconv.Itoa(j) + "]"
+		pp := func(member string) string { return at.param(".content[" + strconv.Itoa(j) + "]" + member) }
 		switch p.Type {
 		case "input_text", "output_text":
 			out = append(out, chat.Part{Type: "text", Text: p.Text})
@@ -186,13 +196,13 @@ func chatMessageOf(it *inputItem, dp decodedParts, param string) (chatMessage, e
 			out = append(out, chat.Part{Type: "text", Text: p.Refusal})
 		case "input_image":
 			if m.Role != "user" {
-				return m, unsupported(pp+".type", "images only in user messages")
+				return m, unsupported(pp(".type"), "images only in user messages")
 			}
 			if p.ImageURL == nil || *p.ImageURL == "" {
 				if p.FileID != nil {
-					return m, unsupported(pp+".file_id", "images by file id cannot be translated; send image_url")
+					return m, unsupported(pp(".file_id"), "images by file id cannot be translated; send image_url")
 				}
-				return m, invalid(pp+".image_url", "is required")
+				return m, invalid(pp(".image_url"), "is required")
 			}
 			detail := p.Detail
 			if detail == "auto" {
@@ -201,9 +211,9 @@ func chatMessageOf(it *inputItem, dp decodedParts, param string) (chatMessage, e
 			out = append(out, chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: *p.ImageURL, Detail: detail}})
 			textOnly = false
 		case "input_file":
-			return m, unsupported(pp+".type", "file inputs cannot be translated")
+			return m, unsupported(pp(".type"), "file inputs cannot be translated")
 		default:
-			return m, unsupported(pp+".type", "content parts of type "+strconv.Quote(p.Type)+" cannot be translated")
+			return m, unsupported(pp(".type"), "content parts of type "+strconv.Quote(p.Type)+" cannot be translated")
 		}
 	}
 	// Text alone is sent as a string: the widest-understood shape, and the

@@ -356,7 +356,7 @@ func (r *Request) translate(opt Options) (*Translation, *chatRequest, error) {
 		if i < len(r.tools) {
 			dt = r.tools[i]
 		}
-		tool, err := chatTool(raw, dt, "tools["+strconv.Itoa(i)+"]")
+		tool, err := chatTool(raw, dt, i)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -10,13 +10,14 @@ import (
 	"github.com/modelgateway/gateway/internal/translate/internal/wire"
 )
 
-// toolOutput is a function call's output: a string, or text parts.
-func toolOutput(raw json.RawMessage, param string) (string, error) {
+// toolOutput is a function call's output, the member of the item at
+// named by member: a string, or text parts.
+func toolOutput(raw json.RawMessage, at itemAt, member string) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		s, err := stringOf(raw)
 		if err != nil {
-			return "", invalid(param, "must be a string or an array of content parts")
+			return "", invalid(at.param(member), "must be a string or an array of content parts")
 		}
 		return s, nil
 	}
@@ -28,12 +29,12 @@ func toolOutput(raw json.RawMessage, param string) (string, error) {
 		err = wire.Decode(raw, &parts, readParts)
 	}
 	if err != nil {
-		return "", invalid(param, "must be a string or an array of content parts")
+		return "", invalid(at.param(member), "must be a string or an array of content parts")
 	}
 	var b strings.Builder
 	for j, p := range parts {
 		if p.Type != "input_text" && p.Type != "output_text" {
-			return "", unsupported(param+"["+strconv.Itoa(j)+"].type", "tool outputs of type "+strconv.Quote(p.Type)+" cannot be translated")
+			return "", unsupported(at.param(member+"["+strconv.Itoa(j)+"].type"), "tool outputs of type "+strconv.Quote(p.Type)+" cannot be translated")
 		}
 		b.WriteString(p.Text)
 	}
@@ -41,19 +42,20 @@ func toolOutput(raw json.RawMessage, param string) (string, error) {
 }
 
 // chatTool translates a tool: only function tools have a chat equivalent.
-// dt is the tool, if decoded with the body.
-func chatTool(raw json.RawMessage, dt decodedTool, param string) (chat.Tool, error) {
+// dt is the tool, if decoded with the body; i is its index in tools.
+func chatTool(raw json.RawMessage, dt decodedTool, i int) (chat.Tool, error) {
+	param := func(member string) string { return "tools[" + strconv.Itoa(i) + "]" + member }
 	t := dt.tool
 	if !dt.ok {
 		if err := wire.Decode(raw, &t, decodeTool); err != nil {
-			return chat.Tool{}, invalid(param, "must be a tool object")
+			return chat.Tool{}, invalid(param(""), "must be a tool object")
 		}
 	}
 	if t.Type != "function" {
-		return chat.Tool{}, unsupported(param+".type", "tools of type "+strconv.Quote(t.Type)+" cannot be translated; only function tools can")
+		return chat.Tool{}, unsupported(param(".type"), "tools of type "+strconv.Quote(t.Type)+" cannot be translated; only function tools can")
 	}
 	if t.Name == "" {
-		return chat.Tool{}, invalid(param+".name", "is required")
+		return chat.Tool{}, invalid(param(".name"), "is required")
 	}
 	params := t.Parameters
 	if !isSet(params) {
