@@ -44,7 +44,8 @@ func decodeRequest(body []byte, w *wireRequest, in *decodedInput) bool {
 				return
 			}
 			mark := d.Mark()
-			in.items, in.parts = []inputItem{}, nil
+			// Room for a conversation of a few turns from the start.
+			in.items, in.parts = make([]inputItem, 0, 8), make([]decodedParts, 0, 8)
 			for d.Array(); d.Elem(); {
 				in.items = append(in.items, inputItem{})
 				in.parts = append(in.parts, decodedParts{})

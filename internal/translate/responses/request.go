@@ -334,7 +334,8 @@ func (r *Request) translate(opt Options) (*Translation, *chatRequest, error) {
 	w := &r.w
 	t := &Translation{Chat: &chat.Request{Model: w.Model, Temperature: w.Temperature, TopP: w.TopP,
 		MaxCompletionTokens: w.MaxOutputTokens, User: w.User, Stream: w.Stream}}
-	out := chatRequest{Model: w.Model, Request: t.Chat}
+	// An item becomes at most one message, and instructions one more.
+	out := chatRequest{Model: w.Model, Request: t.Chat, Messages: make([]chatMessage, 0, len(r.items)+1)}
 	c := t.Chat
 	if w.Stream {
 		c.StreamOptions = &chat.StreamOptions{IncludeUsage: true}
@@ -350,6 +351,9 @@ func (r *Request) translate(opt Options) (*Translation, *chatRequest, error) {
 	out.Messages = msgs
 	if len(out.Messages) == 0 {
 		return nil, nil, invalid("input", "must hold at least one message")
+	}
+	if len(w.Tools) > 0 {
+		c.Tools = make([]chat.Tool, 0, len(w.Tools))
 	}
 	for i, raw := range w.Tools {
 		var dt decodedTool
