@@ -113,7 +113,11 @@ func (d *Decoder) Object() bool {
 // object's closing brace, when it reports false. A name holding an escape
 // sequence fails: encoding/json would match it against field names once
 // unescaped.
-func (d *Decoder) Key() ([]byte, bool) {
+func (d *Decoder) Key() ([]byte, bool) { return d.key(false) }
+
+// key is Key; when skipped is true, it reads too the names Key refuses,
+// for a value that is skipped and whose names are never matched.
+func (d *Decoder) key(skipped bool) ([]byte, bool) {
 	if d.failed {
 		return nil, false
 	}
@@ -141,7 +145,7 @@ func (d *Decoder) Key() ([]byte, bool) {
 	}
 	start := d.i + 1
 	end, esc := d.str()
-	if d.failed || esc {
+	if d.failed || esc && !skipped {
 		d.failed = true
 		return nil, false
 	}
@@ -344,7 +348,7 @@ func (d *Decoder) skip() {
 	case '{':
 		d.Object()
 		for {
-			if _, ok := d.Key(); !ok {
+			if _, ok := d.key(true); !ok {
 				return
 			}
 			d.skip()
