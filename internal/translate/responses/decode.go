@@ -294,8 +294,15 @@ func decodeTool(d *wire.Decoder, t *wireTool) {
 
 // stringOf decodes a JSON string as json.Unmarshal would.
 func stringOf(raw []byte) (string, error) {
+	// wire.Decode, without the Decoder escaping to the heap through its
+	// function argument.
+	var d wire.Decoder
+	d.Reset(raw)
+	if s := d.String(); d.End() {
+		return s, nil
+	}
 	var s string
-	err := wire.Decode(raw, &s, func(d *wire.Decoder, s *string) { *s = d.String() })
+	err := json.Unmarshal(raw, &s)
 	return s, err
 }
 
