@@ -167,6 +167,27 @@ func (c *Collector) Log(rec *gateway.RequestLog) {
 	}
 }
 
+// LogBatch implements gateway.BatchLogSink: it counts each record, then
+// passes the batch to Options.Next (a record at a time when Next is not a
+// BatchLogSink) and returns Next's error. A gateway's log queue hands a
+// batch to a BatchLogSink in one call, so that a Next such as
+// gateway.JSONLineSink writes it at once.
+func (c *Collector) LogBatch(recs []*gateway.RequestLog) error {
+	for _, rec := range recs {
+		c.count(rec)
+	}
+	switch next := c.next.(type) {
+	case nil:
+	case gateway.BatchLogSink:
+		return next.LogBatch(recs)
+	default:
+		for _, rec := range recs {
+			next.Log(rec)
+		}
+	}
+	return nil
+}
+
 // count updates the series of rec. A labelled series is made on its first
 // value, so that none shows a zero it never counted (token counters of a
 // refused request, say).

@@ -102,7 +102,9 @@
 //
 // Standard output carries one JSON line per request (trace id, key id,
 // provider, status, latency, bytes; never a credential), unless
-// -request-log off turns it off; a line costs about 3 µs of CPU. A
+// -request-log off turns it off. The lines are gateway.JSONLineSink's
+// (slog's JSON shape, written a batch at a time): a line costs under 1 µs
+// of CPU, and a batch one write. A
 // request that fails authentication (no key, a wrong or expired one) has
 // no line and no stored record: it is counted in /metrics
 // (gateway_unauthenticated_requests_total), so that anonymous traffic

@@ -319,7 +319,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) er
 func requestLogSink(mode string, stdout io.Writer) (gateway.LogSink, error) {
 	switch mode {
 	case "stdout":
-		return gateway.SlogSink{Logger: slog.New(slog.NewJSONHandler(stdout, nil))}, nil
+		return gateway.JSONLineSink{W: stdout}, nil
 	case "off":
 		return nil, nil
 	default:
