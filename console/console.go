@@ -58,12 +58,12 @@ package console
 
 import (
 	"embed"
-	"html/template"
 	"io/fs"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/modelgateway/gateway/console/internal/htmltmpl"
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/users"
 )
@@ -146,7 +146,7 @@ type console struct {
 	base     string // Options.Path resolved, without a trailing slash
 	prefix   string // Options.APIPrefix resolved, without a trailing slash
 	mux      *http.ServeMux
-	pages    map[string]*template.Template
+	pages    map[string]*htmltmpl.Template
 	static   http.Handler
 	sessions *sessions
 	limiter  *failureLimiter
