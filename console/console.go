@@ -63,7 +63,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelgateway/gateway/console/internal/htmltmpl"
 	"github.com/modelgateway/gateway/observe"
 	"github.com/modelgateway/gateway/users"
 )
@@ -146,7 +145,7 @@ type console struct {
 	base     string // Options.Path resolved, without a trailing slash
 	prefix   string // Options.APIPrefix resolved, without a trailing slash
 	mux      *http.ServeMux
-	pages    map[string]*htmltmpl.Template
+	pages    map[string]pageTemplate
 	static   http.Handler
 	sessions *sessions
 	limiter  *failureLimiter

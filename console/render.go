@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -29,10 +30,16 @@ var pageNames = []string{"signin", "error", "overview", "logs", "log", "apikeys"
 	"virtualkeys", "configs", "config", "prompts", "prompt", "policies", "audit", "guardrails", "guardrail", "workspaces",
 	"integrations", "integration", "providers", "models", "invite", "users", "invited", "signedin"}
 
+// pageTemplate is a page's parsed templates, layout included.
+type pageTemplate interface {
+	// Execute writes the page for data to w, or nothing and an error.
+	Execute(w io.Writer, data any) error
+}
+
 // parsePages parses every page with the layout, once. A page that does not
 // parse is a programmer's error: it panics.
-func parsePages() map[string]*htmltmpl.Template {
-	pages := make(map[string]*htmltmpl.Template, len(pageNames))
+func parsePages() map[string]pageTemplate {
+	pages := make(map[string]pageTemplate, len(pageNames))
 	for _, n := range pageNames {
 		t, err := htmltmpl.ParseFS(files, funcs, "templates/layout.html", "templates/partials.html", "templates/"+n+".html")
 		if err != nil {
