@@ -314,3 +314,53 @@ func TestParityCatchesDifference(t *testing.T) {
 		t.Error("equal output is reported as different")
 	}
 }
+
+// BenchmarkRenderLogs renders the logs page with 100 rows with the
+// console's templates and with html/template.
+func BenchmarkRenderLogs(b *testing.B) {
+	p := &logsPage{Filters: logsFilters{filters: filters{Model: "openai/gpt-4o"}, Any: true}, Ranges: ranges,
+		Next: "/console/logs?after=log-99", First: "/console/logs"}
+	at := time.Date(2026, 11, 28, 1, 2, 3, 0, time.UTC)
+	for i := range 100 {
+		r := logRecord{ID: fmt.Sprintf("log-%08d", i), CreatedAt: at.Add(-time.Duration(i) * time.Minute),
+			TraceID: fmt.Sprintf("trace-%d", i), APIKeyID: "key-ws1", VirtualKey: "vk-openai", AIOrg: "openai",
+			AIModel: "gpt-4o-mini", ResponseStatusCode: 200, IsSuccess: i%17 != 0, ResponseTimeUS: int64(420 + i*1000),
+			TotalUnits: int64(20 + i), Cost: 0.0001 * float64(i), CacheStatus: []string{"", "HIT"}[i%2],
+			Metadata: map[string]string{"team": fmt.Sprintf("t%d", i%5), "_user": "ana@example.com"}}
+		r.setTimes()
+		p.Logs = append(p.Logs, r)
+	}
+	d := &pageData{Title: "Logs", Nav: "logs", Base: "/console", CSRF: "csrf-token", Signed: true, Data: p}
+	ours := parsePages()["logs"]
+	std := stdPagesOnce()["logs"]
+	var a, c bytes.Buffer
+	if err := ours.Execute(&a, d); err != nil {
+		b.Fatal(err)
+	}
+	if err := std.ExecuteTemplate(&c, "layout.html", d); err != nil {
+		b.Fatal(err)
+	}
+	if msg := parity(a.Bytes(), c.Bytes(), nil, nil); msg != "" {
+		b.Fatal(msg)
+	}
+	b.Run("htmltmpl", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(a.Len()))
+		for b.Loop() {
+			a.Reset()
+			if err := ours.Execute(&a, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("html-template", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(c.Len()))
+		for b.Loop() {
+			c.Reset()
+			if err := std.ExecuteTemplate(&c, "layout.html", d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -98,8 +98,8 @@ func (s *executor) walkIfOrWith(dot reflect.Value, b *branch) {
 	s.vars = s.vars[:mark]
 }
 
-// walkRange runs a range over an array, a slice or a map, the map's keys
-// in order.
+// walkRange runs a range over an array, a slice, a map (its keys in
+// order) or an integer.
 func (s *executor) walkRange(dot reflect.Value, b *branch) {
 	outer := len(s.vars)
 	pipe := b.n.Pipe
@@ -137,6 +137,15 @@ func (s *executor) walkRange(dot reflect.Value, b *branch) {
 	case reflect.Map:
 		for _, k := range sortedKeys(s, b.n, val) {
 			one(k, val.MapIndex(k))
+			ran = true
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if len(pipe.Decl) > 1 {
+			s.errorf(b.n, "can't use %v to iterate over more than one variable", val)
+		}
+		for v := range val.Seq() {
+			one(reflect.Value{}, v)
 			ran = true
 		}
 	case reflect.Invalid:
