@@ -40,7 +40,6 @@ const (
 	stateMetaContent                 // inside a <meta> content attribute
 	stateMetaContentURL              // after url= in a <meta> content attribute
 	stateRaw                         // script or style, in an element or an attribute
-	stateDead                        // unreachable (not produced; kept for join)
 )
 
 // delim is how an attribute value ends.
@@ -116,12 +115,6 @@ func nudge(c context) context {
 // join returns the context after a branch whose arms end in a and b, and
 // false if they cannot be reconciled.
 func join(a, b context) (context, bool) {
-	if a.state == stateDead {
-		return b, true
-	}
-	if b.state == stateDead {
-		return a, true
-	}
 	if a == b {
 		return a, true
 	}

@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"text/template/parse"
 )
 
@@ -261,20 +260,13 @@ func (s *executor) evalCommand(dot reflect.Value, cmd *parse.CommandNode, final 
 		return s.evalVariableNode(dot, n, cmd.Args, final)
 	}
 	s.notAFunction(cmd.Args, final)
-	switch n := first.(type) {
-	case *parse.BoolNode:
-		return reflect.ValueOf(n.True)
+	switch first.(type) {
 	case *parse.DotNode:
 		return dot
 	case *parse.NilNode:
-		s.errorf(n, "nil is not a command")
-	case *parse.NumberNode:
-		return s.idealConstant(n)
-	case *parse.StringNode:
-		return reflect.ValueOf(n.Text)
+		s.errorf(first, "nil is not a command")
 	}
-	s.errorf(first, "can't evaluate command %q", first)
-	return reflect.Value{}
+	return s.constant(first)
 }
 
 // notAFunction fails a command that is not a function but has arguments.
@@ -352,7 +344,7 @@ func (s *executor) evalField(n parse.Node, name string, args []parse.Node, final
 	hasArgs := len(args) > 1 || !isMissing(final)
 	switch receiver.Kind() {
 	case reflect.Struct:
-		if f := fieldOf(receiver.Type(), name); f.ok {
+		if f := s.fieldOf(receiver.Type(), name); f.ok {
 			if !f.exported {
 				s.errorf(n, "%s is an unexported field of struct type %s", name, typ)
 			}
@@ -394,21 +386,17 @@ type fieldKey struct {
 	name string
 }
 
-// fields caches fieldOf's answers; it only grows, with the types of the
-// program.
-var fields sync.Map // fieldKey -> field
-
 // fieldOf returns struct type t's field name, promoted ones included.
-func fieldOf(t reflect.Type, name string) field {
+func (s *executor) fieldOf(t reflect.Type, name string) field {
 	k := fieldKey{t, name}
-	if f, ok := fields.Load(k); ok {
+	if f, ok := s.t.fields.Load(k); ok {
 		return f.(field)
 	}
 	var f field
 	if sf, ok := t.FieldByName(name); ok {
 		f = field{index: sf.Index, exported: sf.IsExported(), ok: true}
 	}
-	fields.Store(k, f)
+	s.t.fields.Store(k, f)
 	return f
 }
 

@@ -51,6 +51,9 @@ type Template struct {
 	name  string
 	root  *compiled
 	funcs map[string]reflect.Value
+
+	fields sync.Map  // fieldKey -> field: where struct types keep fields
+	bufs   sync.Pool // *[]byte: output buffers, reused
 }
 
 // ParseFS parses the files of fsys that match patterns, in order, as one
@@ -119,13 +122,13 @@ func ParseFS(fsys fs.FS, funcs FuncMap, patterns ...string) (*Template, error) {
 // Name returns the template's name, its file's base name.
 func (t *Template) Name() string { return t.name }
 
-// bufs are the output buffers of executions, reused.
-var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
-
 // Execute writes the template's output for data to w, all at once: an
 // execution that fails writes nothing.
 func (t *Template) Execute(w io.Writer, data any) (err error) {
-	bp := bufs.Get().(*[]byte)
+	bp, _ := t.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
 	s := &executor{t: t, tree: t.root.tree, buf: (*bp)[:0]}
 	defer func() {
 		if r := recover(); r != nil {
@@ -137,7 +140,7 @@ func (t *Template) Execute(w io.Writer, data any) (err error) {
 		}
 		if cap(s.buf) <= 1<<20 {
 			*bp = s.buf[:0]
-			bufs.Put(bp)
+			t.bufs.Put(bp)
 		}
 	}()
 	dot, ok := data.(reflect.Value)
