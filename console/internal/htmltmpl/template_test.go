@@ -125,6 +125,9 @@ func TestMatchesHTMLTemplate(t *testing.T) {
 		{`<a href="/p?{{if .B}}a={{.S}}{{end}}">x</a><a href="{{if .B}}/y{{else}}/z{{end}}{{.S}}">y</a>`},
 		{`<input type=checkbox checked name="n" {{if .B}}disabled{{end}}><a href="/x" {{if .B}}aria-current="page"{{end}}>z</a><br/>`},
 		{`<svg viewBox="0 0 {{.I}} {{.I}}"><polyline points="{{.F}},{{.I}}"/><text x="{{add .I 1}}">{{.S}}</text></svg>`},
+		{`{{define "r"}}{{if lt . 3}}{{.}}<{{template "r" add . 1}}{{end}}{{end}}{{template "r" 0}}`},
+		{`<a title="{{template "t" .S}}" href="{{template "t" .S}}">{{template "t" .S}}</a>{{define "t"}}{{.}}-{{"javascript:x"}}{{end}}`},
+		{`<a href="/x?{{template "u" .}}">y</a>{{define "u"}}a={{.S}}&b={{.I}}{{end}}`},
 		// Execution errors: both must fail.
 		{`{{.NilPtr.Name}}`},
 		{`{{.Nope}}`},
