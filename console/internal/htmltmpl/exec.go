@@ -252,7 +252,7 @@ func (s *executor) evalCommand(dot reflect.Value, cmd *parse.CommandNode, final 
 	case *parse.ChainNode:
 		return s.evalChainNode(dot, n, cmd.Args, final)
 	case *parse.IdentifierNode:
-		return s.evalFunction(dot, n, cmd.Args, final)
+		return s.evalFunction(dot, n, cmd.Args[1:], final)
 	case *parse.PipeNode:
 		s.notAFunction(cmd.Args, final)
 		return s.evalPipeline(dot, n)
@@ -451,16 +451,17 @@ func isTrue(v reflect.Value) (truth, ok bool) {
 	return truth, true
 }
 
-// evalFunction calls a builtin or a function of the FuncMap.
+// evalFunction calls a builtin or a function of the FuncMap with args
+// (the command's words after the name) and final.
 func (s *executor) evalFunction(dot reflect.Value, n *parse.IdentifierNode, args []parse.Node, final reflect.Value) reflect.Value {
 	if b := lookupBuiltin(n.Ident); b != nil {
-		return b(s, dot, n, args[1:], final)
+		return b(s, dot, n, args, final)
 	}
 	fn, ok := s.t.funcs[n.Ident]
 	if !ok {
 		s.errorf(n, "%q is not a defined function", n.Ident)
 	}
-	return s.evalCall(dot, fn, n, args[1:], final)
+	return s.evalCall(dot, fn, n, args, final)
 }
 
 // evalCall calls fn with args and final, converting each to its parameter
@@ -540,13 +541,13 @@ func (s *executor) evalArg(dot reflect.Value, typ reflect.Type, n parse.Node) re
 		}
 		s.errorf(n, "cannot assign nil to %s", typ)
 	case *parse.FieldNode:
-		return s.validateType(n, s.evalFieldChain(dot, dot, arg, arg.Ident, []parse.Node{n}, missingVal), typ)
+		return s.validateType(n, s.evalFieldChain(dot, dot, arg, arg.Ident, nil, missingVal), typ)
 	case *parse.VariableNode:
 		return s.validateType(n, s.evalVariableNode(dot, arg, nil, missingVal), typ)
 	case *parse.PipeNode:
 		return s.validateType(n, s.evalPipeline(dot, arg), typ)
 	case *parse.IdentifierNode:
-		return s.validateType(n, s.evalFunction(dot, arg, []parse.Node{arg}, missingVal), typ)
+		return s.validateType(n, s.evalFunction(dot, arg, nil, missingVal), typ)
 	case *parse.ChainNode:
 		return s.validateType(n, s.evalChainNode(dot, arg, nil, missingVal), typ)
 	}
