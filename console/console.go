@@ -58,7 +58,6 @@ package console
 
 import (
 	"embed"
-	"html/template"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -146,7 +145,7 @@ type console struct {
 	base     string // Options.Path resolved, without a trailing slash
 	prefix   string // Options.APIPrefix resolved, without a trailing slash
 	mux      *http.ServeMux
-	pages    map[string]*template.Template
+	pages    map[string]pageTemplate
 	static   http.Handler
 	sessions *sessions
 	limiter  *failureLimiter

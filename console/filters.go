@@ -111,9 +111,6 @@ func (f filters) api(now time.Time) (url.Values, error) {
 	return q, nil
 }
 
-// Any reports whether any filter is set, the range included.
-func (f filters) Any() bool { return f != (filters{}) }
-
 // pairs returns the filters as the console's own query, name and value
 // in turn, for links that keep them.
 func (f filters) pairs() []string {

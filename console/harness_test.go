@@ -113,6 +113,9 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	}
 	mux := http.NewServeMux()
 	con := New(g, opts).(*console)
+	// Every page a test renders is also rendered by html/template and
+	// compared (htmlparity_test.go).
+	con.pages = withParity(t, con.pages)
 	mux.Handle("/console/", con)
 	mux.Handle("/", g)
 	srv := start(mux)

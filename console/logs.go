@@ -45,14 +45,19 @@ type logRecord struct {
 	Metadata           map[string]string `json:"metadata"`
 	Guardrails         string            `json:"guardrails"`
 	HookResults        *hookResults      `json:"hook_results"`
+
+	// Latency is the record's latency for people, to the tenth of a
+	// millisecond below 10 ms, and FirstByte its time to first byte
+	// alike; setTimes sets them. They are fields, not methods, because
+	// the pages' templates read fields only (see internal/htmltmpl).
+	Latency, FirstByte string `json:"-"`
 }
 
-// Latency returns the record's latency for people, to the tenth of a
-// millisecond below 10 ms.
-func (l logRecord) Latency() string { return millis(l.ResponseTimeUS, l.ResponseTime) }
-
-// FirstByte returns the record's time to first byte, as Latency does.
-func (l logRecord) FirstByte() string { return millis(l.TimeToFirstByteUS, l.TimeToFirstByte) }
+// setTimes sets the record's Latency and FirstByte from the API's times.
+func (l *logRecord) setTimes() {
+	l.Latency = millis(l.ResponseTimeUS, l.ResponseTime)
+	l.FirstByte = millis(l.TimeToFirstByteUS, l.TimeToFirstByte)
+}
 
 // millis formats a duration the API gives in microseconds (us) and in
 // whole milliseconds (ms; used when us is 0, as from a gateway that does
@@ -91,9 +96,16 @@ type hookResult struct {
 	} `json:"checks"`
 }
 
+// logsFilters are the filters of the logs page and whether any is set,
+// the range included.
+type logsFilters struct {
+	filters
+	Any bool
+}
+
 // logsPage is the data of the logs page.
 type logsPage struct {
-	Filters filters
+	Filters logsFilters
 	Ranges  any
 	Logs    []logRecord
 	Next    string // link to the next page; "" on the last
@@ -105,7 +117,7 @@ type logsPage struct {
 func (c *console) logs(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	f := readFilters(q, "")
-	p := &logsPage{Filters: f, Ranges: ranges}
+	p := &logsPage{Filters: logsFilters{filters: f, Any: f != (filters{})}, Ranges: ranges}
 	d := &pageData{Title: "Logs", Nav: "logs", Data: p}
 	var list struct {
 		Data    []logRecord `json:"data"`
@@ -129,6 +141,9 @@ func (c *console) logs(w http.ResponseWriter, r *http.Request, s *session) {
 		c.render(w, r, statusFor(err), "logs", s, d)
 		return
 	}
+	for i := range list.Data {
+		list.Data[i].setTimes()
+	}
 	p.Logs = list.Data
 	if list.HasMore && list.LastID != "" {
 		p.Next = link(c.base+"/logs", append(f.pairs(), "after", list.LastID)...)
@@ -149,6 +164,7 @@ func (c *console) logDetail(w http.ResponseWriter, r *http.Request, s *session) 
 		c.render(w, r, statusFor(err), "log", s, d)
 		return
 	}
+	rec.setTimes()
 	d.Data = &rec
 	c.render(w, r, http.StatusOK, "log", s, d)
 }

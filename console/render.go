@@ -2,13 +2,15 @@ package console
 
 import (
 	"bytes"
-	"html/template"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/modelgateway/gateway/console/internal/htmltmpl"
 )
 
 // pageData is what every page template gets.
@@ -28,12 +30,22 @@ var pageNames = []string{"signin", "error", "overview", "logs", "log", "apikeys"
 	"virtualkeys", "configs", "config", "prompts", "prompt", "policies", "audit", "guardrails", "guardrail", "workspaces",
 	"integrations", "integration", "providers", "models", "invite", "users", "invited", "signedin"}
 
-// parsePages parses every page with the layout, once.
-func parsePages() map[string]*template.Template {
-	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/partials.html"))
-	pages := make(map[string]*template.Template, len(pageNames))
+// pageTemplate is a page's parsed templates, layout included.
+type pageTemplate interface {
+	// Execute writes the page for data to w, or nothing and an error.
+	Execute(w io.Writer, data any) error
+}
+
+// parsePages parses every page with the layout, once. A page that does not
+// parse is a programmer's error: it panics.
+func parsePages() map[string]pageTemplate {
+	pages := make(map[string]pageTemplate, len(pageNames))
 	for _, n := range pageNames {
-		pages[n] = template.Must(template.Must(layout.Clone()).ParseFS(files, "templates/"+n+".html"))
+		t, err := htmltmpl.ParseFS(files, funcs, "templates/layout.html", "templates/partials.html", "templates/"+n+".html")
+		if err != nil {
+			panic("console: " + err.Error())
+		}
+		pages[n] = t
 	}
 	return pages
 }
@@ -47,7 +59,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, nam
 		d.CSRF = s.csrf
 	}
 	var buf bytes.Buffer
-	if err := c.pages[name].ExecuteTemplate(&buf, "layout.html", d); err != nil {
+	if err := c.pages[name].Execute(&buf, d); err != nil {
 		http.Error(w, "console: the page could not be rendered", http.StatusInternalServerError)
 		return
 	}
@@ -62,7 +74,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, nam
 }
 
 // funcs are the template functions of every page.
-var funcs = template.FuncMap{
+var funcs = htmltmpl.FuncMap{
 	"when":  when,
 	"num":   num,
 	"usd":   usd,
