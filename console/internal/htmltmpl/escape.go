@@ -1,6 +1,7 @@
 // Parts of this file are adapted from the Go standard library's
 // html/template (escape.go), Copyright 2011 The Go Authors, used under its
-// BSD-style licence.
+// BSD-style licence
+// (the LICENSE file beside this one).
 
 package htmltmpl
 
