@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 )
@@ -17,6 +18,20 @@ var plain = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// Bytes repeated in the eight of a word, for plain8.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plain8 reports whether the eight bytes of x, read from a string, are
+// all plain: it tests them at once, for any byte below 0x20, at or above
+// 0x80, or that is a quote or a backslash.
+func plain8(x uint64) bool {
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs } // a byte of v is 0
+	return (x|(x-ones*0x20)&^x|zero(x^ones*'"')|zero(x^ones*'\\'))&highs == 0
+}
 
 // A Decoder reads one JSON text. Its methods read the next value; each
 // returns a zero value and marks the Decoder failed when the value is not
@@ -204,6 +219,10 @@ func (d *Decoder) str() (end int, unusual bool) {
 	b := d.b
 	i := d.i + 1
 	for i < len(b) {
+		if i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+			continue
+		}
 		if plain[b[i]] {
 			i++
 			continue

@@ -20,6 +20,13 @@ var htmlSafe, textSafe = func() (html, text [256]bool) {
 	return html, text
 }()
 
+// load8 returns the eight bytes of s from i, the first the lowest.
+func load8(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
 // AppendString appends s as json.Marshal writes a string: HTML's <, > and
 // & escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
 func AppendString(b []byte, s string) []byte { return appendString(b, s, true) }
@@ -34,9 +41,26 @@ func appendString(b []byte, s string, html bool) []byte {
 	if html {
 		safe = &htmlSafe
 	}
+	// Eight bytes are tested at once for any that is not written as it
+	// is: below 0x20, at or above 0x80, or one of the bytes escaped,
+	// the quote and the backslash, and in html mode <, > and &, which are
+	// quotes otherwise (testing for them twice costs less than a branch).
+	lt, gt, amp := uint64(ones*'"'), uint64(ones*'"'), uint64(ones*'"')
+	if html {
+		lt, gt, amp = ones*'<', ones*'>', ones*'&'
+	}
+	zero := func(v uint64) uint64 { return (v - ones) &^ v } // with highs: a byte of v is 0
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			x := load8(s, i)
+			y := x | (x-ones*0x20)&^x | zero(x^ones*'"') | zero(x^ones*'\\') | zero(x^lt) | zero(x^gt) | zero(x^amp)
+			if y&highs == 0 {
+				i += 8
+				continue
+			}
+		}
 		c := s[i]
 		if safe[c] {
 			i++

@@ -2,9 +2,11 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"testing"
+	"unicode/utf8"
 )
 
 var seeds = []string{
@@ -103,4 +105,84 @@ func depth(b []byte) int {
 		}
 	}
 	return deepest
+}
+
+// TestPlain8: the eight bytes of a word are plain at once exactly when
+// each of them is, for every byte in every position, and for words
+// mixing bytes on either side of each bound.
+func TestPlain8(t *testing.T) {
+	check := func(w [8]byte) {
+		want := true
+		for _, c := range w {
+			want = want && plain[c]
+		}
+		if got := plain8(binary.LittleEndian.Uint64(w[:])); got != want {
+			t.Fatalf("plain8(%q) = %v, want %v", w, got, want)
+		}
+	}
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 8; pos++ {
+			w := [8]byte{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}
+			w[pos] = byte(c)
+			check(w)
+		}
+	}
+	edges := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, '"', '#', '[', '\\', ']', 0x7e, 0x7f, 0x80, 0x81, 0xff}
+	for _, a := range edges {
+		for _, b := range edges {
+			for pos := 0; pos < 7; pos++ {
+				w := [8]byte{'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x'}
+				w[pos], w[pos+1] = a, b
+				check(w)
+			}
+		}
+	}
+}
+
+// TestAppendStringWords: appendString writes strings whose words mix
+// bytes on either side of every bound of the bytes it writes as they
+// are as it writes them one byte at a time, in both modes.
+func TestAppendStringWords(t *testing.T) {
+	edges := []byte{0x00, 0x08, 0x0c, 0x1f, 0x20, 0x21, '"', '%', '&', '\'', ';', '<', '=', '>', '?', '[', '\\', ']', 0x7f, 0x80, 0xe2, 0xff}
+	var cases []string
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 8; pos++ {
+			w := []byte("abcdefghijklmnop")
+			w[pos] = byte(c)
+			cases = append(cases, string(w))
+		}
+	}
+	for _, a := range edges {
+		for _, b := range edges {
+			for pos := 0; pos < 7; pos++ {
+				w := []byte("xxxxxxxxyyyyyyyy")
+				w[pos], w[pos+1] = a, b
+				cases = append(cases, string(w))
+			}
+		}
+	}
+	cases = append(cases, "\xe2\x80\xa8 and \xe2\x80\xa9 after eight bytes: \xe2\x80\xa8")
+	for _, html := range []bool{true, false} {
+		safe := &textSafe
+		if html {
+			safe = &htmlSafe
+		}
+		for _, s := range cases {
+			// The same string, each byte in a word of its own: written
+			// one byte at a time.
+			var want []byte
+			for i := 0; i < len(s); {
+				n := 1
+				if !safe[s[i]] && s[i] >= 0x80 {
+					_, n = utf8.DecodeRuneInString(s[i:])
+				}
+				w := appendString(nil, s[i:i+n], html)
+				want = append(want, w[1:len(w)-1]...)
+				i += n
+			}
+			if got := appendString(nil, s, html); string(got) != `"`+string(want)+`"` {
+				t.Fatalf("appendString(%q, %v) = %s, want %q", s, html, got, want)
+			}
+		}
+	}
 }
