@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -25,13 +26,17 @@ const (
 	highs = 0x8080808080808080
 )
 
-// plain8 reports whether the eight bytes of x, read from a string, are
-// all plain: it tests them at once, for any byte below 0x20, at or above
-// 0x80, or that is a quote or a backslash.
-func plain8(x uint64) bool {
-	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs } // a byte of v is 0
-	return (x|(x-ones*0x20)&^x|zero(x^ones*'"')|zero(x^ones*'\\'))&highs == 0
+// special8 returns the high bits of the bytes of x, read from a string,
+// that are not plain (see plain): below 0x20, at or above 0x80, a quote
+// or a backslash. The lowest is exact; those above it may not be, as a
+// byte's test borrows from the next.
+func special8(x uint64) uint64 {
+	return (x | (x-ones*0x20)&^x | zero8(x^ones*'"') | zero8(x^ones*'\\')) & highs
 }
+
+// zero8 has, with highs, the high bit of the lowest zero byte of v set,
+// and none below it.
+func zero8(v uint64) uint64 { return (v - ones) &^ v }
 
 // A Decoder reads one JSON text. Its methods read the next value; each
 // returns a zero value and marks the Decoder failed when the value is not
@@ -69,14 +74,30 @@ func (d *Decoder) End() bool {
 }
 
 func (d *Decoder) ws() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
+	if d.i < len(d.b) && d.b[d.i] > ' ' {
+		return // the common case, kept small enough to inline
+	}
+	d.space()
+}
+
+// space skips white space, eight spaces at a time in the indentation of
+// an indented text.
+func (d *Decoder) space() {
+	b, i := d.b, d.i
+	for i < len(b) {
+		if i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == ones*' ' {
+			i += 8
+			continue
+		}
+		switch b[i] {
 		case ' ', '\t', '\n', '\r':
-			d.i++
+			i++
 		default:
+			d.i = i
 			return
 		}
 	}
+	d.i = i
 }
 
 // Peek returns the first byte of the next value, or 0 at the end or
@@ -219,11 +240,14 @@ func (d *Decoder) str() (end int, unusual bool) {
 	b := d.b
 	i := d.i + 1
 	for i < len(b) {
-		if i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-			continue
-		}
-		if plain[b[i]] {
+		if i+8 <= len(b) {
+			m := special8(binary.LittleEndian.Uint64(b[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3 // to the first byte that is not plain
+		} else if plain[b[i]] {
 			i++
 			continue
 		}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 
@@ -42,30 +43,28 @@ func appendString(b []byte, s string, html bool) []byte {
 		safe = &htmlSafe
 	}
 	// Eight bytes are tested at once for any that is not written as it
-	// is: below 0x20, at or above 0x80, or one of the bytes escaped,
-	// the quote and the backslash, and in html mode <, > and &, which are
+	// is: those special8 finds, and in html mode <, > and &, which are
 	// quotes otherwise (testing for them twice costs less than a branch).
 	lt, gt, amp := uint64(ones*'"'), uint64(ones*'"'), uint64(ones*'"')
 	if html {
 		lt, gt, amp = ones*'<', ones*'>', ones*'&'
 	}
-	zero := func(v uint64) uint64 { return (v - ones) &^ v } // with highs: a byte of v is 0
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) {
 			x := load8(s, i)
-			y := x | (x-ones*0x20)&^x | zero(x^ones*'"') | zero(x^ones*'\\') | zero(x^lt) | zero(x^gt) | zero(x^amp)
-			if y&highs == 0 {
+			m := (special8(x) | zero8(x^lt) | zero8(x^gt) | zero8(x^amp)) & highs
+			if m == 0 {
 				i += 8
 				continue
 			}
-		}
-		c := s[i]
-		if safe[c] {
+			i += bits.TrailingZeros64(m) >> 3 // to the first byte not written as it is
+		} else if safe[s[i]] {
 			i++
 			continue
 		}
+		c := s[i]
 		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {

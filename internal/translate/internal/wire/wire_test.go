@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"testing"
 	"unicode/utf8"
 )
@@ -107,17 +108,21 @@ func depth(b []byte) int {
 	return deepest
 }
 
-// TestPlain8: the eight bytes of a word are plain at once exactly when
-// each of them is, for every byte in every position, and for words
+// TestSpecial8: the lowest byte special8 marks in a word is the first
+// that is not plain, for every byte in every position, and for words
 // mixing bytes on either side of each bound.
-func TestPlain8(t *testing.T) {
+func TestSpecial8(t *testing.T) {
 	check := func(w [8]byte) {
-		want := true
-		for _, c := range w {
-			want = want && plain[c]
+		want := 8
+		for i, c := range w {
+			if !plain[c] {
+				want = i
+				break
+			}
 		}
-		if got := plain8(binary.LittleEndian.Uint64(w[:])); got != want {
-			t.Fatalf("plain8(%q) = %v, want %v", w, got, want)
+		m := special8(binary.LittleEndian.Uint64(w[:]))
+		if got := bits.TrailingZeros64(m) >> 3; got != want {
+			t.Fatalf("special8(%q) marks byte %d first, want %d", w, got, want)
 		}
 	}
 	for c := 0; c < 256; c++ {
