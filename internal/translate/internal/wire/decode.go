@@ -80,14 +80,18 @@ func (d *Decoder) ws() {
 	d.space()
 }
 
-// space skips white space, eight spaces at a time in the indentation of
-// an indented text.
+// space skips white space, a word's leading spaces at a time in the
+// indentation of an indented text.
 func (d *Decoder) space() {
 	b, i := d.b, d.i
 	for i < len(b) {
-		if i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == ones*' ' {
-			i += 8
-			continue
+		if i+8 <= len(b) {
+			// The bytes that are spaces are zero: the trailing zero
+			// bytes are the spaces the word starts with.
+			if n := bits.TrailingZeros64(binary.LittleEndian.Uint64(b[i:])^ones*' ') >> 3; n > 0 {
+				i += n
+				continue
+			}
 		}
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"strconv"
@@ -143,6 +144,24 @@ func appendCompact(b, raw []byte, escape bool) []byte {
 	start := 0
 	inString := false
 	for i := 0; i < len(raw); i++ {
+		if i+8 <= len(raw) {
+			// Eight bytes at once, up to the first that is not copied as
+			// it is: in a string, as compactPlain says; outside, white
+			// space or a quote.
+			x := binary.LittleEndian.Uint64(raw[i:])
+			var m uint64
+			if inString {
+				m = zero8(x^ones*'"') | zero8(x^ones*'\\') | zero8(x^ones*'<') | zero8(x^ones*'>') |
+					zero8(x^ones*'&') | zero8(x^ones*0xE2)
+			} else {
+				m = (x-ones*0x21)&^x | zero8(x^ones*'"')
+			}
+			if m &= highs; m == 0 {
+				i += 7
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		}
 		c := raw[i]
 		switch {
 		case inString && compactPlain[c]:
@@ -171,6 +190,9 @@ func appendCompact(b, raw []byte, escape bool) []byte {
 			inString = true
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			b = append(b, raw[start:i]...)
+			for i+1 < len(raw) && (raw[i+1] == ' ' || raw[i+1] == '\t' || raw[i+1] == '\n' || raw[i+1] == '\r') {
+				i++ // the rest of the run of white space
+			}
 			start = i + 1
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/bits"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -187,6 +188,37 @@ func TestAppendStringWords(t *testing.T) {
 			}
 			if got := appendString(nil, s, html); string(got) != `"`+string(want)+`"` {
 				t.Fatalf("appendString(%q, %v) = %s, want %q", s, html, got, want)
+			}
+		}
+	}
+}
+
+// TestAppendCompactWords: appendCompact compacts texts whose words mix,
+// inside and outside strings, white space, quotes, escapes and the bytes
+// it escapes, as json.Compact and json.Marshal do.
+func TestAppendCompactWords(t *testing.T) {
+	pieces := []string{" ", "\t", "\n  ", "        ", `"a b"`, `"<>&"`, `"\"\\"`, "\"\u2028\xe2\x80\xa9\xe2\x82\xac\"", `1`, `{}`, `[]`, `"        x"`, `"é"`}
+	for _, a := range pieces {
+		for _, b := range pieces {
+			for _, c := range pieces {
+				text := "[ " + a + " ," + b + "," + c + "  ]"
+				if strings.TrimSpace(a) == "" || strings.TrimSpace(b) == "" || strings.TrimSpace(c) == "" {
+					continue // not valid JSON
+				}
+				var want bytes.Buffer
+				if err := json.Compact(&want, []byte(text)); err != nil {
+					t.Fatalf("%q: %v", text, err)
+				}
+				if got := AppendCompact(nil, []byte(text)); string(got) != want.String() {
+					t.Fatalf("AppendCompact(%q) = %q, want %q", text, got, want.String())
+				}
+				marshaled, err := json.Marshal(json.RawMessage(text))
+				if err != nil {
+					t.Fatalf("%q: %v", text, err)
+				}
+				if got := AppendRaw(nil, []byte(text)); string(got) != string(marshaled) {
+					t.Fatalf("AppendRaw(%q) = %q, want %q", text, got, marshaled)
+				}
 			}
 		}
 	}
