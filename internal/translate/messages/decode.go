@@ -70,7 +70,7 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 			if d.Null() {
 				continue
 			}
-			r.Tools = make([]msgTool, 0, 8)
+			r.Tools = make([]msgTool, 0, min(max(len(body)>>10, 2), 256)) // about a tool for each KB
 			for d.Array(); d.Elem(); {
 				r.Tools = append(r.Tools, msgTool{})
 				decodeTool(&d, &r.Tools[len(r.Tools)-1])

@@ -63,9 +63,12 @@ func decodeRequest(body []byte, w *wireRequest, in *decodedInput) bool {
 			if d.Null() {
 				return
 			}
-			w.Tools = make([]json.RawMessage, 0, 8)
+			// About a tool for each KB of the body: agents send long
+			// schemas.
+			n := min(max(len(body)>>10, 2), 256)
+			w.Tools = make([]json.RawMessage, 0, n)
 			if in != nil {
-				in.tools = make([]decodedTool, 0, 8)
+				in.tools = make([]decodedTool, 0, n)
 			}
 			for d.Array(); d.Elem(); {
 				if in == nil {
