@@ -99,15 +99,8 @@ func TestCountTokensVertexErrors(t *testing.T) {
 			body := strings.Replace(claudeCodeBody, "claude-sonnet-4-5", "claude-sonnet-4-5@20250929", 1)
 			res := e.do("POST", "/v1/messages/count_tokens", strings.NewReader(body), "x-gateway-api-key: "+coreKey, "x-gateway-virtual-key: vk-vtx")
 			b := bodyOf(t, res)
-			var got struct {
-				Type  string `json:"type"`
-				Error struct {
-					Type    string `json:"type"`
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			if err := json.Unmarshal([]byte(b), &got); err != nil || res.StatusCode != tc.want || got.Type != "error" ||
-				got.Error.Type != tc.typ || !strings.Contains(got.Error.Message, tc.message) {
+			typ, msg, ok := anthropicErrorBody(b)
+			if !ok || res.StatusCode != tc.want || typ != tc.typ || !strings.Contains(msg, tc.message) {
 				t.Errorf("got %d %s, want %d %s", res.StatusCode, b, tc.want, tc.typ)
 			}
 			if r := e.up.received(); len(r) != 1 || r[0].Path != vertexCountPath {

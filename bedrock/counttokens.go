@@ -2,7 +2,6 @@ package bedrock
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -80,8 +79,7 @@ func countAnswer(res *http.Response) error {
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		return claudeError(res)
 	}
-	b, err := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-	res.Body.Close()
+	b, err := readAnswer(res, maxErrorBody)
 	if err != nil {
 		return err
 	}
