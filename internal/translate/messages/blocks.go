@@ -88,7 +88,7 @@ func compact(input json.RawMessage) (string, error) {
 	if input[0] != '{' {
 		return "", errors.New("not an object")
 	}
-	if bytes.IndexAny(input, " \t\r\n") < 0 {
+	if !bytes.ContainsAny(input, " \t\r\n") {
 		return string(input), nil // compact already
 	}
 	return string(wire.AppendCompact(make([]byte, 0, len(input)), input)), nil
