@@ -74,14 +74,19 @@ func (d *Decoder) End() bool {
 }
 
 func (d *Decoder) ws() {
-	if d.i < len(d.b) && d.b[d.i] > ' ' {
-		return // the common case, kept small enough to inline
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
 	}
-	d.space()
 }
 
-// space skips white space, a word's leading spaces at a time in the
-// indentation of an indented text.
+// space is ws for where an indented text has its indentation (before a
+// member's name or an element, after a comma or an opening bracket, and
+// before a closing one): it skips a word's leading spaces at a time.
 func (d *Decoder) space() {
 	b, i := d.b, d.i
 	for i < len(b) {
@@ -158,7 +163,7 @@ func (d *Decoder) key(skipped bool) ([]byte, bool) {
 	if d.failed {
 		return nil, false
 	}
-	d.ws()
+	d.space()
 	if d.i < len(d.b) && d.b[d.i] == '}' {
 		d.i++
 		d.depth--
@@ -174,7 +179,7 @@ func (d *Decoder) key(skipped bool) ([]byte, bool) {
 			return nil, false
 		}
 		d.i++
-		d.ws()
+		d.space()
 	}
 	if d.i >= len(d.b) || d.b[d.i] != '"' {
 		d.failed = true
@@ -218,7 +223,7 @@ func (d *Decoder) Elem() bool {
 	if d.failed {
 		return false
 	}
-	d.ws()
+	d.space()
 	if d.i < len(d.b) && d.b[d.i] == ']' {
 		d.i++
 		d.depth--
@@ -234,6 +239,7 @@ func (d *Decoder) Elem() bool {
 		return false
 	}
 	d.i++
+	d.space()
 	return true
 }
 

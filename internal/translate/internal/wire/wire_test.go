@@ -223,3 +223,22 @@ func TestAppendCompactWords(t *testing.T) {
 		}
 	}
 }
+
+// TestBackslash: backslash finds the first backslash wherever it stands
+// in a word, or reports none.
+func TestBackslash(t *testing.T) {
+	for n := 0; n <= 20; n++ {
+		for at := 0; at <= n; at++ {
+			s := bytes.Repeat([]byte{'a'}, n)
+			if at < n {
+				s[at] = '\\'
+				if at+1 < n {
+					s[at+1] = '\\'
+				}
+			}
+			if got := backslash(s); got != at {
+				t.Fatalf("backslash(%q) = %d, want %d", s, got, at)
+			}
+		}
+	}
+}
