@@ -88,6 +88,16 @@ func (d *Decoder) ws() {
 // member's name or an element, after a comma or an opening bracket, and
 // before a closing one): it skips a word's leading spaces at a time.
 func (d *Decoder) space() {
+	if d.i < len(d.b) && d.b[d.i] <= ' ' {
+		d.indentation()
+	}
+}
+
+// indentation is space past its first byte of white space. It is not
+// inlined, so that space is, and a compact text pays for no call.
+//
+//go:noinline
+func (d *Decoder) indentation() {
 	b, i := d.b, d.i
 	for i < len(b) {
 		if i+8 <= len(b) {
