@@ -21,20 +21,24 @@ import (
 // Responses. The gateway takes them for every provider kind, translating
 // them to chat completions for a kind that does not take them natively.
 const (
-	RouteMessages  = "/messages"
-	RouteResponses = "/responses"
+	RouteMessages    = "/messages"
+	RouteCountTokens = "/messages/count_tokens"
+	RouteResponses   = "/responses"
 )
 
 // NativeTranslator is implemented by a Provider that takes one of the
-// agents' protocols (RouteMessages) natively for some models, as cloud
-// hosts of Claude models take Anthropic Messages. For a POST to the route
-// the gateway asks it first; a nil Translation means the target does not
-// take the protocol natively, and the request is translated to a chat
-// completion (then to the provider's own API when it is a Translator).
-// For RouteMessages, body carries the caller's anthropic-beta header, if
-// any, as its anthropic_beta member, as cloud hosts of Claude models take
-// it. The Translation's Response leaves the answer in the route's own shape:
-// Messages answers and events, and errors shaped as the protocol's.
+// agents' protocols (RouteMessages, RouteCountTokens) natively for some
+// models, as cloud hosts of Claude models take Anthropic Messages. For a
+// POST to the route the gateway asks it first; a nil Translation means the
+// target does not take the protocol natively: a Messages request is then
+// translated to a chat completion (then to the provider's own API when it
+// is a Translator), and a count_tokens request is answered with the
+// gateway's own estimate. For both routes, body carries the caller's
+// anthropic-beta header, if any, as its anthropic_beta member, as cloud
+// hosts of Claude models take it. The Translation's Response leaves the
+// answer in the route's own shape: Messages answers and events, or
+// {"input_tokens":n} for RouteCountTokens, and errors shaped as the
+// protocol's. A provider that does not know a route returns nil for it.
 type NativeTranslator interface {
 	Provider
 	TranslateNative(route string, t *Target, body []byte) (*Translation, error)
@@ -126,23 +130,34 @@ func (in *ingress) translate(prov Provider, t *Target, body []byte) (*Translatio
 	}
 	switch in.kind {
 	case ingressCountTokens:
+		if tl, err := in.native(prov, RouteCountTokens, t, body); err != nil || tl != nil {
+			return tl, nil, err
+		}
 		n, err := messages.CountTokens(body)
 		if err != nil {
 			return nil, nil, messagesError(err)
 		}
 		return nil, ownAnswer(http.StatusOK, messages.CountTokensBody(n)), nil
 	case ingressMessage:
-		if nt, ok := prov.(NativeTranslator); ok {
-			tl, err := nt.TranslateNative(RouteMessages, t, messages.WithBetas(body, in.betas))
-			if err != nil || tl != nil {
-				return tl, nil, err
-			}
+		if tl, err := in.native(prov, RouteMessages, t, body); err != nil || tl != nil {
+			return tl, nil, err
 		}
 		tl, err := in.messagesToChat(prov, t, body)
 		return tl, nil, err
 	}
 	tl, err := in.responsesToChat(prov, t, body)
 	return tl, nil, err
+}
+
+// native returns how a provider that takes route natively for the
+// request's model sends it, with the caller's anthropic-beta header in
+// the body; nil when prov does not take it.
+func (in *ingress) native(prov Provider, route string, t *Target, body []byte) (*Translation, error) {
+	nt, ok := prov.(NativeTranslator)
+	if !ok {
+		return nil, nil
+	}
+	return nt.TranslateNative(route, t, messages.WithBetas(body, in.betas))
 }
 
 // ownAnswer is an answer the gateway makes itself in place of a target's.

@@ -30,7 +30,7 @@ func anthropicShaped(r *http.Request, st *requestState) bool {
 		return false
 	}
 	p, ok := strings.CutPrefix(r.URL.Path, st.gw.prefix)
-	return ok && (p == RouteMessages || p == RouteMessages+"/count_tokens")
+	return ok && (p == RouteMessages || p == RouteCountTokens)
 }
 
 // writeAnthropicError answers w with the Anthropic-shaped body of e.

@@ -287,21 +287,30 @@ func TestMessagesErrorsAnthropicShaped(t *testing.T) {
 		{"provider's 429", e.do("POST", "/v1/messages", body(claudeCodeBody), "x-gateway-api-key: "+coreKey, "x-gateway-virtual-key: vk-oai"), 429, "rate_limit_error", "slow down"},
 	} {
 		b := bodyOf(t, tc.res)
-		var got struct {
-			Type  string `json:"type"`
-			Error struct {
-				Type    string `json:"type"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(b), &got); err != nil || tc.res.StatusCode != tc.status || got.Type != "error" ||
-			got.Error.Type != tc.typ || !strings.Contains(got.Error.Message, tc.contain) {
+		typ, msg, ok := anthropicErrorBody(b)
+		if !ok || tc.res.StatusCode != tc.status || typ != tc.typ || !strings.Contains(msg, tc.contain) {
 			t.Errorf("%s: %d %s, want %d %s", tc.name, tc.res.StatusCode, b, tc.status, tc.typ)
 		}
 	}
 	if n := len(e.up.received()); n != 1 {
 		t.Errorf("%d provider calls, want 1 (the 429)", n)
 	}
+}
+
+// anthropicErrorBody reads an Anthropic-shaped error body,
+// {"type":"error","error":{"type","message"}}; ok is false for any other.
+func anthropicErrorBody(body string) (typ, message string, ok bool) {
+	var e struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(body), &e) != nil || e.Type != "error" {
+		return "", "", false
+	}
+	return e.Error.Type, e.Error.Message, true
 }
 
 // TestCountTokens: count_tokens goes to Anthropic as sent, and is

@@ -43,7 +43,7 @@
 //
 // Signing needs the hash of the whole body, so the request body is read
 // into memory first, up to Options.MaxBodyBytes (413 above it). Outside
-// the two translated routes below, responses are not touched: streamed
+// the translated routes below, responses are not touched: streamed
 // answers (Content-Type application/vnd.amazon.eventstream) reach the
 // caller byte for byte, as they arrive.
 //
@@ -91,6 +91,16 @@
 // the error type as code. An exception in the middle of a stream is an
 // OpenAI error event ending the stream without [DONE]; a stream that is
 // cut, or fails a CRC check, aborts the caller's connection.
+//
+// # Anthropic Messages
+//
+// The provider is a gateway.NativeTranslator. POST /v1/messages for a
+// Claude model goes to InvokeModel (or InvokeModelWithResponseStream)
+// with the Messages body itself, and /v1/messages/count_tokens to
+// CountTokens (POST /model/{modelId}/count-tokens) with that body, base64,
+// as its invokeModel input, the answer given back as Anthropic's
+// {"input_tokens": n}. Other models are translated through Converse, and
+// their count_tokens is the gateway's estimate.
 package bedrock
 
 import (

@@ -60,7 +60,9 @@ type seen struct {
 }
 
 // recorder is the gateway's Transport: it records each outbound request
-// and delivers it to the loopback fake host with its original Host header.
+// and delivers a request for Bedrock (a host under amazonaws.com) to the
+// loopback fake host with its original Host header, and any other as
+// addressed.
 type recorder struct {
 	fake *httptest.Server
 	mu   sync.Mutex // guards reqs
@@ -77,6 +79,9 @@ func (rt *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	rt.mu.Lock()
 	rt.reqs = append(rt.reqs, seen{req.Method, req.URL.String(), h})
 	rt.mu.Unlock()
+	if !strings.HasSuffix(req.URL.Hostname(), ".amazonaws.com") {
+		return rt.fake.Client().Transport.RoundTrip(req)
+	}
 	fu, _ := url.Parse(rt.fake.URL)
 	out := req.Clone(req.Context())
 	out.Host = req.URL.Host
@@ -102,9 +107,16 @@ type env struct {
 
 func newEnv(t *testing.T, opts bedrock.Options, fake http.HandlerFunc) *env {
 	t.Helper()
+	return newEnvStore(t, opts, fake, storeJSON)
+}
+
+// newEnvStore is newEnv with the operator's records of the JSON document
+// store.
+func newEnvStore(t *testing.T, opts bedrock.Options, fake http.HandlerFunc, store string) *env {
+	t.Helper()
 	up := httptest.NewServer(fake)
 	t.Cleanup(up.Close)
-	f, err := admin.Decode(strings.NewReader(storeJSON))
+	f, err := admin.Decode(strings.NewReader(store))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -367,8 +366,7 @@ func converseResponse(req *chat.Request, res *http.Response) error {
 		setBody(res, "text/event-stream", nil)
 		return nil
 	}
-	b, err := io.ReadAll(io.LimitReader(res.Body, maxAnswer))
-	res.Body.Close()
+	b, err := readAnswer(res, maxAnswer)
 	if err != nil {
 		return err
 	}

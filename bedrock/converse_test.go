@@ -30,7 +30,11 @@ type native struct {
 }
 
 // fakeBedrock stands in for Bedrock: it records each request, checks its
-// signature over the body it received, and answers with answer.
+// signature over the body it received, and answers with answer. A
+// CountTokens request (POST /model/{modelId}/count-tokens) whose shape is
+// not what Bedrock takes for an InvokeModel body of a Claude model is
+// answered 400 ValidationException, as Bedrock does, before answer sees
+// it (see countShape).
 type fakeBedrock struct {
 	answer http.HandlerFunc
 	mu     sync.Mutex // guards got
@@ -44,7 +48,60 @@ func (f *fakeBedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.got = append(f.got, n)
 	f.mu.Unlock()
+	if strings.HasSuffix(r.URL.Path, "/count-tokens") {
+		if msg := countShape(r, body); msg != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Amzn-Errortype", "ValidationException")
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]string{"message": "fake bedrock: " + msg})
+			return
+		}
+	}
 	f.answer(w, r)
+}
+
+// countShape says what is wrong with a CountTokens request, "" when
+// nothing: it must be signed, and its body must be exactly
+// {"input":{"invokeModel":{"body":…}}} with, base64, a Messages body for
+// InvokeModel: a JSON object with Bedrock's anthropic_version, max_tokens
+// and messages, without model or stream.
+func countShape(r *http.Request, body []byte) string {
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+		return "no SigV4 Authorization header"
+	}
+	if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
+		return "not a POST of application/json"
+	}
+	var req struct {
+		Input struct {
+			InvokeModel *struct {
+				Body []byte `json:"body"`
+			} `json:"invokeModel"`
+		} `json:"input"`
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&req); err != nil || req.Input.InvokeModel == nil {
+		return "the body is not {\"input\":{\"invokeModel\":{\"body\":…}}}"
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(req.Input.InvokeModel.Body, &m); err != nil {
+		return "invokeModel.body is not a JSON object"
+	}
+	var maxTokens int
+	switch _, model := m["model"]; {
+	case model:
+		return "invokeModel.body has model"
+	case m["stream"] != nil:
+		return "invokeModel.body has stream"
+	case string(m["anthropic_version"]) != `"bedrock-2023-05-31"`:
+		return "invokeModel.body has anthropic_version " + string(m["anthropic_version"])
+	case json.Unmarshal(m["max_tokens"], &maxTokens) != nil || maxTokens < 1:
+		return "invokeModel.body has no max_tokens"
+	case len(m["messages"]) < 3 || m["messages"][0] != '[':
+		return "invokeModel.body has no messages"
+	}
+	return ""
 }
 
 func (f *fakeBedrock) requests() []native {

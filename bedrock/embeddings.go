@@ -2,7 +2,6 @@ package bedrock
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -121,8 +120,7 @@ func embeddingsResponse(req *chat.EmbeddingRequest, family string, res *http.Res
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		return bedrockError(res)
 	}
-	b, err := io.ReadAll(io.LimitReader(res.Body, maxAnswer))
-	res.Body.Close()
+	b, err := readAnswer(res, maxAnswer)
 	if err != nil {
 		return err
 	}

@@ -33,13 +33,16 @@ func claudeModel(model string) bool {
 // stream's event-stream messages are decoded back into the Messages
 // event stream, and errors come back Anthropic-shaped. A model that is
 // not Claude, or another route, is not taken natively: the gateway then
-// translates the request to Converse. It is safe for concurrent use.
+// translates the request to Converse. A count_tokens request
+// (gateway.RouteCountTokens) for a Claude model goes to CountTokens (see
+// countTokens); for any other model the gateway answers with its own
+// estimate. It is safe for concurrent use.
 func (p *provider) TranslateNative(route string, _ *gateway.Target, body []byte) (*gateway.Translation, error) {
 	var m struct {
 		Model string `json:"model"`
 	}
 	json.Unmarshal(body, &m)
-	if route != gateway.RouteMessages || !claudeModel(m.Model) {
+	if route != gateway.RouteMessages && route != gateway.RouteCountTokens || !claudeModel(m.Model) {
 		return nil, nil
 	}
 	c, err := messages.CloudRequest(body, anthropicVersion, false)
@@ -49,6 +52,9 @@ func (p *provider) TranslateNative(route string, _ *gateway.Target, body []byte)
 			return nil, badRequest(me.Code, me.Param, me.Message)
 		}
 		return nil, err
+	}
+	if route == gateway.RouteCountTokens {
+		return countTokens(c)
 	}
 	action := "invoke"
 	if c.Stream {
@@ -68,20 +74,26 @@ func (p *provider) TranslateNative(route string, _ *gateway.Target, body []byte)
 // Anthropic-shaped.
 func claudeAnswer(stream bool, res *http.Response) error {
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		if err := bedrockError(res); err != nil {
-			return err
-		}
-		b, err := io.ReadAll(res.Body)
-		if err != nil {
-			return err
-		}
-		setBody(res, "application/json", messages.ErrorFromChat(res.StatusCode, b))
-		return nil
+		return claudeError(res)
 	}
 	if stream {
 		res.Body = claudeStream(res.Body)
 		setBody(res, "text/event-stream", nil)
 	}
+	return nil
+}
+
+// claudeError makes Bedrock's error answer to a Messages request
+// Anthropic-shaped, with Bedrock's status.
+func claudeError(res *http.Response) error {
+	if err := bedrockError(res); err != nil {
+		return err
+	}
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	setBody(res, "application/json", messages.ErrorFromChat(res.StatusCode, b))
 	return nil
 }
 

@@ -110,13 +110,19 @@ func setBody(res *http.Response, contentType string, body []byte) {
 	res.Body = io.NopCloser(bytes.NewReader(body))
 }
 
+// readAnswer reads and closes the body of an answer, up to max bytes.
+func readAnswer(res *http.Response, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(res.Body, max))
+	res.Body.Close()
+	return b, err
+}
+
 // bedrockError turns a Bedrock error answer ({"message": …}, its kind in
 // the X-Amzn-Errortype header) into an OpenAI-shaped one with the same
 // status: the kind (ValidationException, ThrottlingException, …) is the
 // code, and the type follows the status.
 func bedrockError(res *http.Response) error {
-	b, err := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-	res.Body.Close()
+	b, err := readAnswer(res, maxErrorBody)
 	if err != nil {
 		return err
 	}

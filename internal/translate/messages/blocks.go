@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/modelgateway/gateway/internal/chat"
 	"github.com/modelgateway/gateway/internal/translate/internal/wire"
@@ -23,59 +22,61 @@ func blockType(typ, p, role string) *Error {
 }
 
 // image returns an image block as an image_url part.
-func image(b *msgBlock, p string) (chat.Part, error) {
+func image(b *msgBlock, p path) (chat.Part, error) {
 	s := b.Source
 	if s == nil {
-		return chat.Part{}, invalid(p+".source", "is required")
+		return chat.Part{}, invalid(p.at(".source"), "is required")
 	}
 	switch s.Type {
 	case "base64":
 		if s.MediaType == "" || s.Data == "" {
-			return chat.Part{}, invalid(p+".source", "a base64 image needs media_type and data")
+			return chat.Part{}, invalid(p.at(".source"), "a base64 image needs media_type and data")
 		}
 		return chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: "data:" + s.MediaType + ";base64," + s.Data}}, nil
 	case "url":
 		if s.URL == "" {
-			return chat.Part{}, invalid(p+".source.url", "is required")
+			return chat.Part{}, invalid(p.at(".source.url"), "is required")
 		}
 		return chat.Part{Type: "image_url", ImageURL: &chat.ImageURL{URL: s.URL}}, nil
 	}
-	return chat.Part{}, unsupported(p+".source.type", "images of source type "+strconv.Quote(s.Type)+" have no equivalent in chat completions")
+	return chat.Part{}, unsupported(p.at(".source.type"), "images of source type "+strconv.Quote(s.Type)+" have no equivalent in chat completions")
 }
 
-// toolResult returns a tool result's text, and its images apart.
-func toolResult(c *msgContent, p string, t *Translation) (string, []chat.Part, error) {
+// toolResult returns the text of a tool result, block p, and its images
+// apart.
+func toolResult(c *msgContent, p path, t *Translation) (*string, []chat.Part, error) {
 	if c == nil {
-		return "", nil, nil
+		return new(string), nil, nil
 	}
 	if c.Text != nil {
-		return *c.Text, nil, nil
+		return c.Text, nil, nil
 	}
-	var text strings.Builder
+	var text joined
 	var images []chat.Part
 	for k := range c.Blocks {
 		b := &c.Blocks[k]
-		bp := p + "[" + strconv.Itoa(k) + "]"
+		bp := path{p.msg, p.block, k}
 		if b.Cache != nil {
-			t.drop(bp + ".cache_control")
+			t.drop(bp.at(".cache_control"))
 		}
 		switch b.Type {
 		case "text":
-			if text.Len() > 0 {
-				text.WriteByte('\n')
+			sep := ""
+			if text.len() > 0 {
+				sep = "\n"
 			}
-			text.WriteString(b.Text)
+			text.add(sep, &b.Text)
 		case "image":
 			part, err := image(b, bp)
 			if err != nil {
-				return "", nil, err
+				return nil, nil, err
 			}
 			images = append(images, part)
 		default:
-			return "", nil, blockType(b.Type, bp, "tool_result")
+			return nil, nil, blockType(b.Type, bp.at(""), "tool_result")
 		}
 	}
-	return text.String(), images, nil
+	return text.ptr(), images, nil
 }
 
 // compact returns a tool_use input as chat's arguments text.
@@ -86,6 +87,9 @@ func compact(input json.RawMessage) (string, error) {
 	}
 	if input[0] != '{' {
 		return "", errors.New("not an object")
+	}
+	if !bytes.ContainsAny(input, " \t\r\n") {
+		return string(input), nil // compact already
 	}
 	return string(wire.AppendCompact(make([]byte, 0, len(input)), input)), nil
 }

@@ -27,21 +27,50 @@ type Cloud struct {
 // (Bedrock). A body that is not a JSON object naming its model is an
 // *Error.
 func CloudRequest(body []byte, version string, keepStream bool) (*Cloud, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
-		return nil, invalid("", "the body must be a JSON object")
-	}
-	c := &Cloud{}
-	if err := json.Unmarshal(obj["model"], &c.Model); err != nil || c.Model == "" {
-		return nil, invalid("model", "model: must be a model id")
-	}
-	if s, ok := obj["stream"]; ok && json.Unmarshal(s, &c.Stream) != nil {
-		return nil, invalid("stream", "stream: must be a boolean")
+	obj, c, err := cloudObject(body)
+	if err != nil {
+		return nil, err
 	}
 	delete(obj, "model")
 	if !keepStream {
 		delete(obj, "stream")
 	}
+	return c.encode(obj, version)
+}
+
+// CountRequest rewrites a /v1/messages/count_tokens body for a cloud
+// host that reads the model from the body, as Vertex AI's
+// count-tokens:rawPredict does: every member as sent, model included,
+// with the host's anthropic_version unless the body names one. A body
+// that is not a JSON object naming its model is an *Error.
+func CountRequest(body []byte, version string) (*Cloud, error) {
+	obj, c, err := cloudObject(body)
+	if err != nil {
+		return nil, err
+	}
+	return c.encode(obj, version)
+}
+
+// cloudObject decodes a Messages body into its members, and reads its
+// model and stream.
+func cloudObject(body []byte) (map[string]json.RawMessage, *Cloud, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+		return nil, nil, invalid("", "the body must be a JSON object")
+	}
+	c := &Cloud{}
+	if err := json.Unmarshal(obj["model"], &c.Model); err != nil || c.Model == "" {
+		return nil, nil, invalid("model", "model: must be a model id")
+	}
+	if s, ok := obj["stream"]; ok && json.Unmarshal(s, &c.Stream) != nil {
+		return nil, nil, invalid("stream", "stream: must be a boolean")
+	}
+	return obj, c, nil
+}
+
+// encode returns c with its Body: the members of obj, with
+// anthropic_version set to version when obj has none.
+func (c *Cloud) encode(obj map[string]json.RawMessage, version string) (*Cloud, error) {
 	if _, ok := obj["anthropic_version"]; !ok {
 		obj["anthropic_version"], _ = json.Marshal(version)
 	}

@@ -1,6 +1,10 @@
 package messages
 
-import "strconv"
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+)
 
 // Weights of CountTokens' estimate.
 const (
@@ -71,4 +75,21 @@ func countContent(c *msgContent, n, tokens int) (int, int) {
 // {"input_tokens":n}.
 func CountTokensBody(n int) []byte {
 	return append(strconv.AppendInt([]byte(`{"input_tokens":`), int64(n), 10), '}')
+}
+
+// InputTokens reads the count of a cloud host's answer to a count
+// request: the member name of the JSON object body ("inputTokens" in
+// Bedrock's CountTokens answer, "input_tokens" in Anthropic's and
+// Vertex AI's). A body without a whole number of at least 0 there is an
+// error, so that a caller is never told a count of 0 that no one made.
+func InputTokens(body []byte, name string) (int, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return 0, errors.New("gateway: the token count answer is not a JSON object")
+	}
+	n, err := strconv.ParseInt(string(obj[name]), 10, 32)
+	if err != nil || n < 0 {
+		return 0, errors.New("gateway: the token count answer has no count in " + strconv.Quote(name))
+	}
+	return int(n), nil
 }

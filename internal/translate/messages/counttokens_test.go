@@ -51,3 +51,30 @@ func TestCountTokensClaudeCode(t *testing.T) {
 		t.Errorf("CountTokens = %d, want about 3100", n)
 	}
 }
+
+// TestInputTokens: a cloud host's count is read from its member only when
+// it is a whole number of at least 0.
+func TestInputTokens(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want int
+		ok   bool
+	}{
+		{`{"inputTokens":17}`, 17, true},
+		{`{"inputTokens":0,"other":[1]}`, 0, true},
+		{`{"input_tokens":17}`, 0, false},
+		{`{"inputTokens":null}`, 0, false},
+		{`{"inputTokens":"17"}`, 0, false},
+		{`{"inputTokens":-3}`, 0, false},
+		{`{"inputTokens":1e3}`, 0, false},
+		{`{"inputTokens":17.0}`, 0, false},
+		{`{"inputTokens":99999999999}`, 0, false},
+		{`[17]`, 0, false},
+		{``, 0, false},
+	} {
+		n, err := InputTokens([]byte(tc.body), "inputTokens")
+		if (err == nil) != tc.ok || n != tc.want {
+			t.Errorf("InputTokens(%s) = %d, %v; want %d, ok %v", tc.body, n, err, tc.want, tc.ok)
+		}
+	}
+}

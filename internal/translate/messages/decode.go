@@ -32,7 +32,7 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 		return nil, false
 	}
 	var seen uint64
-	var blocks []msgBlock // see decodeContent
+	blocks := blockBufs{size: len(body)}
 	for {
 		k, ok := d.Key()
 		if !ok {
@@ -47,13 +47,20 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 			r.MaxTokens = d.IntPtr()
 		case "system":
 			d.Seen(&seen, 2)
-			r.System = d.Raw()
+			mark := d.Mark()
+			if p := d.Peek(); p == '"' || p == '[' {
+				r.system = &msgContent{}
+				decodeContent(&d, r.system, &blocks)
+			} else {
+				d.Skip()
+			}
+			r.System = d.From(mark)
 		case "messages":
 			d.Seen(&seen, 3)
 			if d.Null() {
 				continue
 			}
-			r.Messages = []msgMessage{}
+			r.Messages = make([]msgMessage, 0, min(max(len(body)>>10, 4), 256))
 			for d.Array(); d.Elem(); {
 				r.Messages = append(r.Messages, msgMessage{})
 				decodeMessage(&d, &r.Messages[len(r.Messages)-1], &blocks)
@@ -63,7 +70,7 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 			if d.Null() {
 				continue
 			}
-			r.Tools = []msgTool{}
+			r.Tools = make([]msgTool, 0, min(max(len(body)>>10, 2), 256)) // about a tool for each KB
 			for d.Array(); d.Elem(); {
 				r.Tools = append(r.Tools, msgTool{})
 				decodeTool(&d, &r.Tools[len(r.Tools)-1])
@@ -139,7 +146,7 @@ func decodeFast(body []byte, r *msgRequest) (names []string, ok bool) {
 	return names, d.End()
 }
 
-func decodeMessage(d *wire.Decoder, m *msgMessage, blocks *[]msgBlock) {
+func decodeMessage(d *wire.Decoder, m *msgMessage, blocks *blockBufs) {
 	d.Members(messageFields, func(n int) {
 		if n == 0 {
 			m.Role = d.NullString()
@@ -149,26 +156,60 @@ func decodeMessage(d *wire.Decoder, m *msgMessage, blocks *[]msgBlock) {
 	})
 }
 
+// blockBufs holds the blocks of a body's content arrays: those of one
+// level of nesting (a message's, then a tool result's in it) one after
+// the other in one slice, each array a part of it, so that most arrays
+// cost no allocation of their own. An array nested deeper is gathered on
+// stack and copied out.
+type blockBufs struct {
+	size   int // of the text decoded, by which the first level is sized
+	level  int
+	levels [2][]msgBlock
+	stack  []msgBlock
+}
+
 // decodeContent decodes a content member into c, as its UnmarshalJSON
-// does. Its blocks are gathered at the end of *blocks, which the content
-// arrays of one body share as a stack (a tool_result's content is
-// decoded while its block is), then copied out at their number: one
-// allocation for each array rather than one for each time it grows.
-func decodeContent(d *wire.Decoder, c *msgContent, blocks *[]msgBlock) {
+// does, its blocks kept in blocks.
+func decodeContent(d *wire.Decoder, c *msgContent, blocks *blockBufs) {
 	switch d.Peek() {
 	case '"':
 		s := d.String()
 		c.Text = &s
 	case '[':
-		start := len(*blocks)
+		level := blocks.level
+		blocks.level++
+		if level < len(blocks.levels) {
+			// A block's content is decoded at the next level: buf does
+			// not grow while the block is decoded.
+			buf := &blocks.levels[level]
+			if *buf == nil {
+				n := 4 // a tool result's blocks
+				if level == 0 {
+					// About a block for each 512 bytes, and the system
+					// prompt's few.
+					n = min(blocks.size>>9, 256) + 4
+				}
+				*buf = make([]msgBlock, 0, n)
+			}
+			start := len(*buf)
+			for d.Array(); d.Elem(); {
+				*buf = append(*buf, msgBlock{})
+				decodeBlock(d, &(*buf)[len(*buf)-1], blocks)
+			}
+			c.Blocks = (*buf)[start:len(*buf):len(*buf)]
+			blocks.level--
+			return
+		}
+		start := len(blocks.stack)
 		for d.Array(); d.Elem(); {
 			var b msgBlock
 			decodeBlock(d, &b, blocks)
-			*blocks = append(*blocks, b)
+			blocks.stack = append(blocks.stack, b)
 		}
-		c.Blocks = append(make([]msgBlock, 0, len(*blocks)-start), (*blocks)[start:]...)
-		clear((*blocks)[start:])
-		*blocks = (*blocks)[:start]
+		c.Blocks = append(make([]msgBlock, 0, len(blocks.stack)-start), blocks.stack[start:]...)
+		clear(blocks.stack[start:])
+		blocks.stack = blocks.stack[:start]
+		blocks.level--
 	default:
 		if !d.Null() {
 			d.Fail()
@@ -176,7 +217,7 @@ func decodeContent(d *wire.Decoder, c *msgContent, blocks *[]msgBlock) {
 	}
 }
 
-func decodeBlock(d *wire.Decoder, b *msgBlock, blocks *[]msgBlock) {
+func decodeBlock(d *wire.Decoder, b *msgBlock, blocks *blockBufs) {
 	d.Members(blockFields, func(n int) {
 		switch n {
 		case 0:

@@ -25,6 +25,14 @@ func FuzzRequestDecoders(f *testing.F) {
 			if err := json.Unmarshal(body, slow); err != nil {
 				t.Fatalf("decodeFast took a body encoding/json refuses: %v", err)
 			}
+			// The system prompt decoded as it is read is the one
+			// system would decode from System.
+			if fast.system != nil {
+				if c, err := contentOf(bytes.TrimSpace(fast.System)); err != nil || !reflect.DeepEqual(*fast.system, c) {
+					t.Fatalf("system decoded as %#v, from System as %#v (%v)", *fast.system, c, err)
+				}
+				fast.system = nil
+			}
 			if !reflect.DeepEqual(fast, slow) {
 				t.Fatalf("decodeFast and encoding/json differ:\n%#v\n%#v", fast, slow)
 			}
@@ -32,7 +40,7 @@ func FuzzRequestDecoders(f *testing.F) {
 		var c, want msgContent
 		var d wire.Decoder
 		d.Reset(body)
-		decodeContent(&d, &c, new([]msgBlock))
+		decodeContent(&d, &c, new(blockBufs))
 		if d.End() {
 			if err := want.UnmarshalJSON(bytes.TrimSpace(body)); err != nil || !reflect.DeepEqual(c, want) {
 				t.Fatalf("decodeContent and UnmarshalJSON differ (%v):\n%#v\n%#v", err, c, want)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/modelgateway/gateway/internal/chat"
 	"github.com/modelgateway/gateway/internal/translate/internal/wire"
@@ -83,6 +82,8 @@ type Translation struct {
 
 func (t *Translation) drop(path string) {
 	switch n := len(t.Dropped); {
+	case n == 0:
+		t.Dropped = append(make([]string, 0, 8), path)
 	case n < maxDropped-1:
 		t.Dropped = append(t.Dropped, path)
 	case n == maxDropped-1:
@@ -109,6 +110,9 @@ type (
 		} `json:"metadata"`
 		Stream   bool         `json:"stream"`
 		Thinking *msgThinking `json:"thinking"`
+
+		// system is System decoded, when decodeFast decoded it.
+		system *msgContent
 	}
 	msgMessage struct {
 		Role    string     `json:"role"`
@@ -161,7 +165,7 @@ func contentOf(raw []byte) (msgContent, error) {
 	var c msgContent
 	var d wire.Decoder
 	d.Reset(raw)
-	decodeContent(&d, &c, new([]msgBlock))
+	decodeContent(&d, &c, &blockBufs{size: len(raw)})
 	if d.End() {
 		return c, nil
 	}
@@ -293,14 +297,15 @@ func translate(body []byte, d Dialect) (*Translation, *chatRequest, error) {
 	} else {
 		out.MaxTokens = r.MaxTokens
 	}
-	if out.Messages, err = system(r.System, t); err != nil {
+	out.Messages = make([]chatMessage, 0, 1+chatMessages(r.Messages))
+	if out.Messages, err = system(out.Messages, r, t); err != nil {
 		return nil, nil, err
 	}
 	if len(r.Messages) == 0 {
 		return nil, nil, invalid("messages", "must hold at least one message")
 	}
 	for i := range r.Messages {
-		if out.Messages, err = appendMessage(out.Messages, &r.Messages[i], "messages["+strconv.Itoa(i)+"]", d, t); err != nil {
+		if out.Messages, err = appendMessage(out.Messages, &r.Messages[i], i, d, t); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -386,63 +391,103 @@ func effort(budget int) string {
 	return "high"
 }
 
-// system returns the system prompt as the first message.
-func system(raw json.RawMessage, t *Translation) ([]chatMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	c, err := contentOf(raw)
-	if err != nil {
-		return nil, invalid("system", "must be a string or an array of text blocks")
+// system appends the system prompt of r to out as a system message.
+func system(out []chatMessage, r *msgRequest, t *Translation) ([]chatMessage, error) {
+	c := r.system
+	if c == nil {
+		raw := bytes.TrimSpace(r.System)
+		if len(raw) == 0 || string(raw) == "null" {
+			return out, nil
+		}
+		cc, err := contentOf(raw)
+		if err != nil {
+			return nil, invalid("system", "must be a string or an array of text blocks")
+		}
+		c = &cc
 	}
 	if c.Text != nil {
-		return []chatMessage{{Message: chat.Message{Role: "system", Content: chat.Content{Text: c.Text}}}}, nil
+		return append(out, chatMessage{Message: chat.Message{Role: "system", Content: chat.Content{Text: c.Text}}}), nil
 	}
-	var sb strings.Builder
-	for j, b := range c.Blocks {
-		p := "system[" + strconv.Itoa(j) + "]"
+	var text joined
+	for j := range c.Blocks {
+		b := &c.Blocks[j]
 		if b.Type != "text" {
-			return nil, unsupported(p+".type", "system blocks must be text")
+			return nil, unsupported("system["+strconv.Itoa(j)+"].type", "system blocks must be text")
 		}
 		if b.Cache != nil {
-			t.drop(p + ".cache_control")
+			t.drop("system[" + strconv.Itoa(j) + "].cache_control")
 		}
-		if j > 0 {
-			sb.WriteString("\n\n")
-		}
-		sb.WriteString(b.Text)
+		text.add("\n\n", &b.Text)
 	}
-	s := sb.String()
-	return []chatMessage{{Message: chat.Message{Role: "system", Content: chat.Content{Text: &s}}}}, nil
+	return append(out, chatMessage{Message: chat.Message{Role: "system", Content: chat.Content{Text: text.ptr()}}}), nil
 }
 
-// appendMessage appends the chat messages of one Messages message.
-func appendMessage(out []chatMessage, m *msgMessage, p string, d Dialect, t *Translation) ([]chatMessage, error) {
+// chatMessages returns how many chat messages msgs become, but for the
+// user messages their tool results' images add: one for each message,
+// and one for each tool result of a user message.
+func chatMessages(msgs []msgMessage) int {
+	n := len(msgs)
+	for i := range msgs {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		for j := range msgs[i].Content.Blocks {
+			if msgs[i].Content.Blocks[j].Type == "tool_result" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// path is the JSON path of a content block, written only when an error or
+// a dropped member names it: messages[msg].content[block], and
+// .content[inner] after it when inner is not negative (a block of a tool
+// result).
+type path struct{ msg, block, inner int }
+
+// messagePath returns the path of message i.
+func messagePath(i int) string { return "messages[" + strconv.Itoa(i) + "]" }
+
+// at returns the path of member name of the block ("" for the block
+// itself).
+func (p path) at(name string) string {
+	s := messagePath(p.msg) + ".content[" + strconv.Itoa(p.block) + "]"
+	if p.inner >= 0 {
+		s += ".content[" + strconv.Itoa(p.inner) + "]"
+	}
+	return s + name
+}
+
+// appendMessage appends the chat messages of message i.
+func appendMessage(out []chatMessage, m *msgMessage, i int, d Dialect, t *Translation) ([]chatMessage, error) {
 	if m.Role != "user" && m.Role != "assistant" {
-		return nil, invalid(p+".role", "must be user or assistant")
+		return nil, invalid(messagePath(i)+".role", "must be user or assistant")
 	}
 	if m.Content.Text != nil {
 		return append(out, chatMessage{Message: chat.Message{Role: m.Role, Content: chat.Content{Text: m.Content.Text}}}), nil
 	}
 	if m.Content.Blocks == nil {
-		return nil, invalid(p+".content", "is required")
+		return nil, invalid(messagePath(i)+".content", "is required")
 	}
 	if len(m.Content.Blocks) == 0 {
-		return nil, invalid(p+".content", "must hold at least one block")
+		return nil, invalid(messagePath(i)+".content", "must hold at least one block")
 	}
 	if m.Role == "assistant" {
-		return appendAssistant(out, m.Content.Blocks, p, d, t)
+		return appendAssistant(out, m.Content.Blocks, i, d, t)
 	}
 	var parts, images []chat.Part
 	for j := range m.Content.Blocks {
 		b := &m.Content.Blocks[j]
-		bp := p + ".content[" + strconv.Itoa(j) + "]"
+		bp := path{i, j, -1}
 		if b.Cache != nil {
-			t.drop(bp + ".cache_control")
+			t.drop(bp.at(".cache_control"))
 		}
 		switch b.Type {
 		case "text":
+			if parts == nil {
+				parts = make([]chat.Part, 0, len(m.Content.Blocks)-j)
+			}
 			parts = append(parts, chat.Part{Type: "text", Text: b.Text})
 		case "image":
 			part, err := image(b, bp)
@@ -452,19 +497,19 @@ func appendMessage(out []chatMessage, m *msgMessage, p string, d Dialect, t *Tra
 			parts = append(parts, part)
 		case "tool_result":
 			if b.ToolUseID == "" {
-				return nil, invalid(bp+".tool_use_id", "is required")
+				return nil, invalid(bp.at(".tool_use_id"), "is required")
 			}
 			if b.IsError {
-				t.drop(bp + ".is_error")
+				t.drop(bp.at(".is_error"))
 			}
-			text, imgs, err := toolResult(b.Content, bp+".content", t)
+			text, imgs, err := toolResult(b.Content, bp, t)
 			if err != nil {
 				return nil, err
 			}
 			images = append(images, imgs...)
-			out = append(out, chatMessage{Message: chat.Message{Role: "tool", ToolCallID: b.ToolUseID, Content: chat.Content{Text: &text}}})
+			out = append(out, chatMessage{Message: chat.Message{Role: "tool", ToolCallID: b.ToolUseID, Content: chat.Content{Text: text}}})
 		default:
-			return nil, blockType(b.Type, bp, "user")
+			return nil, blockType(b.Type, bp.at(""), "user")
 		}
 	}
 	if len(images) > 0 {
@@ -479,58 +524,107 @@ func appendMessage(out []chatMessage, m *msgMessage, p string, d Dialect, t *Tra
 	return out, nil
 }
 
-// appendAssistant appends an assistant message: its text, tool calls and
-// reasoning.
-func appendAssistant(out []chatMessage, blocks []msgBlock, p string, d Dialect, t *Translation) ([]chatMessage, error) {
-	var text, reasoning strings.Builder
-	hasText := false
+// appendAssistant appends assistant message i, of blocks: its text, tool
+// calls and reasoning.
+func appendAssistant(out []chatMessage, blocks []msgBlock, i int, d Dialect, t *Translation) ([]chatMessage, error) {
+	var text, reasoning joined
 	var calls []chat.ToolCall
 	for j := range blocks {
 		b := &blocks[j]
-		bp := p + ".content[" + strconv.Itoa(j) + "]"
+		bp := path{i, j, -1}
 		if b.Cache != nil {
-			t.drop(bp + ".cache_control")
+			t.drop(bp.at(".cache_control"))
 		}
 		switch b.Type {
 		case "text":
-			text.WriteString(b.Text)
-			hasText = true
+			text.add("", &b.Text)
 		case "tool_use":
 			if b.ID == "" || b.Name == "" {
-				return nil, invalid(bp, "a tool_use block needs an id and a name")
+				return nil, invalid(bp.at(""), "a tool_use block needs an id and a name")
 			}
 			args, err := compact(b.Input)
 			if err != nil {
-				return nil, invalid(bp+".input", "must be a JSON object")
+				return nil, invalid(bp.at(".input"), "must be a JSON object")
+			}
+			if calls == nil {
+				calls = make([]chat.ToolCall, 0, len(blocks)-j)
 			}
 			calls = append(calls, chat.ToolCall{ID: b.ID, Type: "function", Function: chat.FunctionCall{Name: b.Name, Arguments: args}})
 		case "thinking":
 			if d.Reasoning == "" {
-				t.drop(bp)
+				t.drop(bp.at(""))
 				continue
 			}
 			if b.Signature != "" {
-				t.drop(bp + ".signature")
+				t.drop(bp.at(".signature"))
 			}
-			reasoning.WriteString(b.Thinking)
+			reasoning.add("", &b.Thinking)
 		case "redacted_thinking":
-			t.drop(bp)
+			t.drop(bp.at(""))
 		default:
-			return nil, blockType(b.Type, bp, "assistant")
+			return nil, blockType(b.Type, bp.at(""), "assistant")
 		}
 	}
 	m := chatMessage{Message: chat.Message{Role: "assistant", ToolCalls: calls}}
-	if hasText || len(calls) == 0 {
-		s := text.String()
-		m.Content.Text = &s
+	if text.n > 0 || len(calls) == 0 {
+		m.Content.Text = text.ptr()
 	}
 	switch d.Reasoning {
 	case "reasoning":
-		m.Reasoning = reasoning.String()
+		m.Reasoning = reasoning.string()
 	default:
-		m.ReasoningContent = reasoning.String()
+		m.ReasoningContent = reasoning.string()
 	}
 	return append(out, m), nil
+}
+
+// joined is texts written one after the other, copied only once there
+// are two.
+type joined struct {
+	first *string // the first text
+	more  []byte  // the texts joined, once there are two
+	n     int     // how many were added
+}
+
+// add adds *s, after sep unless it is the first text.
+func (j *joined) add(sep string, s *string) {
+	j.n++
+	switch j.n {
+	case 1:
+		j.first = s
+		return
+	case 2:
+		j.more = append(make([]byte, 0, 2*(len(*j.first)+len(sep)+len(*s))), *j.first...)
+	}
+	j.more = append(append(j.more, sep...), *s...)
+}
+
+// len returns the length of the texts joined.
+func (j *joined) len() int {
+	if j.n == 1 {
+		return len(*j.first)
+	}
+	return len(j.more)
+}
+
+// string returns the texts joined.
+func (j *joined) string() string {
+	switch j.n {
+	case 0:
+		return ""
+	case 1:
+		return *j.first
+	}
+	return string(j.more)
+}
+
+// ptr returns the texts joined, as a pointer to them.
+func (j *joined) ptr() *string {
+	if j.n == 1 {
+		return j.first
+	}
+	s := j.string()
+	return &s
 }
 
 // appendChat appends the chat request as json.Marshal writes it.

@@ -44,8 +44,10 @@ func decodeRequest(body []byte, w *wireRequest, in *decodedInput) bool {
 				return
 			}
 			mark := d.Mark()
-			// Room for a conversation of a few turns from the start.
-			in.items, in.parts = make([]inputItem, 0, 8), make([]decodedParts, 0, 8)
+			// Room for a conversation of a few turns from the start, or
+			// of about an item for each 512 bytes of the body.
+			n := min(max(len(body)>>9, 8), 256)
+			in.items, in.parts = make([]inputItem, 0, n), make([]decodedParts, 0, n)
 			for d.Array(); d.Elem(); {
 				in.items = append(in.items, inputItem{})
 				in.parts = append(in.parts, decodedParts{})
@@ -61,7 +63,13 @@ func decodeRequest(body []byte, w *wireRequest, in *decodedInput) bool {
 			if d.Null() {
 				return
 			}
-			w.Tools = []json.RawMessage{}
+			// About a tool for each KB of the body: agents send long
+			// schemas.
+			n := min(max(len(body)>>10, 2), 256)
+			w.Tools = make([]json.RawMessage, 0, n)
+			if in != nil {
+				in.tools = make([]decodedTool, 0, n)
+			}
 			for d.Array(); d.Elem(); {
 				if in == nil {
 					w.Tools = append(w.Tools, d.Raw())

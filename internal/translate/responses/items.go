@@ -185,6 +185,12 @@ func chatMessageOf(it *inputItem, dp decodedParts, at itemAt) (chatMessage, erro
 	if len(parts) > maxParts {
 		return m, invalid(at.param(".content"), "at most "+strconv.Itoa(maxParts)+" content parts")
 	}
+	// Text alone is sent as a string: the widest-understood shape, and the
+	// only one some chat dialects take for system and assistant messages.
+	if (len(parts) == 1 || m.Role != "user") && textParts(parts) {
+		m.Content = joinText(parts)
+		return m, nil
+	}
 	var out []chat.Part
 	textOnly := true
 	for j, p := range parts {
@@ -228,4 +234,41 @@ func chatMessageOf(it *inputItem, dp decodedParts, at itemAt) (chatMessage, erro
 	}
 	m.Content = chat.Content{Parts: out}
 	return m, nil
+}
+
+// textParts reports whether parts are all text (input_text, output_text
+// or refusal parts), which a message sends as a string.
+func textParts(parts []textPart) bool {
+	for i := range parts {
+		switch parts[i].Type {
+		case "input_text", "output_text", "refusal":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// joinText returns the text of text parts as a message's content,
+// without copying a single part's.
+func joinText(parts []textPart) chat.Content {
+	textOf := func(p *textPart) *string {
+		if p.Type == "refusal" {
+			return &p.Refusal
+		}
+		return &p.Text
+	}
+	if len(parts) == 1 {
+		return chat.Content{Text: textOf(&parts[0])}
+	}
+	n := 0
+	for i := range parts {
+		n += len(*textOf(&parts[i]))
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range parts {
+		b.WriteString(*textOf(&parts[i]))
+	}
+	return text(b.String())
 }

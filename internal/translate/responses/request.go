@@ -340,9 +340,14 @@ func (r *Request) translate(opt Options) (*Translation, *chatRequest, error) {
 	if w.Stream {
 		c.StreamOptions = &chat.StreamOptions{IncludeUsage: true}
 	}
-	note := func(s string) { t.Notes = append(t.Notes, s) }
+	note := func(s string) {
+		if t.Notes == nil {
+			t.Notes = make([]string, 0, 4)
+		}
+		t.Notes = append(t.Notes, s)
+	}
 	if w.Instructions != nil && *w.Instructions != "" {
-		out.Messages = append(out.Messages, chatMessage{Message: chat.Message{Role: "system", Content: text(*w.Instructions)}})
+		out.Messages = append(out.Messages, chatMessage{Message: chat.Message{Role: "system", Content: chat.Content{Text: w.Instructions}}})
 	}
 	msgs, err := r.messages(out.Messages, opt, note)
 	if err != nil {

@@ -47,7 +47,8 @@ func chatTool(raw json.RawMessage, dt decodedTool, i int) (chat.Tool, error) {
 	param := func(member string) string { return "tools[" + strconv.Itoa(i) + "]" + member }
 	t := dt.tool
 	if !dt.ok {
-		if err := wire.Decode(raw, &t, decodeTool); err != nil {
+		var err error
+		if t, err = toolOf(raw); err != nil {
 			return chat.Tool{}, invalid(param(""), "must be a tool object")
 		}
 	}
@@ -63,6 +64,14 @@ func chatTool(raw json.RawMessage, dt decodedTool, i int) (chat.Tool, error) {
 	}
 	return chat.Tool{Type: "function", Function: chat.Function{Name: t.Name, Description: t.Description,
 		Parameters: params, Strict: t.Strict}}, nil
+}
+
+// toolOf decodes a tool that was not decoded with the body, apart from
+// chatTool so that its tool does not escape to the heap.
+func toolOf(raw json.RawMessage) (wireTool, error) {
+	var t wireTool
+	err := wire.Decode(raw, &t, decodeTool)
+	return t, err
 }
 
 // chatToolChoice translates tool_choice.

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -17,6 +19,24 @@ var plain = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// Bytes repeated in the eight of a word, for plain8.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special8 returns the high bits of the bytes of x, read from a string,
+// that are not plain (see plain): below 0x20, at or above 0x80, a quote
+// or a backslash. The lowest is exact; those above it may not be, as a
+// byte's test borrows from the next.
+func special8(x uint64) uint64 {
+	return (x | (x-ones*0x20)&^x | zero8(x^ones*'"') | zero8(x^ones*'\\')) & highs
+}
+
+// zero8 has, with highs, the high bit of the lowest zero byte of v set,
+// and none below it.
+func zero8(v uint64) uint64 { return (v - ones) &^ v }
 
 // A Decoder reads one JSON text. Its methods read the next value; each
 // returns a zero value and marks the Decoder failed when the value is not
@@ -62,6 +82,41 @@ func (d *Decoder) ws() {
 			return
 		}
 	}
+}
+
+// space is ws for where an indented text has its indentation (before a
+// member's name or an element, after a comma or an opening bracket, and
+// before a closing one): it skips a word's leading spaces at a time.
+func (d *Decoder) space() {
+	if d.i < len(d.b) && d.b[d.i] <= ' ' {
+		d.indentation()
+	}
+}
+
+// indentation is space past its first byte of white space. It is not
+// inlined, so that space is, and a compact text pays for no call.
+//
+//go:noinline
+func (d *Decoder) indentation() {
+	b, i := d.b, d.i
+	for i < len(b) {
+		if i+8 <= len(b) {
+			// The bytes that are spaces are zero: the trailing zero
+			// bytes are the spaces the word starts with.
+			if n := bits.TrailingZeros64(binary.LittleEndian.Uint64(b[i:])^ones*' ') >> 3; n > 0 {
+				i += n
+				continue
+			}
+		}
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			d.i = i
+			return
+		}
+	}
+	d.i = i
 }
 
 // Peek returns the first byte of the next value, or 0 at the end or
@@ -118,7 +173,7 @@ func (d *Decoder) key(skipped bool) ([]byte, bool) {
 	if d.failed {
 		return nil, false
 	}
-	d.ws()
+	d.space()
 	if d.i < len(d.b) && d.b[d.i] == '}' {
 		d.i++
 		d.depth--
@@ -134,7 +189,7 @@ func (d *Decoder) key(skipped bool) ([]byte, bool) {
 			return nil, false
 		}
 		d.i++
-		d.ws()
+		d.space()
 	}
 	if d.i >= len(d.b) || d.b[d.i] != '"' {
 		d.failed = true
@@ -178,7 +233,7 @@ func (d *Decoder) Elem() bool {
 	if d.failed {
 		return false
 	}
-	d.ws()
+	d.space()
 	if d.i < len(d.b) && d.b[d.i] == ']' {
 		d.i++
 		d.depth--
@@ -194,6 +249,7 @@ func (d *Decoder) Elem() bool {
 		return false
 	}
 	d.i++
+	d.space()
 	return true
 }
 
@@ -204,7 +260,14 @@ func (d *Decoder) str() (end int, unusual bool) {
 	b := d.b
 	i := d.i + 1
 	for i < len(b) {
-		if plain[b[i]] {
+		if i+8 <= len(b) {
+			m := special8(binary.LittleEndian.Uint64(b[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3 // to the first byte that is not plain
+		} else if plain[b[i]] {
 			i++
 			continue
 		}

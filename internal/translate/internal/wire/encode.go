@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 
@@ -20,6 +22,13 @@ var htmlSafe, textSafe = func() (html, text [256]bool) {
 	return html, text
 }()
 
+// load8 returns the eight bytes of s from i, the first the lowest.
+func load8(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
 // AppendString appends s as json.Marshal writes a string: HTML's <, > and
 // & escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
 func AppendString(b []byte, s string) []byte { return appendString(b, s, true) }
@@ -34,14 +43,29 @@ func appendString(b []byte, s string, html bool) []byte {
 	if html {
 		safe = &htmlSafe
 	}
+	// Eight bytes are tested at once for any that is not written as it
+	// is: those special8 finds, and in html mode <, > and &, which are
+	// quotes otherwise (testing for them twice costs less than a branch).
+	lt, gt, amp := uint64(ones*'"'), uint64(ones*'"'), uint64(ones*'"')
+	if html {
+		lt, gt, amp = ones*'<', ones*'>', ones*'&'
+	}
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if safe[c] {
+		if i+8 <= len(s) {
+			x := load8(s, i)
+			m := (special8(x) | zero8(x^lt) | zero8(x^gt) | zero8(x^amp)) & highs
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3 // to the first byte not written as it is
+		} else if safe[s[i]] {
 			i++
 			continue
 		}
+		c := s[i]
 		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {
@@ -120,6 +144,24 @@ func appendCompact(b, raw []byte, escape bool) []byte {
 	start := 0
 	inString := false
 	for i := 0; i < len(raw); i++ {
+		if i+8 <= len(raw) {
+			// Eight bytes at once, up to the first that is not copied as
+			// it is: in a string, as compactPlain says; outside, white
+			// space or a quote.
+			x := binary.LittleEndian.Uint64(raw[i:])
+			var m uint64
+			if inString {
+				m = zero8(x^ones*'"') | zero8(x^ones*'\\') | zero8(x^ones*'<') | zero8(x^ones*'>') |
+					zero8(x^ones*'&') | zero8(x^ones*0xE2)
+			} else {
+				m = (x-ones*0x21)&^x | zero8(x^ones*'"')
+			}
+			if m &= highs; m == 0 {
+				i += 7
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		}
 		c := raw[i]
 		switch {
 		case inString && compactPlain[c]:
@@ -148,6 +190,9 @@ func appendCompact(b, raw []byte, escape bool) []byte {
 			inString = true
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			b = append(b, raw[start:i]...)
+			for i+1 < len(raw) && (raw[i+1] == ' ' || raw[i+1] == '\t' || raw[i+1] == '\n' || raw[i+1] == '\r') {
+				i++ // the rest of the run of white space
+			}
 			start = i + 1
 		}
 	}

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -18,10 +20,7 @@ func unquote(s []byte) string {
 	for r := 0; r < len(s); {
 		if valid && s[r] != '\\' {
 			// Copy up to the next escape sequence at once.
-			j := bytes.IndexByte(s[r:], '\\')
-			if j < 0 {
-				j = len(s) - r
-			}
+			j := backslash(s[r:])
 			b.Write(s[r : r+j])
 			r += j
 			continue
@@ -67,6 +66,22 @@ func unquote(s []byte) string {
 		}
 	}
 	return b.String()
+}
+
+// backslash returns the index of the first backslash in s, or len(s):
+// eight bytes at a time, as the runs between escape sequences are often
+// too short for bytes.IndexByte to pay for itself.
+func backslash(s []byte) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if m := zero8(binary.LittleEndian.Uint64(s[i:])^ones*'\\') & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(s) && s[i] != '\\' {
+		i++
+	}
+	return i
 }
 
 // getu4 decodes \uXXXX at the start of s, or returns -1.

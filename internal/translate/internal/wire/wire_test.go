@@ -2,9 +2,13 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var seeds = []string{
@@ -103,4 +107,138 @@ func depth(b []byte) int {
 		}
 	}
 	return deepest
+}
+
+// TestSpecial8: the lowest byte special8 marks in a word is the first
+// that is not plain, for every byte in every position, and for words
+// mixing bytes on either side of each bound.
+func TestSpecial8(t *testing.T) {
+	check := func(w [8]byte) {
+		want := 8
+		for i, c := range w {
+			if !plain[c] {
+				want = i
+				break
+			}
+		}
+		m := special8(binary.LittleEndian.Uint64(w[:]))
+		if got := bits.TrailingZeros64(m) >> 3; got != want {
+			t.Fatalf("special8(%q) marks byte %d first, want %d", w, got, want)
+		}
+	}
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 8; pos++ {
+			w := [8]byte{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}
+			w[pos] = byte(c)
+			check(w)
+		}
+	}
+	edges := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, '"', '#', '[', '\\', ']', 0x7e, 0x7f, 0x80, 0x81, 0xff}
+	for _, a := range edges {
+		for _, b := range edges {
+			for pos := 0; pos < 7; pos++ {
+				w := [8]byte{'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x'}
+				w[pos], w[pos+1] = a, b
+				check(w)
+			}
+		}
+	}
+}
+
+// TestAppendStringWords: appendString writes strings whose words mix
+// bytes on either side of every bound of the bytes it writes as they
+// are as it writes them one byte at a time, in both modes.
+func TestAppendStringWords(t *testing.T) {
+	edges := []byte{0x00, 0x08, 0x0c, 0x1f, 0x20, 0x21, '"', '%', '&', '\'', ';', '<', '=', '>', '?', '[', '\\', ']', 0x7f, 0x80, 0xe2, 0xff}
+	var cases []string
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 8; pos++ {
+			w := []byte("abcdefghijklmnop")
+			w[pos] = byte(c)
+			cases = append(cases, string(w))
+		}
+	}
+	for _, a := range edges {
+		for _, b := range edges {
+			for pos := 0; pos < 7; pos++ {
+				w := []byte("xxxxxxxxyyyyyyyy")
+				w[pos], w[pos+1] = a, b
+				cases = append(cases, string(w))
+			}
+		}
+	}
+	cases = append(cases, "\xe2\x80\xa8 and \xe2\x80\xa9 after eight bytes: \xe2\x80\xa8")
+	for _, html := range []bool{true, false} {
+		safe := &textSafe
+		if html {
+			safe = &htmlSafe
+		}
+		for _, s := range cases {
+			// The same string, each byte in a word of its own: written
+			// one byte at a time.
+			var want []byte
+			for i := 0; i < len(s); {
+				n := 1
+				if !safe[s[i]] && s[i] >= 0x80 {
+					_, n = utf8.DecodeRuneInString(s[i:])
+				}
+				w := appendString(nil, s[i:i+n], html)
+				want = append(want, w[1:len(w)-1]...)
+				i += n
+			}
+			if got := appendString(nil, s, html); string(got) != `"`+string(want)+`"` {
+				t.Fatalf("appendString(%q, %v) = %s, want %q", s, html, got, want)
+			}
+		}
+	}
+}
+
+// TestAppendCompactWords: appendCompact compacts texts whose words mix,
+// inside and outside strings, white space, quotes, escapes and the bytes
+// it escapes, as json.Compact and json.Marshal do.
+func TestAppendCompactWords(t *testing.T) {
+	pieces := []string{" ", "\t", "\n  ", "        ", `"a b"`, `"<>&"`, `"\"\\"`, "\"\u2028\xe2\x80\xa9\xe2\x82\xac\"", `1`, `{}`, `[]`, `"        x"`, `"é"`}
+	for _, a := range pieces {
+		for _, b := range pieces {
+			for _, c := range pieces {
+				text := "[ " + a + " ," + b + "," + c + "  ]"
+				if strings.TrimSpace(a) == "" || strings.TrimSpace(b) == "" || strings.TrimSpace(c) == "" {
+					continue // not valid JSON
+				}
+				var want bytes.Buffer
+				if err := json.Compact(&want, []byte(text)); err != nil {
+					t.Fatalf("%q: %v", text, err)
+				}
+				if got := AppendCompact(nil, []byte(text)); string(got) != want.String() {
+					t.Fatalf("AppendCompact(%q) = %q, want %q", text, got, want.String())
+				}
+				marshaled, err := json.Marshal(json.RawMessage(text))
+				if err != nil {
+					t.Fatalf("%q: %v", text, err)
+				}
+				if got := AppendRaw(nil, []byte(text)); string(got) != string(marshaled) {
+					t.Fatalf("AppendRaw(%q) = %q, want %q", text, got, marshaled)
+				}
+			}
+		}
+	}
+}
+
+// TestBackslash: backslash finds the first backslash wherever it stands
+// in a word, or reports none.
+func TestBackslash(t *testing.T) {
+	for n := 0; n <= 20; n++ {
+		for at := 0; at <= n; at++ {
+			s := bytes.Repeat([]byte{'a'}, n)
+			if at < n {
+				s[at] = '\\'
+				if at+1 < n {
+					s[at+1] = '\\'
+				}
+			}
+			if got := backslash(s); got != at {
+				t.Fatalf("backslash(%q) = %d, want %d", s, got, at)
+			}
+		}
+	}
 }
