@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // JSONLineSink writes each request log as one line of JSON to W: the line
@@ -118,9 +119,9 @@ func appendLogLine(b []byte, rec *RequestLog, t time.Time) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONText(b, k)
+			b = wire.AppendText(b, k)
 			b = append(b, ':')
-			b = appendJSONText(b, rec.Metadata[k])
+			b = wire.AppendText(b, rec.Metadata[k])
 		}
 		b = append(b, '}')
 	}
@@ -132,7 +133,7 @@ func appendTextField(b []byte, name, v string) []byte {
 	b = append(b, `,"`...)
 	b = append(b, name...)
 	b = append(b, `":`...)
-	return appendJSONText(b, v)
+	return wire.AppendText(b, v)
 }
 
 // appendIntField appends ,"name":v.
@@ -155,95 +156,17 @@ func appendTextList(b []byte, name string, vs []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, v, true)
+		b = wire.AppendUnescaped(b, v)
 	}
 	return append(b, ']')
 }
 
 // appendJSONFloat appends f as json.Marshal writes a float64; a value
-// JSON cannot hold (NaN, an infinity) is written as slog writes a value it
-// cannot marshal, as a string saying so.
+// JSON cannot hold (NaN, an infinity) as slog writes a value it cannot
+// marshal, a string saying so.
 func appendJSONFloat(b []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return appendJSONText(b, "!ERROR:json: unsupported value: "+strconv.FormatFloat(f, 'g', -1, 64))
+		return wire.AppendText(b, "!ERROR:json: unsupported value: "+strconv.FormatFloat(f, 'g', -1, 64))
 	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-07 is e-7, as encoding/json writes it.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
-// appendJSONText appends s as a JSON string, escaped as slog's JSON
-// handler escapes a string value: quotes, backslashes and control
-// characters, invalid UTF-8 as U+FFFD, U+2028 and U+2029; <, > and & are
-// left as they are.
-func appendJSONText(b []byte, s string) []byte { return appendJSONString(b, s, false) }
-
-// appendJSONString appends s as appendJSONText does, or, marshalled,
-// as encoding/json without HTML escaping writes it (slog's JSON handler
-// marshals values that are not strings, such as a list of them): the
-// same but for \b and \f.
-func appendJSONString(b []byte, s string, marshalled bool) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b', '\f':
-				switch {
-				case !marshalled:
-					b = append(b, '\\', 'u', '0', '0', '0', hex[c])
-				case c == '\b':
-					b = append(b, '\\', 'b')
-				default:
-					b = append(b, '\\', 'f')
-				}
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return wire.AppendFloat(b, f)
 }

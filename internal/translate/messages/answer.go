@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/modelgateway/gateway/internal/chat"
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // The chat answer's wire types, with the members other chat dialects add:

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/modelgateway/gateway/internal/chat"
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // blockType is the error for a block a role cannot hold in chat.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 
 	"github.com/modelgateway/gateway/internal/chat"
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // The JSON names of the wire types' fields, for wire.Decoder.Unknown.

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // FuzzRequestDecoders holds Request's reflection-free paths to

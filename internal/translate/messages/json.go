@@ -3,7 +3,7 @@ package messages
 import (
 	"strconv"
 
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // appendString appends s as a JSON string: see wire.AppendText.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/modelgateway/gateway/internal/chat"
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // Error codes of the errors Request returns, as the gateway writes them

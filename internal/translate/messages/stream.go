@@ -6,7 +6,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // StreamOptions are what a Stream needs to know of the request.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/modelgateway/gateway/internal/chat"
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // The JSON names of the wire types' fields, in the order the decoders

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway/internal/chat"
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // itemParam names item i of the input for an error. Items prepended from

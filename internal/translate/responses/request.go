@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway/internal/chat"
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // errNotArray stands for a member that is not an array where one must be.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/modelgateway/gateway/internal/chat"
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // Stream turns a chat completion stream into the Responses stream events,

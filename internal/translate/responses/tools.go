@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/modelgateway/gateway/internal/chat"
-	"github.com/modelgateway/gateway/internal/translate/internal/wire"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // toolOutput is a function call's output, the member of the item at

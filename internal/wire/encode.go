@@ -31,14 +31,22 @@ func load8(s string, i int) uint64 {
 
 // AppendString appends s as json.Marshal writes a string: HTML's <, > and
 // & escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
-func AppendString(b []byte, s string) []byte { return appendString(b, s, true) }
+func AppendString(b []byte, s string) []byte { return appendString(b, s, true, true) }
 
 // AppendText appends s as a JSON string as the translators write their
 // own events: as AppendString does, but with <, > and & as they are and
 // backspace and form feed as \u0008 and \u000c.
-func AppendText(b []byte, s string) []byte { return appendString(b, s, false) }
+func AppendText(b []byte, s string) []byte { return appendString(b, s, false, false) }
 
-func appendString(b []byte, s string, html bool) []byte {
+// AppendUnescaped appends s as a json.Encoder with SetEscapeHTML(false)
+// writes a string (slog's JSON handler marshals values so): as
+// AppendString does, with <, > and & as they are.
+func AppendUnescaped(b []byte, s string) []byte { return appendString(b, s, false, true) }
+
+// appendString appends s as a JSON string: with <, > and & escaped when
+// html, and backspace and form feed as \b and \f when short (as
+// encoding/json writes them) rather than as \u0008 and \u000c.
+func appendString(b []byte, s string, html, short bool) []byte {
 	safe := &textSafe
 	if html {
 		safe = &htmlSafe
@@ -72,12 +80,13 @@ func appendString(b []byte, s string, html bool) []byte {
 			case '"', '\\':
 				b = append(b, '\\', c)
 			case '\b', '\f':
-				if html && c == '\b' {
-					b = append(b, '\\', 'b')
-				} else if html {
-					b = append(b, '\\', 'f')
-				} else {
+				switch {
+				case !short:
 					b = append(b, '\\', 'u', '0', '0', '0', hex[c])
+				case c == '\b':
+					b = append(b, '\\', 'b')
+				default:
+					b = append(b, '\\', 'f')
 				}
 			case '\n':
 				b = append(b, '\\', 'n')

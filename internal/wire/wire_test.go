@@ -66,6 +66,12 @@ func FuzzDecoder(f *testing.F) {
 		if got, want := AppendString(nil, string(in)), marshal(t, string(in)); !bytes.Equal(got, want) {
 			t.Fatalf("AppendString(%q) = %s, json.Marshal %s", in, got, want)
 		}
+		var enc bytes.Buffer
+		e := json.NewEncoder(&enc)
+		e.SetEscapeHTML(false)
+		if e.Encode(string(in)) != nil || !bytes.Equal(AppendUnescaped(nil, string(in)), bytes.TrimSuffix(enc.Bytes(), []byte("\n"))) {
+			t.Fatalf("AppendUnescaped(%q) = %s, json.Encoder without HTML escaping %s", in, AppendUnescaped(nil, string(in)), enc.Bytes())
+		}
 		var fromText, fromString string
 		if json.Unmarshal(AppendText(nil, string(in)), &fromText) != nil || json.Unmarshal(AppendString(nil, string(in)), &fromString) != nil || fromText != fromString {
 			t.Fatalf("AppendText(%q) and AppendString differ in meaning: %q, %q", in, fromText, fromString)
@@ -168,7 +174,8 @@ func TestAppendStringWords(t *testing.T) {
 		}
 	}
 	cases = append(cases, "\xe2\x80\xa8 and \xe2\x80\xa9 after eight bytes: \xe2\x80\xa8")
-	for _, html := range []bool{true, false} {
+	for _, mode := range [][2]bool{{true, true}, {false, false}, {false, true}} {
+		html, short := mode[0], mode[1]
 		safe := &textSafe
 		if html {
 			safe = &htmlSafe
@@ -182,12 +189,12 @@ func TestAppendStringWords(t *testing.T) {
 				if !safe[s[i]] && s[i] >= 0x80 {
 					_, n = utf8.DecodeRuneInString(s[i:])
 				}
-				w := appendString(nil, s[i:i+n], html)
+				w := appendString(nil, s[i:i+n], html, short)
 				want = append(want, w[1:len(w)-1]...)
 				i += n
 			}
-			if got := appendString(nil, s, html); string(got) != `"`+string(want)+`"` {
-				t.Fatalf("appendString(%q, %v) = %s, want %q", s, html, got, want)
+			if got := appendString(nil, s, html, short); string(got) != `"`+string(want)+`"` {
+				t.Fatalf("appendString(%q, %v, %v) = %s, want %q", s, html, short, got, want)
 			}
 		}
 	}
