@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelgateway/gateway/internal/wire"
@@ -36,13 +37,25 @@ func (s JSONLineSink) LogBatch(recs []*RequestLog) error {
 	if s.Now != nil {
 		now = s.Now
 	}
-	buf := make([]byte, 0, 512*len(recs))
+	bp := lineBuffers.Get().(*[]byte)
+	buf := (*bp)[:0]
 	for _, rec := range recs {
 		buf = appendLogLine(buf, rec, now())
 	}
 	_, err := s.W.Write(buf)
+	if cap(buf) <= maxLineBuffer {
+		*bp = buf
+		lineBuffers.Put(bp)
+	}
 	return err
 }
+
+// lineBuffers are the buffers JSONLineSink writes batches from, so that a
+// busy gateway does not allocate one a batch; one that grew past
+// maxLineBuffer (a batch of thousands of lines) is left to the collector.
+var lineBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxLineBuffer = 1 << 20
 
 // appendLogLine appends rec's line, with time t, and a newline.
 func appendLogLine(b []byte, rec *RequestLog, t time.Time) []byte {
