@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/modelgateway/gateway/internal/chat"
+	"github.com/modelgateway/gateway/internal/wire"
 )
 
 // Response is a Response object (object "response"), as answered whole,
@@ -126,19 +127,23 @@ func refusalPartOf(s string) any {
 // lacks: the reasoning of the dialects that return it, and reasoning
 // tokens.
 type completion struct {
-	ID      string `json:"id"`
-	Created int64  `json:"created"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content   *string         `json:"content"`
-			Refusal   *string         `json:"refusal"`
-			ToolCalls []chat.ToolCall `json:"tool_calls"`
-			reasoningFields
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
+	ID      string             `json:"id"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *chatUsage         `json:"usage"`
+}
+
+type completionChoice struct {
+	Message      answerMessage `json:"message"`
+	FinishReason string        `json:"finish_reason"`
+}
+
+type answerMessage struct {
+	Content   *string         `json:"content"`
+	Refusal   *string         `json:"refusal"`
+	ToolCalls []chat.ToolCall `json:"tool_calls"`
+	reasoningFields
 }
 
 // reasoningFields are where chat dialects put the model's reasoning:
@@ -245,7 +250,7 @@ func (r *Request) Response(id string, createdAt int64) *Response {
 // response incomplete.
 func (r *Request) Answer(body []byte, id string) (*Response, error) {
 	var c completion
-	if json.Unmarshal(body, &c) != nil || len(c.Choices) == 0 {
+	if wire.Decode(body, &c, decodeCompletion) != nil || len(c.Choices) == 0 {
 		return nil, ErrAnswer
 	}
 	created := c.Created

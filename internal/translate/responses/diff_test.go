@@ -137,3 +137,29 @@ func FuzzChunkDecoder(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAnswerDecoder holds decodeCompletion, with which Answer reads a chat
+// answer, to json.Unmarshal into a completion: the same result, and an
+// error where it gives one.
+func FuzzAnswerDecoder(f *testing.F) {
+	f.Add(fixture(f, "chat_answer_tools.json"))
+	f.Add([]byte(`{"id":"c","created":1,"model":"m","choices":[{"message":{"content":null,"refusal":"no","reasoning":{"x":1},"reasoning_content":null},"finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":null,"prompt_tokens_details":{"cached_tokens":1},"completion_tokens_details":null}}`))
+	f.Add([]byte(`{"choices":[null,{"message":null}],"usage":null,"Model":"m","id":"a","id":"b"}`))
+	f.Add([]byte(`{"choices":[{"message":{"content":"<b>","tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":"{}"}}],"reasoning":"r"}}],"created":1.5}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var fast, slow completion
+		err := wire.Decode(body, &fast, decodeCompletion)
+		werr := json.Unmarshal(body, &slow)
+		if (err == nil) != (werr == nil) || err == nil && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("decodeCompletion and encoding/json differ (%v, %v):\n%#v\n%#v", err, werr, fast, slow)
+		}
+		// What the fast decoder took on its own, without falling back.
+		var d wire.Decoder
+		d.Reset(body)
+		var own completion
+		decodeCompletion(&d, &own)
+		if d.End() && (werr != nil || !reflect.DeepEqual(own, slow)) {
+			t.Fatalf("decodeCompletion took a body encoding/json reads otherwise (%v):\n%#v\n%#v", werr, own, slow)
+		}
+	})
+}
