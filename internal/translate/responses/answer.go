@@ -135,15 +135,8 @@ type completion struct {
 }
 
 type completionChoice struct {
-	Message      answerMessage `json:"message"`
-	FinishReason string        `json:"finish_reason"`
-}
-
-type answerMessage struct {
-	Content   *string         `json:"content"`
-	Refusal   *string         `json:"refusal"`
-	ToolCalls []chat.ToolCall `json:"tool_calls"`
-	reasoningFields
+	Message      reply  `json:"message"`
+	FinishReason string `json:"finish_reason"`
 }
 
 // reasoningFields are where chat dialects put the model's reasoning:

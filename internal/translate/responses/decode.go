@@ -318,7 +318,7 @@ func stringOf(raw []byte) (string, error) {
 var (
 	chunkFields  = []string{"model", "choices", "usage", "error"}
 	choiceFields = []string{"delta", "finish_reason"}
-	deltaFields  = []string{"content", "refusal", "tool_calls", "reasoning_content", "reasoning"}
+	replyFields  = []string{"content", "refusal", "tool_calls", "reasoning_content", "reasoning"}
 	usageFields  = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
 	errorFields  = []string{"message", "type", "code"}
 )
@@ -373,28 +373,32 @@ func decodeChunkChoice(d *wire.Decoder, ch *chunkChoice) {
 		if d.Null() {
 			return
 		}
-		dl := &ch.Delta
-		d.Members(deltaFields, func(n int) {
-			switch n {
-			case 0:
-				dl.Content = d.StringPtr()
-			case 1:
-				dl.Refusal = d.StringPtr()
-			case 2:
-				if d.Null() {
-					return
-				}
-				dl.ToolCalls = []chat.ToolCall{}
-				for d.Array(); d.Elem(); {
-					dl.ToolCalls = append(dl.ToolCalls, chat.ToolCall{})
-					d.ToolCall(&dl.ToolCalls[len(dl.ToolCalls)-1])
-				}
-			case 3:
-				dl.ReasoningContent = d.StringPtr()
-			case 4:
-				dl.Reasoning = d.Raw()
+		decodeReply(d, &ch.Delta)
+	})
+}
+
+// decodeReply reads an answer's message or a chunk's delta, not null.
+func decodeReply(d *wire.Decoder, r *reply) {
+	d.Members(replyFields, func(n int) {
+		switch n {
+		case 0:
+			r.Content = d.StringPtr()
+		case 1:
+			r.Refusal = d.StringPtr()
+		case 2:
+			if d.Null() {
+				return
 			}
-		})
+			r.ToolCalls = []chat.ToolCall{}
+			for d.Array(); d.Elem(); {
+				r.ToolCalls = append(r.ToolCalls, chat.ToolCall{})
+				d.ToolCall(&r.ToolCalls[len(r.ToolCalls)-1])
+			}
+		case 3:
+			r.ReasoningContent = d.StringPtr()
+		case 4:
+			r.Reasoning = d.Raw()
+		}
 	})
 }
 

@@ -71,11 +71,13 @@ type chunk struct {
 }
 
 type chunkChoice struct {
-	Delta        chunkDelta `json:"delta"`
-	FinishReason *string    `json:"finish_reason"`
+	Delta        reply   `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
 }
 
-type chunkDelta struct {
+// reply is a chat answer's message, or a stream chunk's delta: the same
+// members.
+type reply struct {
 	Content   *string         `json:"content"`
 	Refusal   *string         `json:"refusal"`
 	ToolCalls []chat.ToolCall `json:"tool_calls"`
