@@ -146,8 +146,12 @@ func (d *Decoder) Null() bool {
 }
 
 // Object reads the opening brace of an object.
-func (d *Decoder) Object() bool {
-	if d.Peek() != '{' {
+func (d *Decoder) Object() bool { return d.open('{') }
+
+// open reads the opening brace or bracket c of an object or an array,
+// one level deeper, within the depth allowed.
+func (d *Decoder) open(c byte) bool {
+	if d.Peek() != c {
 		d.failed = true
 		return false
 	}
@@ -212,20 +216,7 @@ func (d *Decoder) key(skipped bool) ([]byte, bool) {
 }
 
 // Array reads the opening bracket of an array.
-func (d *Decoder) Array() bool {
-	if d.Peek() != '[' {
-		d.failed = true
-		return false
-	}
-	d.i++
-	d.depth++
-	if d.depth > maxDepth || d.MaxDepth > 0 && d.depth > d.MaxDepth {
-		d.failed = true
-		return false
-	}
-	d.first = true
-	return true
-}
+func (d *Decoder) Array() bool { return d.open('[') }
 
 // Elem reports whether another element of the array follows, reading
 // the comma before it, or reads the array's closing bracket.
