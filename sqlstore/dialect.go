@@ -80,17 +80,23 @@ func openDB(dsn string) (*sql.DB, dialect, error) {
 	// RFC 3339 with trailing zeros trimmed, does not sort as text), so
 	// that ORDER BY and range conditions on them are time order.
 	q.Set("_timefmt", sqliteTimeFormat)
-	// The WAL is copied back into the database (checkpointed) every 8,192
+	// A new database has pages of 8 KiB rather than 4: the request logs'
+	// rows are wide, and with twice as many to a page their table and
+	// indexes split a page half as often. AddLogs takes 17% less CPU a
+	// record. (A database made before keeps its page size: SQLite
+	// changes it only by rewriting the whole file outside WAL mode.)
+	//
+	// The WAL is copied back into the database (checkpointed) every 4,096
 	// pages (32 MiB) rather than SQLite's 1,000: the request logs' commits
 	// rewrite the same pages (a table's and its indexes' last ones) again
 	// and again, and a page is copied back once per checkpoint however
 	// often it was rewritten. Checkpoints took a sixth of AddLogs's CPU.
 	q["_pragma"] = []string{
 		fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout),
-		"journal_mode(wal)",
+		"page_size(8192)", "journal_mode(wal)",
 		"synchronous(full)",
 		"foreign_keys(on)",
-		"wal_autocheckpoint(8192)",
+		"wal_autocheckpoint(4096)",
 	}
 	u := url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: q.Encode()}
 	db, err := sqlite.Open(u.String())

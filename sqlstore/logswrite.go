@@ -132,25 +132,46 @@ func (s *Store) addLogsSQLite(conn *sql.Conn, recs []*gateway.RequestLog) (int, 
 			return errors.New("not a SQLite connection")
 		}
 		db := c.Raw()
-		st, _, err := db.Prepare(logInsertSQLite)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		b := logBinder{st: st}
-		for _, r := range recs {
-			if err := b.bind(r); err != nil {
+		// Whole groups of logInsertRows records go in through the
+		// multi-row statement, the rest one at a time.
+		for _, rows := range [...]int{logInsertRows, 1} {
+			n := len(recs) / rows * rows
+			if n == 0 {
+				continue
+			}
+			st, _, err := db.Prepare(logInsertSQLite(rows))
+			if err != nil {
 				return err
 			}
-			if err := st.Exec(); err != nil {
+			b := newLogBinder(st, rows)
+			for i := 0; i < n; i += rows {
+				for j, r := range recs[i : i+rows] {
+					if err := b.bind(r, j*logColumnCount); err != nil {
+						st.Close()
+						return err
+					}
+				}
+				if err := st.Exec(); err != nil {
+					st.Close()
+					return err
+				}
+				stored += int(db.Changes())
+			}
+			if err := st.Close(); err != nil {
 				return err
 			}
-			stored += int(db.Changes())
+			recs = recs[n:]
 		}
 		return nil
 	})
 	return stored, err
 }
+
+// logInsertRows is how many records one run of the multi-row INSERT of
+// addLogsSQLite stores. Each run of a statement opens and closes a
+// cursor on the table and each index; eight records a run spread that
+// over eight.
+const logInsertRows = 8
 
 // logBinder binds the values of records' logColumns to the INSERT st,
 // numbered in their order from 1, one record after another. SQLite keeps
@@ -162,13 +183,19 @@ func (s *Store) addLogsSQLite(conn *sql.Conn, recs []*gateway.RequestLog) (int, 
 // storing a record.
 type logBinder struct {
 	st    *sqlite3.Stmt
-	texts [logColumnCount + 1]string // by parameter number, what was bound last
-	ints  [logColumnCount + 1]int64
-	bound [logColumnCount + 1]bool // the parameter holds texts[i] or ints[i]
+	texts []string // by parameter number, what was bound last
+	ints  []int64
+	bound []bool // the parameter holds texts[i] or ints[i]
 }
 
-// bind binds the values of r.
-func (b *logBinder) bind(r *gateway.RequestLog) error {
+// newLogBinder returns a logBinder for st, an INSERT of rows records.
+func newLogBinder(st *sqlite3.Stmt, rows int) *logBinder {
+	n := rows*logColumnCount + 1
+	return &logBinder{st: st, texts: make([]string, n), ints: make([]int64, n), bound: make([]bool, n)}
+}
+
+// bind binds the values of r to the parameters from off+1 on.
+func (b *logBinder) bind(r *gateway.RequestLog, off int) error {
 	texts := [...]struct {
 		i int
 		v string
@@ -184,24 +211,26 @@ func (b *logBinder) bind(r *gateway.RequestLog) error {
 		{21, r.CachedPromptTokens}, {23, b2i(r.CostUnknown)}, {25, int64(r.Attempts)}, {26, int64(r.FallbackIndex)},
 		{27, b2i(r.Rescued)}, {29, b2i(r.Aborted)}}
 	for _, t := range texts {
-		if b.bound[t.i] && b.texts[t.i] == t.v {
+		i := off + t.i
+		if b.bound[i] && b.texts[i] == t.v {
 			continue
 		}
-		if err := b.st.BindText(t.i, t.v); err != nil {
+		if err := b.st.BindText(i, t.v); err != nil {
 			return err
 		}
-		b.texts[t.i], b.bound[t.i] = t.v, true
+		b.texts[i], b.bound[i] = t.v, true
 	}
 	for _, n := range ints {
-		if b.bound[n.i] && b.ints[n.i] == n.v {
+		i := off + n.i
+		if b.bound[i] && b.ints[i] == n.v {
 			continue
 		}
-		if err := b.st.BindInt64(n.i, n.v); err != nil {
+		if err := b.st.BindInt64(i, n.v); err != nil {
 			return err
 		}
-		b.ints[n.i], b.bound[n.i] = n.v, true
+		b.ints[i], b.bound[i] = n.v, true
 	}
-	return b.st.BindFloat(22, r.Cost)
+	return b.st.BindFloat(off+22, r.Cost)
 }
 
 // unstoredLogs returns the records of recs whose ids are not stored, and
@@ -242,11 +271,14 @@ func (s *Store) unstoredLogs(ctx context.Context, conn *sql.Conn, recs []*gatewa
 	return out, nil
 }
 
-// logInsertSQLite is the INSERT of addLogsSQLite, of one row. OR IGNORE,
-// where ON CONFLICT DO NOTHING would do the same, tells SQLite that the
-// statement never aborts halfway, which spares it a statement journal: a
-// copy of every page it changes, a tenth of the time AddLogs took.
-var logInsertSQLite = strings.ReplaceAll(`INSERT OR IGNORE INTO request_logs (`+logColumns+`) VALUES `+valueRows(1, logColumnCount), "$", "?")
+// logInsertSQLite returns the INSERT of addLogsSQLite, of rows rows. OR
+// IGNORE, where ON CONFLICT DO NOTHING would do the same, tells SQLite
+// that the statement never aborts halfway, which spares it a statement
+// journal: a copy of every page it changes, a tenth of the time AddLogs
+// took.
+func logInsertSQLite(rows int) string {
+	return strings.ReplaceAll(`INSERT OR IGNORE INTO request_logs (`+logColumns+`) VALUES `+valueRows(rows, logColumnCount), "$", "?")
+}
 
 // metadataJSON returns m as a JSON object, "{}" when it is empty.
 func metadataJSON(m map[string]string) string { return jsonOf(m, len(m), "{}") }
