@@ -47,6 +47,7 @@ func main() {
 		// process even if the shutdown is stuck.
 		signal.Stop(sig)
 	}()
+	setGCPercent(os.Getenv("GOGC"))
 	if err := run(ctx, force, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
