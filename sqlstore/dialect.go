@@ -91,12 +91,19 @@ func openDB(dsn string) (*sql.DB, dialect, error) {
 	// rewrite the same pages (a table's and its indexes' last ones) again
 	// and again, and a page is copied back once per checkpoint however
 	// often it was rewritten. Checkpoints took a sixth of AddLogs's CPU.
+	//
+	// Each connection caches 512 KiB of pages rather than SQLite's 2 MiB:
+	// the pages AddLogs rewrites fit, the analytics over a million
+	// records scan far more than either and take the same time (the
+	// operating system caches the file), and the server's peak memory is
+	// 4 MB smaller.
 	q["_pragma"] = []string{
 		fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout),
 		"page_size(8192)", "journal_mode(wal)",
 		"synchronous(full)",
 		"foreign_keys(on)",
 		"wal_autocheckpoint(4096)",
+		"cache_size(-512)",
 	}
 	u := url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: q.Encode()}
 	db, err := sqlite.Open(u.String())

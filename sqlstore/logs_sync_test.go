@@ -52,8 +52,9 @@ func TestAddLogsRestoresSynchronous(t *testing.T) {
 	}
 }
 
-// TestSQLitePages: a new database has pages of 8 KiB, in WAL mode; one
-// made with pages of 4 KiB keeps them, and stores and reads its records.
+// TestSQLitePages: a new database has pages of 8 KiB, in WAL mode, and a
+// cache of 512 KiB; one made with pages of 4 KiB keeps them, and stores
+// and reads its records.
 func TestSQLitePages(t *testing.T) {
 	ctx := context.Background()
 	key := bytes.Repeat([]byte{7}, MasterKeySize)
@@ -79,7 +80,7 @@ func TestSQLitePages(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			var size int
+			var size, cache int
 			var mode string
 			if err := s.db.QueryRowContext(ctx, `SELECT page_size FROM pragma_page_size`).Scan(&size); err != nil {
 				t.Fatal(err)
@@ -87,8 +88,11 @@ func TestSQLitePages(t *testing.T) {
 			if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
 				t.Fatal(err)
 			}
-			if size != tc.want || mode != "wal" {
-				t.Errorf("page size %d, journal mode %q; want %d, wal", size, mode, tc.want)
+			if err := s.db.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache); err != nil {
+				t.Fatal(err)
+			}
+			if size != tc.want || mode != "wal" || cache != -512 {
+				t.Errorf("page size %d, journal mode %q, cache size %d; want %d, wal, -512", size, mode, cache, tc.want)
 			}
 			recs := make([]*gateway.RequestLog, 30)
 			for i := range recs {
