@@ -470,10 +470,17 @@ func storeAnswers(ctx context.Context, ping func(context.Context) error) bool {
 // deadline to d from now. A stream that keeps flowing may last as long as
 // it needs; one whose client stopped reading fails its next write after d,
 // and the gateway then aborts the request and its provider call.
+//
+// A deadline moved less than d/64 ago (under a second at the default
+// -write-timeout) is not moved again: moving it takes a lock and a timer
+// of the runtime, and a small answer's header and body, written within
+// microseconds, would move it twice. A write may so block between
+// d - d/64 and d.
 type stallWriter struct {
 	http.ResponseWriter
-	rc *http.ResponseController
-	d  time.Duration
+	rc  *http.ResponseController
+	d   time.Duration
+	set time.Time // when extend last moved the deadline; zero: not yet
 }
 
 func newStallWriter(w http.ResponseWriter, d time.Duration) *stallWriter {
@@ -484,7 +491,14 @@ func newStallWriter(w http.ResponseWriter, d time.Duration) *stallWriter {
 	return &stallWriter{ResponseWriter: w, rc: rc, d: d}
 }
 
-func (w *stallWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
+func (w *stallWriter) extend() {
+	now := time.Now()
+	if !w.set.IsZero() && now.Sub(w.set) < w.d/64 {
+		return
+	}
+	w.set = now
+	_ = w.rc.SetWriteDeadline(now.Add(w.d))
+}
 
 func (w *stallWriter) WriteHeader(code int) {
 	w.extend()

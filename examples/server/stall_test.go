@@ -60,3 +60,42 @@ func TestRunWriteTimeout(t *testing.T) {
 		t.Fatalf("the provider call still runs %s after the client stopped reading", waitLimit)
 	}
 }
+
+// deadlineRecorder is a ResponseWriter that records the write deadlines
+// set on it through an http.ResponseController.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	deadlines []time.Time
+}
+
+func (w *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	w.deadlines = append(w.deadlines, t)
+	return nil
+}
+
+// TestStallWriterMovesDeadline: the deadline is cleared for a new
+// request, moved to d from now by its first write, left for the writes
+// that follow within d/64, and moved again by a write after that.
+func TestStallWriterMovesDeadline(t *testing.T) {
+	const d = 6400 * time.Millisecond // d/64 is 100 ms
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	w := newStallWriter(rec, d)
+	if len(rec.deadlines) != 1 || !rec.deadlines[0].IsZero() {
+		t.Fatalf("new request: deadlines %v, want one cleared", rec.deadlines)
+	}
+	before := time.Now()
+	w.WriteHeader(http.StatusOK)
+	w.Write([]byte("a"))
+	w.Flush()
+	if len(rec.deadlines) != 2 || rec.deadlines[1].Before(before.Add(d)) || rec.deadlines[1].After(time.Now().Add(d)) {
+		t.Fatalf("first writes: deadlines %v, want one more, %s from the first", rec.deadlines, d)
+	}
+	time.Sleep(d / 32)
+	w.Write([]byte("b"))
+	if len(rec.deadlines) != 3 || !rec.deadlines[2].After(rec.deadlines[1]) {
+		t.Fatalf("a write %s later: deadlines %v, want a later one", d/32, rec.deadlines)
+	}
+	if rec.Body.String() != "ab" || !rec.Flushed {
+		t.Errorf("body %q, flushed %v", rec.Body, rec.Flushed)
+	}
+}
