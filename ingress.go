@@ -400,7 +400,7 @@ func (in *ingress) responsesAnswer(res *http.Response, req *responses.Request) e
 		return errors.Join(ErrUpstreamUnreachable, err)
 	}
 	r.CreatedAt = in.created
-	out, err := json.Marshal(r)
+	out, err := r.AppendJSON(nil)
 	if err != nil {
 		return err
 	}
@@ -415,7 +415,7 @@ func (in *ingress) keep(ctx context.Context, req *responses.Request, r *response
 	if in.store == nil || !req.Store {
 		return
 	}
-	b, err := json.Marshal(r)
+	b, err := r.AppendJSON(nil)
 	if err != nil {
 		return
 	}
