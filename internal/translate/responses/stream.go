@@ -225,6 +225,18 @@ func (s *Stream) member(name string, v any) {
 	s.buf = append(s.buf, b...)
 }
 
+// response appends ,"response":<the response so far>; null in its place
+// if it cannot be written (AppendJSON's errors, which json.Marshal has
+// too, and which the decoders never leave).
+func (s *Stream) response() {
+	s.buf = append(s.buf, `,"response":`...)
+	if b, err := s.resp.AppendJSON(s.buf); err == nil {
+		s.buf = b
+	} else {
+		s.buf = append(s.buf, "null"...)
+	}
+}
+
 func (s *Stream) str(name, v string) {
 	s.buf = append(s.buf, ',', '"')
 	s.buf = append(s.buf, name...)
@@ -252,7 +264,7 @@ func (s *Stream) header() {
 	s.started = true
 	for _, typ := range [...]string{"response.created", "response.in_progress"} {
 		s.event(typ)
-		s.member("response", s.resp)
+		s.response()
 		s.end()
 	}
 }
@@ -453,7 +465,7 @@ func (s *Stream) complete() {
 		typ = "response.incomplete"
 	}
 	s.event(typ)
-	s.member("response", s.resp)
+	s.response()
 	s.end()
 	s.ended = true
 }
@@ -469,7 +481,7 @@ func (s *Stream) fail(code, message string) {
 	s.resp.Status = "failed"
 	s.resp.Error = &ResponseError{Code: code, Message: message}
 	s.event("response.failed")
-	s.member("response", s.resp)
+	s.response()
 	s.end()
 	s.ended = true
 	s.open = itemNone
