@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	gateway "github.com/modelgateway/gateway"
+	"github.com/modelgateway/gateway/internal/wire"
 	"github.com/ncruces/go-sqlite3"
 )
 
@@ -280,8 +282,32 @@ func logInsertSQLite(rows int) string {
 	return strings.ReplaceAll(`INSERT OR IGNORE INTO request_logs (`+logColumns+`) VALUES `+valueRows(rows, logColumnCount), "$", "?")
 }
 
-// metadataJSON returns m as a JSON object, "{}" when it is empty.
-func metadataJSON(m map[string]string) string { return jsonOf(m, len(m), "{}") }
+// metadataJSON returns m as a JSON object as json.Marshal writes it
+// (keys in order), "{}" when it is empty, without json.Marshal's
+// reflection: half of a record's binding when it has metadata.
+func metadataJSON(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	var small [8]string
+	keys := small[:0]
+	n := 2
+	for k, v := range m {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 6
+	}
+	slices.Sort(keys)
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(wire.AppendString(b, k), ':')
+		b = wire.AppendString(b, m[k])
+	}
+	return string(append(b, '}'))
+}
 
 // targetsJSON returns the breaker keys of RequestLog.SkippedTargets or
 // TrippedTargets as a JSON array, "" when there are none (most records).
