@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"time"
@@ -256,8 +257,9 @@ func (r *Request) Answer(body []byte, id string) (*Response, error) {
 	}
 	ch := &c.Choices[0]
 	m := &ch.Message
+	scratch := make([]byte, 0, 1024) // each item as appendItem writes it; most fit
 	if s := m.text(); s != "" {
-		out.Output = appendItem(out.Output, reasoningItem{ID: r.newID("rs"), Type: "reasoning",
+		out.Output = appendItem(out.Output, &scratch, reasoningItem{ID: r.newID("rs"), Type: "reasoning",
 			Summary: []summaryPart{{Type: "summary_text", Text: s}}})
 	}
 	var parts []any
@@ -268,7 +270,7 @@ func (r *Request) Answer(body []byte, id string) (*Response, error) {
 		parts = append(parts, refusalPartOf(*m.Refusal))
 	}
 	if len(parts) > 0 {
-		out.Output = appendItem(out.Output, messageItem{ID: r.newID("msg"), Type: "message", Status: "completed",
+		out.Output = appendItem(out.Output, &scratch, messageItem{ID: r.newID("msg"), Type: "message", Status: "completed",
 			Role: "assistant", Content: parts})
 	}
 	for _, tc := range m.ToolCalls {
@@ -276,7 +278,7 @@ func (r *Request) Answer(body []byte, id string) (*Response, error) {
 		if callID == "" {
 			callID = r.newID("call")
 		}
-		out.Output = appendItem(out.Output, functionCallItem{ID: r.newID("fc"), Type: "function_call", Status: "completed",
+		out.Output = appendItem(out.Output, &scratch, functionCallItem{ID: r.newID("fc"), Type: "function_call", Status: "completed",
 			Arguments: tc.Function.Arguments, CallID: callID, Name: tc.Function.Name})
 	}
 	out.Status, out.IncompleteDetails = finish(ch.FinishReason)
@@ -295,7 +297,9 @@ func finish(reason string) (string, *IncompleteDetails) {
 	return "completed", nil
 }
 
-func appendItem(items []json.RawMessage, item any) []json.RawMessage {
-	b, _ := json.Marshal(item)
-	return append(items, b)
+// appendItem appends item to items, written as JSON in scratch, a buffer
+// kept from one call to the next, and copied out at its length.
+func appendItem(items []json.RawMessage, scratch *[]byte, item any) []json.RawMessage {
+	*scratch = appendValue((*scratch)[:0], item)
+	return append(items, bytes.Clone(*scratch))
 }

@@ -139,3 +139,76 @@ func emptyRaw(raw json.RawMessage) bool { return raw != nil && len(raw) == 0 }
 
 // finite reports whether f is neither infinite nor NaN.
 func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
+
+// appendValue appends v, an output item or content part, as json.Marshal
+// writes it: the item and part types of this package without reflection,
+// any other through json.Marshal (nothing when that fails).
+func appendValue(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case messageItem:
+		b = appendStringMember(b, `{"id":`, v.ID)
+		b = appendStringMember(b, `,"type":`, v.Type)
+		b = appendStringMember(b, `,"status":`, v.Status)
+		b = appendStringMember(b, `,"role":`, v.Role)
+		b = append(b, `,"content":`...)
+		if v.Content == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i, part := range v.Content {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendValue(b, part)
+			}
+			b = append(b, ']')
+		}
+		return append(b, '}')
+	case textPartOut:
+		b = appendStringMember(b, `{"type":`, v.Type)
+		b = appendRaws(append(b, `,"annotations":`...), v.Annotations)
+		b = appendRaws(append(b, `,"logprobs":`...), v.Logprobs)
+		return append(appendStringMember(b, `,"text":`, v.Text), '}')
+	case refusalPartOut:
+		b = appendStringMember(b, `{"type":`, v.Type)
+		return append(appendStringMember(b, `,"refusal":`, v.Refusal), '}')
+	case functionCallItem:
+		b = appendStringMember(b, `{"id":`, v.ID)
+		b = appendStringMember(b, `,"type":`, v.Type)
+		b = appendStringMember(b, `,"status":`, v.Status)
+		b = appendStringMember(b, `,"arguments":`, v.Arguments)
+		b = appendStringMember(b, `,"call_id":`, v.CallID)
+		return append(appendStringMember(b, `,"name":`, v.Name), '}')
+	case reasoningItem:
+		b = appendStringMember(b, `{"id":`, v.ID)
+		b = appendStringMember(b, `,"type":`, v.Type)
+		b = append(b, `,"summary":`...)
+		if v.Summary == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i, part := range v.Summary {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendValue(b, part)
+			}
+			b = append(b, ']')
+		}
+		return append(b, '}')
+	case summaryPart:
+		b = appendStringMember(b, `{"type":`, v.Type)
+		return append(appendStringMember(b, `,"text":`, v.Text), '}')
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return append(b, out...)
+}
+
+// appendStringMember appends prefix (a member's name and colon, after its
+// punctuation) and s as a JSON string.
+func appendStringMember(b []byte, prefix, s string) []byte {
+	return wire.AppendString(append(b, prefix...), s)
+}

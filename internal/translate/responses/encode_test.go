@@ -144,3 +144,48 @@ func BenchmarkAppendJSON(b *testing.B) {
 		}
 	})
 }
+
+// FuzzAppendValue holds appendValue to json.Marshal's bytes for every
+// output item and content part, of any strings.
+func FuzzAppendValue(f *testing.F) {
+	f.Add("msg_1", "completed", "Hello <world> & \u2028", `{"path":"a.go"}`, "x\xffy", uint8(7))
+	f.Add("", "", "", "", "", uint8(0))
+	f.Fuzz(func(t *testing.T, id, status, text, args, name string, flags uint8) {
+		var parts []any
+		if flags&1 != 0 {
+			parts = append(parts, textPartOf(text))
+		}
+		if flags&2 != 0 {
+			parts = append(parts, refusalPartOf(name))
+		}
+		if flags&4 != 0 {
+			parts = append(parts, textPartOutWith(text))
+		}
+		var summary []summaryPart
+		if flags&8 != 0 {
+			summary = []summaryPart{{Type: "summary_text", Text: text}, {Type: name, Text: args}}
+		} else if flags&16 != 0 {
+			summary = []summaryPart{}
+		}
+		for _, v := range []any{
+			messageItem{ID: id, Type: "message", Status: status, Role: name, Content: parts},
+			functionCallItem{ID: id, Type: "function_call", Status: status, Arguments: args, CallID: text, Name: name},
+			reasoningItem{ID: id, Type: "reasoning", Summary: summary},
+			summaryPart{Type: "summary_text", Text: text},
+			textPartOf(text), refusalPartOf(text),
+			map[string]string{text: name}, // not an item: through json.Marshal
+		} {
+			want, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := appendValue([]byte("x"), v); !bytes.Equal(got, append([]byte("x"), want...)) {
+				t.Fatalf("appendValue(%#v):\n%s\njson.Marshal:\n%s", v, got[1:], want)
+			}
+		}
+	})
+}
+
+// textPartOutWith is an output_text part whose annotations and logprobs
+// are nil, not empty.
+func textPartOutWith(s string) any { return textPartOut{Type: "output_text", Text: s} }

@@ -34,6 +34,7 @@ type Stream struct {
 	openID    string
 	openIndex int
 	acc       []byte // text of the open reasoning, part or arguments
+	item      []byte // scratch for doneItem's item
 
 	// The open message's parts: the finished ones, and the open one's kind.
 	parts    []any
@@ -218,11 +219,10 @@ func (s *Stream) end() { s.buf = append(s.buf, "}\n\n"...) }
 
 // member appends ,"name":<json of v>.
 func (s *Stream) member(name string, v any) {
-	b, _ := json.Marshal(v)
 	s.buf = append(s.buf, ',', '"')
 	s.buf = append(s.buf, name...)
 	s.buf = append(s.buf, '"', ':')
-	s.buf = append(s.buf, b...)
+	s.buf = appendValue(s.buf, v)
 }
 
 // response appends ,"response":<the response so far>; null in its place
@@ -281,7 +281,8 @@ func (s *Stream) openItem(kind int, id string, item any) {
 
 // doneItem ends the open item, adding it to the response's output.
 func (s *Stream) doneItem(item any) {
-	b, _ := json.Marshal(item)
+	s.item = appendValue(s.item[:0], item)
+	b := bytes.Clone(s.item)
 	s.resp.Output = append(s.resp.Output, b)
 	s.event("response.output_item.done")
 	s.num("output_index", s.openIndex)
