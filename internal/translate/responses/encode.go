@@ -121,15 +121,21 @@ func appendStringPtr(b []byte, s *string) []byte {
 
 // appendRaws appends raws as json.Marshal writes a []json.RawMessage.
 func appendRaws(b []byte, raws []json.RawMessage) []byte {
-	if raws == nil {
+	return appendArray(b, raws, func(b []byte, raw json.RawMessage) []byte { return wire.AppendRaw(b, raw) })
+}
+
+// appendArray appends list as json.Marshal writes a slice, null when it
+// is nil, each element written by elem.
+func appendArray[T any](b []byte, list []T, elem func([]byte, T) []byte) []byte {
+	if list == nil {
 		return append(b, "null"...)
 	}
 	b = append(b, '[')
-	for i, raw := range raws {
+	for i, v := range list {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = wire.AppendRaw(b, raw)
+		b = elem(b, v)
 	}
 	return append(b, ']')
 }
@@ -150,20 +156,7 @@ func appendValue(b []byte, v any) []byte {
 		b = appendStringMember(b, `,"type":`, v.Type)
 		b = appendStringMember(b, `,"status":`, v.Status)
 		b = appendStringMember(b, `,"role":`, v.Role)
-		b = append(b, `,"content":`...)
-		if v.Content == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i, part := range v.Content {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendValue(b, part)
-			}
-			b = append(b, ']')
-		}
-		return append(b, '}')
+		return append(appendArray(append(b, `,"content":`...), v.Content, appendValue), '}')
 	case textPartOut:
 		b = appendStringMember(b, `{"type":`, v.Type)
 		b = appendRaws(append(b, `,"annotations":`...), v.Annotations)
@@ -182,29 +175,21 @@ func appendValue(b []byte, v any) []byte {
 	case reasoningItem:
 		b = appendStringMember(b, `{"id":`, v.ID)
 		b = appendStringMember(b, `,"type":`, v.Type)
-		b = append(b, `,"summary":`...)
-		if v.Summary == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i, part := range v.Summary {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendValue(b, part)
-			}
-			b = append(b, ']')
-		}
-		return append(b, '}')
+		return append(appendArray(append(b, `,"summary":`...), v.Summary, appendSummaryPart), '}')
 	case summaryPart:
-		b = appendStringMember(b, `{"type":`, v.Type)
-		return append(appendStringMember(b, `,"text":`, v.Text), '}')
+		return appendSummaryPart(b, v)
 	}
 	out, err := json.Marshal(v)
 	if err != nil {
 		return b
 	}
 	return append(b, out...)
+}
+
+// appendSummaryPart appends p as json.Marshal writes it.
+func appendSummaryPart(b []byte, p summaryPart) []byte {
+	b = appendStringMember(b, `{"type":`, p.Type)
+	return append(appendStringMember(b, `,"text":`, p.Text), '}')
 }
 
 // appendStringMember appends prefix (a member's name and colon, after its
