@@ -119,13 +119,12 @@ func (s *Store) addLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 // were stored already.
 //
 // It binds each record's columns through the driver's SQLite connection
-// (conn.Raw), one prepared single-row INSERT stepped once a record,
-// rather than through database/sql: there, boxing 30 values a record
-// into []any, converting them back, and clearing and setting the
-// bindings of a multi-row INSERT cost about as much CPU as SQLite's
-// storing the row. The statement is prepared once a batch (a batch is
-// a 50 ms window's records under load), and a value the previous record
-// bound already is not bound again (see logBinder).
+// (conn.Raw), eight records to a prepared INSERT and the rest one by one,
+// rather than through database/sql: there, boxing 35 values a record
+// into []any and converting them back cost about as much CPU as SQLite's
+// storing the row. The statements are prepared once a batch (a batch is
+// a 50 ms window's records under load), and a value bound already for
+// the same parameter is not bound again (see logBinder).
 func (s *Store) addLogsSQLite(conn *sql.Conn, recs []*gateway.RequestLog) (int, error) {
 	stored := 0
 	err := conn.Raw(func(dc any) error {
@@ -178,7 +177,7 @@ const logInsertRows = 8
 // logBinder binds the values of records' logColumns to the INSERT st,
 // numbered in their order from 1, one record after another. SQLite keeps
 // a statement's bindings from one run to the next, so a parameter whose
-// value is the one bound for the previous record is left as it is: most
+// value is the one it holds from the previous run is left as it is: most
 // columns repeat from record to record (workspace, key, provider, model,
 // method, path, the empty ones), and binding a text copies it into
 // SQLite's memory and frees the copy it replaces, a sixth of the CPU of
