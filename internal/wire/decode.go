@@ -444,21 +444,15 @@ func (d *Decoder) number() []byte {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = digits(b, i)
 	default:
 		d.failed = true
 		return nil
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+		if i = digits(b, i+1); i < 0 {
 			d.failed = true
 			return nil
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
@@ -466,16 +460,25 @@ func (d *Decoder) number() []byte {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+		if i = digits(b, i); i < 0 {
 			d.failed = true
 			return nil
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
 		}
 	}
 	d.i = i
 	return b[start:i]
+}
+
+// digits returns the end of the run of digits at b[i:], or -1 when b[i]
+// is not a digit.
+func digits(b []byte, i int) int {
+	if i >= len(b) || b[i] < '0' || b[i] > '9' {
+		return -1
+	}
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // Int reads a number that is an integer within int's range, as
