@@ -135,12 +135,13 @@ func (s *Store) addLogsSQLite(conn *sql.Conn, recs []*gateway.RequestLog) (int, 
 		db := c.Raw()
 		// Whole groups of logInsertRows records go in through the
 		// multi-row statement, the rest one at a time.
-		for _, rows := range [...]int{logInsertRows, 1} {
+		for _, ins := range logInsertsSQLite {
+			rows := ins.rows
 			n := len(recs) / rows * rows
 			if n == 0 {
 				continue
 			}
-			st, _, err := db.Prepare(logInsertSQLite(rows))
+			st, _, err := db.Prepare(ins.sql)
 			if err != nil {
 				return err
 			}
@@ -272,11 +273,17 @@ func (s *Store) unstoredLogs(ctx context.Context, conn *sql.Conn, recs []*gatewa
 	return out, nil
 }
 
-// logInsertSQLite returns the INSERT of addLogsSQLite, of rows rows. OR
-// IGNORE, where ON CONFLICT DO NOTHING would do the same, tells SQLite
-// that the statement never aborts halfway, which spares it a statement
-// journal: a copy of every page it changes, a tenth of the time AddLogs
-// took.
+// logInsertsSQLite are the INSERTs of addLogsSQLite, of logInsertRows
+// rows and of one, in the order it uses them.
+var logInsertsSQLite = [...]struct {
+	rows int
+	sql  string
+}{{logInsertRows, logInsertSQLite(logInsertRows)}, {1, logInsertSQLite(1)}}
+
+// logInsertSQLite returns an INSERT of rows rows. OR IGNORE, where ON
+// CONFLICT DO NOTHING would do the same, tells SQLite that the statement
+// never aborts halfway, which spares it a statement journal: a copy of
+// every page it changes, a tenth of the time AddLogs took.
 func logInsertSQLite(rows int) string {
 	return strings.ReplaceAll(`INSERT OR IGNORE INTO request_logs (`+logColumns+`) VALUES `+valueRows(rows, logColumnCount), "$", "?")
 }
