@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -79,6 +80,7 @@ func (s *Store) addLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 	defer tx.Rollback()
 	var today int64 // the day rollUpLogs put on log_days_todo
 	if s.dialect == dialectSQLite {
+		recs = inKeyOrder(recs)
 		var stored int
 		if stored, err = s.addLogsSQLite(conn, recs); err == nil && stored < len(recs) {
 			// Some were stored before: a batch retried after a lost
@@ -112,6 +114,28 @@ func (s *Store) addLogs(ctx context.Context, recs []*gateway.RequestLog) error {
 		s.todoDay.Store(today)
 	}
 	return nil
+}
+
+// inKeyOrder returns recs, or a copy of them, in the order of
+// request_logs' key (time_us, id). A gateway's batch comes in the order
+// its requests ended, a few places off the order they began in, which is
+// the order of their times and ids. In key order every row and index
+// entry of the batch goes at the end of its b-tree, where SQLite adds a
+// page rather than splitting a full one (balance_quick); out of order,
+// a batch of 600 cost about a fifth more.
+func inKeyOrder(recs []*gateway.RequestLog) []*gateway.RequestLog {
+	less := func(a, b *gateway.RequestLog) int {
+		if c := cmp.Compare(a.Time.UnixMicro(), b.Time.UnixMicro()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	}
+	if slices.IsSortedFunc(recs, less) {
+		return recs
+	}
+	recs = slices.Clone(recs)
+	slices.SortFunc(recs, less)
+	return recs
 }
 
 // addLogsSQLite inserts recs on conn, in the transaction open on it,
