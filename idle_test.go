@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -98,5 +99,87 @@ func TestStreamIdleTimeoutOff(t *testing.T) {
 	var ge *Error
 	if !errors.As(err, &ge) || !strings.Contains(ge.Message, "targets[0].stream_idle_timeout") {
 		t.Errorf("ParseConfig: %v, want an error naming targets[0].stream_idle_timeout", err)
+	}
+}
+
+// pacedBody is a provider's answer whose i-th read waits waits[i] (or
+// until ctx ends) before it returns a byte; past the last it returns EOF.
+type pacedBody struct {
+	ctx   context.Context
+	waits []time.Duration
+	i     int
+}
+
+func (p *pacedBody) Read(b []byte) (int, error) {
+	if p.i == len(p.waits) {
+		return 0, io.EOF
+	}
+	select {
+	case <-time.After(p.waits[p.i]):
+	case <-p.ctx.Done():
+		return 0, context.Cause(p.ctx)
+	}
+	p.i++
+	b[0] = 'x'
+	return 1, nil
+}
+
+func (p *pacedBody) Close() error { return nil }
+
+// TestIdleBody: only a single wait for the provider longer than the
+// limit cuts the answer. Waits each shorter than it do not, however long
+// they add up to, nor does a caller that takes longer than it between
+// reads; a wait past it cancels the attempt with errStreamIdle, marks the
+// request's log, and fails the read under way and the ones after.
+func TestIdleBody(t *testing.T) {
+	const d = 60 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		waits   []time.Duration
+		between time.Duration // the caller's pause after each read
+		cut     bool
+	}{
+		{"short waits adding up past the limit", []time.Duration{d / 2, d / 2, d / 2, d / 2, d / 2, d / 2}, 0, false},
+		{"a slow caller", []time.Duration{d / 4, d / 4, d / 4}, 2 * d, false},
+		{"a silent provider", []time.Duration{d / 4, d / 4, 100 * d}, 0, true},
+		{"silent after a slow caller", []time.Duration{d / 4, 100 * d}, 2 * d, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			st := &requestState{}
+			b := newIdleBody(&pacedBody{ctx: ctx, waits: tc.waits}, &attempt{idle: d, cancel: cancel}, st)
+			var got []byte
+			var err error
+			buf := make([]byte, 8)
+			for {
+				var n int
+				n, err = b.Read(buf)
+				got = append(got, buf[:n]...)
+				if err != nil {
+					break
+				}
+				time.Sleep(tc.between)
+			}
+			if tc.cut {
+				var idle errStreamIdle
+				if !errors.As(err, &idle) || !errors.As(context.Cause(ctx), &idle) || !st.idleCut.Load() {
+					t.Errorf("read error %v, attempt's cause %v, cut %v: want the answer cut for idling", err, context.Cause(ctx), st.idleCut.Load())
+				}
+				if _, err := b.Read(buf); !errors.As(err, &idle) {
+					t.Errorf("a read after the cut: %v", err)
+				}
+				if len(got) != len(tc.waits)-1 {
+					t.Errorf("read %d bytes before the cut, want %d", len(got), len(tc.waits)-1)
+				}
+			} else if err != io.EOF || len(got) != len(tc.waits) || ctx.Err() != nil || st.idleCut.Load() {
+				t.Errorf("read %d bytes, then %v; attempt's context %v; cut %v: want it all, uncut", len(got), err, ctx.Err(), st.idleCut.Load())
+			}
+			b.Close()
+			if st.firstByte.IsZero() != (len(got) == 0) {
+				t.Errorf("first byte noted at %v after %d bytes", st.firstByte, len(got))
+			}
+		})
 	}
 }
