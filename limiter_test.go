@@ -496,3 +496,18 @@ func BenchmarkUsageScanner(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUsageScannerAnswer scans a small chat completion, as the
+// request state does with every answer for its log.
+func BenchmarkUsageScannerAnswer(b *testing.B) {
+	answer := []byte(`{"id":"chatcmpl-mock","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Hello from mock"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":0}},"system_fingerprint":null}`)
+	b.SetBytes(int64(len(answer)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var s usageScanner
+		s.write(answer)
+		if p, c, total, _, ok := s.counts(); !ok || p != 5 || c != 3 || total != 8 || s.answerModel() != "gpt-4o-mini" {
+			b.Fatalf("counts %v %v %v %v, model %q", p, c, total, ok, s.answerModel())
+		}
+	}
+}

@@ -551,7 +551,8 @@ func TestUsageCounts(t *testing.T) {
 }
 
 // FuzzUsageCounts: what the scanner reads does not depend on how the
-// answer was cut into writes.
+// answer was cut into writes, nor on what json skips and reads a run at
+// a time.
 func FuzzUsageCounts(f *testing.F) {
 	f.Add(gpt4oAnswer, false, 5)
 	f.Add("data: {\"model\":\"m\",\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":3},\"prompt_tokens\":4}}\n\n", true, 2)
@@ -571,6 +572,19 @@ func FuzzUsageCounts(f *testing.F) {
 		if p1 != p2 || c1 != c2 || t1 != t2 || k1 != k2 || ok1 != ok2 || whole.answerModel() != parts.answerModel() {
 			t.Fatalf("whole %v %v %v %v %v %q; in parts of %d: %v %v %v %v %v %q",
 				p1, c1, t1, k1, ok1, whole.answerModel(), cut, p2, c2, t2, k2, ok2, parts.answerModel())
+		}
+		if !sse {
+			// jsonByte alone, a byte at a time, is what json's skipping
+			// and runs must agree with.
+			ref := usageScanner{}
+			for _, c := range []byte(body) {
+				ref.jsonByte(c)
+			}
+			p3, c3, t3, k3, ok3 := ref.counts()
+			if p1 != p3 || c1 != c3 || t1 != t3 || k1 != k3 || ok1 != ok3 || whole.answerModel() != ref.answerModel() {
+				t.Fatalf("whole %v %v %v %v %v %q; a byte at a time: %v %v %v %v %v %q",
+					p1, c1, t1, k1, ok1, whole.answerModel(), p3, c3, t3, k3, ok3, ref.answerModel())
+			}
 		}
 		if p1 < 0 || c1 < 0 || k1 < 0 || k1 > p1 || t1 < p1+c1 {
 			t.Fatalf("counts %d %d %d %d", p1, c1, t1, k1)

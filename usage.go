@@ -240,15 +240,75 @@ func (s *usageScanner) json(p []byte) {
 				}
 			}
 		}
-		if s.inString && !s.escape && !s.isKey && !s.inModel {
+		switch {
+		case s.inString && s.escape:
+		case s.inString && (s.isKey || s.inModel):
+			// A run of the key or the model, up to its closing quote or
+			// an escape, which jsonByte reads.
+			n := 0
+			for n < len(p)-i && p[i+n] != '"' && p[i+n] != '\\' {
+				n++
+			}
+			s.keep(p[i : i+n])
+			if i += n; i == len(p) {
+				return
+			}
+		case s.inString:
 			n := stringEnd(p[i:])
 			if n == len(p)-i {
 				s.escape = trailingBackslashes(p[i:])%2 == 1
 				return
 			}
 			i += n // at the closing quote
+		case s.inNum:
+			for ; i < len(p) && numberByte[p[i]]; i++ {
+				if s.numLen < len(s.num) {
+					s.num[s.numLen] = p[i]
+				}
+				s.numLen++
+			}
+			if i == len(p) {
+				return
+			}
+		case literalByte[p[i]] && s.pending < usageKeyTotal:
+			// A number or literal no count is read from: jsonByte would
+			// only forget what it was waiting for, at each byte.
+			s.pending = usageKeyNone
+			for i+1 < len(p) && literalByte[p[i+1]] {
+				i++
+			}
+			continue
 		}
 		s.jsonByte(p[i])
+	}
+}
+
+// keep adds run, bytes of a string without its closing quote or an escape,
+// to the key or the model being read, as jsonByte would a byte at a time.
+func (s *usageScanner) keep(run []byte) {
+	switch {
+	case s.inModel && s.modelLen+len(run) <= len(s.model):
+		s.modelLen += copy(s.model[s.modelLen:], run)
+	case s.inModel:
+		s.inModel = false
+	case s.isKey && s.keyLen+len(run) <= len(s.key):
+		s.keyLen += copy(s.key[s.keyLen:], run)
+	case s.isKey:
+		s.keyLen = len(s.key) + 1
+	}
+}
+
+// numberByte marks the bytes of a JSON number; literalByte those of a
+// number or literal (true, false, null), and any other byte that is
+// neither JSON's structure nor white space.
+var numberByte, literalByte [256]bool
+
+func init() {
+	for _, c := range []byte("0123456789.eE+-") {
+		numberByte[c] = true
+	}
+	for c := range literalByte {
+		literalByte[c] = !bytes.ContainsRune([]byte("{}[]:,\" \t\n\r"), rune(c))
 	}
 }
 
@@ -361,10 +421,29 @@ func (s *usageScanner) endNumber() {
 	if s.numLen > len(s.num) {
 		return
 	}
-	if v, err := strconv.ParseFloat(string(s.num[:s.numLen]), 64); err == nil && v >= 0 && !math.IsInf(v, 0) {
+	if v, ok := smallCount(s.num[:s.numLen]); ok {
+		s.max[s.numKey] = max(s.max[s.numKey], v)
+		s.found = true
+	} else if v, err := strconv.ParseFloat(string(s.num[:s.numLen]), 64); err == nil && v >= 0 && !math.IsInf(v, 0) {
 		s.max[s.numKey] = max(s.max[s.numKey], v)
 		s.found = true
 	}
+}
+
+// smallCount reads b when it is digits alone, at most 15 of them (exact
+// in a float64), as strconv.ParseFloat would.
+func smallCount(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return float64(v), true
 }
 
 func (s *usageScanner) jsonByte(c byte) {
