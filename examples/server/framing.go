@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelgateway/gateway"
 )
@@ -70,6 +71,10 @@ type framingConn struct {
 
 	mu       sync.Mutex // guards verdicts
 	verdicts []bool     // of the blocks parsed and not claimed yet, oldest first
+
+	// deadlineMoved is when a request last moved the connection's write
+	// deadline (see stallWriter); used only by the request being served.
+	deadlineMoved time.Time
 }
 
 func (c *framingConn) Read(b []byte) (int, error) {

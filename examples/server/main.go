@@ -408,7 +408,11 @@ func serverHandler(g http.Handler, serving *sync.RWMutex, writeTimeout time.Dura
 		serving.RLock()
 		defer serving.RUnlock()
 		if writeTimeout > 0 {
-			sw := newStallWriter(w, writeTimeout)
+			var moved *time.Time // the connection's, in HTTP/1.x, which serves a request at a time
+			if fc, ok := r.Context().Value(framingConnKey{}).(*framingConn); ok && r.ProtoMajor == 1 {
+				moved = &fc.deadlineMoved
+			}
+			sw := newStallWriter(w, writeTimeout, moved)
 			defer sw.extend() // bounds the server's own final flush too
 			w = sw
 		}
@@ -475,28 +479,41 @@ func storeAnswers(ctx context.Context, ping func(context.Context) error) bool {
 // -write-timeout) is not moved again: moving it takes a lock and a timer
 // of the runtime, and a small answer's header and body, written within
 // microseconds, would move it twice. A write may so block between
-// d - d/64 and d.
+// d - d/64 and d. When moves are counted per connection (HTTP/1.x), the
+// requests of a busy keep-alive connection share that: most move nothing.
 type stallWriter struct {
 	http.ResponseWriter
-	rc  *http.ResponseController
-	d   time.Duration
-	set time.Time // when extend last moved the deadline; zero: not yet
+	rc    *http.ResponseController
+	d     time.Duration
+	moved *time.Time // when the deadline was last moved; zero: not set
+	own   time.Time  // moved, when not the connection's
 }
 
-func newStallWriter(w http.ResponseWriter, d time.Duration) *stallWriter {
-	rc := http.NewResponseController(w)
-	// A deadline left by the previous request on this connection must not
-	// cut this one while it waits for the provider.
-	_ = rc.SetWriteDeadline(time.Time{})
-	return &stallWriter{ResponseWriter: w, rc: rc, d: d}
+// newStallWriter returns w bounded by d. moved is when the connection's
+// deadline was last moved, kept by its caller across the connection's
+// requests; nil counts them for this request alone.
+func newStallWriter(w http.ResponseWriter, d time.Duration, moved *time.Time) *stallWriter {
+	sw := &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d, moved: moved}
+	if moved == nil {
+		sw.moved = &sw.own
+	}
+	// A deadline a previous request of the connection left must not cut
+	// this one while it waits for the provider: it is cleared, unless
+	// moved less than d/64 ago, when it still holds for d - d/64 as one
+	// this request moves would (and its first write moves it again).
+	if m := *sw.moved; m.IsZero() || time.Since(m) >= d/64 {
+		_ = sw.rc.SetWriteDeadline(time.Time{})
+		*sw.moved = time.Time{}
+	}
+	return sw
 }
 
 func (w *stallWriter) extend() {
 	now := time.Now()
-	if !w.set.IsZero() && now.Sub(w.set) < w.d/64 {
+	if m := *w.moved; !m.IsZero() && now.Sub(m) < w.d/64 {
 		return
 	}
-	w.set = now
+	*w.moved = now
 	_ = w.rc.SetWriteDeadline(now.Add(w.d))
 }
 

@@ -79,7 +79,7 @@ func (w *deadlineRecorder) SetWriteDeadline(t time.Time) error {
 func TestStallWriterMovesDeadline(t *testing.T) {
 	const d = 6400 * time.Millisecond // d/64 is 100 ms
 	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-	w := newStallWriter(rec, d)
+	w := newStallWriter(rec, d, nil)
 	if len(rec.deadlines) != 1 || !rec.deadlines[0].IsZero() {
 		t.Fatalf("new request: deadlines %v, want one cleared", rec.deadlines)
 	}
@@ -97,5 +97,39 @@ func TestStallWriterMovesDeadline(t *testing.T) {
 	}
 	if rec.Body.String() != "ab" || !rec.Flushed {
 		t.Errorf("body %q, flushed %v", rec.Body, rec.Flushed)
+	}
+}
+
+// TestStallWriterConnection: requests of one connection share when its
+// deadline was last moved. The next request within d/64 of a move neither
+// clears nor moves it; one after that clears the deadline the previous
+// left and moves it with its first write.
+func TestStallWriterConnection(t *testing.T) {
+	const d = 6400 * time.Millisecond // d/64 is 100 ms
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	var moved time.Time
+	w := newStallWriter(rec, d, &moved)
+	w.Write([]byte("a"))
+	if len(rec.deadlines) != 2 || !rec.deadlines[0].IsZero() || moved.IsZero() {
+		t.Fatalf("first request: deadlines %v, moved %v; want cleared, then moved", rec.deadlines, moved)
+	}
+	w = newStallWriter(rec, d, &moved)
+	w.Write([]byte("b"))
+	w.extend() // as serverHandler does after the handler
+	if len(rec.deadlines) != 2 {
+		t.Fatalf("a request right after: deadlines %v, want none more", rec.deadlines)
+	}
+	time.Sleep(d / 32)
+	w = newStallWriter(rec, d, &moved)
+	if len(rec.deadlines) != 3 || !rec.deadlines[2].IsZero() {
+		t.Fatalf("a request %s later: deadlines %v, want the old one cleared", d/32, rec.deadlines)
+	}
+	before := time.Now()
+	w.Write([]byte("c"))
+	if len(rec.deadlines) != 4 || rec.deadlines[3].Before(before.Add(d)) {
+		t.Fatalf("its first write: deadlines %v, want one %s from now", rec.deadlines, d)
+	}
+	if rec.Body.String() != "abc" {
+		t.Errorf("body %q", rec.Body)
 	}
 }
