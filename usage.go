@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/modelgateway/gateway/internal/jsonscan"
 )
 
 // usageScanner finds the token counts of a JSON document, or of the data
@@ -421,29 +423,17 @@ func (s *usageScanner) endNumber() {
 	if s.numLen > len(s.num) {
 		return
 	}
-	if v, ok := smallCount(s.num[:s.numLen]); ok {
-		s.max[s.numKey] = max(s.max[s.numKey], v)
-		s.found = true
+	if v, ok := jsonscan.Int(s.num[:s.numLen], 64); ok {
+		// Digits alone, read without strconv: float64 rounds them as
+		// ParseFloat would.
+		if v >= 0 {
+			s.max[s.numKey] = max(s.max[s.numKey], float64(v))
+			s.found = true
+		}
 	} else if v, err := strconv.ParseFloat(string(s.num[:s.numLen]), 64); err == nil && v >= 0 && !math.IsInf(v, 0) {
 		s.max[s.numKey] = max(s.max[s.numKey], v)
 		s.found = true
 	}
-}
-
-// smallCount reads b when it is digits alone, at most 15 of them (exact
-// in a float64), as strconv.ParseFloat would.
-func smallCount(b []byte) (float64, bool) {
-	if len(b) == 0 || len(b) > 15 {
-		return 0, false
-	}
-	var v int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + int64(c-'0')
-	}
-	return float64(v), true
 }
 
 func (s *usageScanner) jsonByte(c byte) {
