@@ -117,16 +117,30 @@ func (b *idleBody) arm() {
 // way began d ago or more, sets the timer for the rest of d if it began
 // less, and leaves it unset if no read is under way.
 func (b *idleBody) check() {
+	if !b.stillWaiting() {
+		return
+	}
+	b.fired.Store(true)
+	if b.cut != nil {
+		b.cut.Store(true)
+	}
+	b.cancel(errStreamIdle{b.d}) // outside mu: cancelling runs others' code
+}
+
+// stillWaiting reports whether the read under way began d ago or more;
+// if it began less, it sets the timer for the rest of d, and if none is
+// under way, it leaves the timer unset.
+func (b *idleBody) stillWaiting() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return
+		return false
 	}
 	s := b.since.Load()
 	if s == 0 {
 		b.armed.Store(false)
 		if s = b.since.Load(); s == 0 {
-			return
+			return false
 		}
 		// A read began as the timer was being unset: bound it.
 		b.armed.Store(true)
@@ -134,13 +148,9 @@ func (b *idleBody) check() {
 	waited := time.Duration(idleClock() - s)
 	if waited < b.d {
 		b.timer.Reset(b.d - waited)
-		return
+		return false
 	}
-	b.fired.Store(true)
-	if b.cut != nil {
-		b.cut.Store(true)
-	}
-	b.cancel(errStreamIdle{b.d})
+	return true
 }
 
 // noteFirst notes the time of the answer's first byte, once n > 0.
