@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -179,6 +180,46 @@ func TestIdleBody(t *testing.T) {
 			b.Close()
 			if st.firstByte.IsZero() != (len(got) == 0) {
 				t.Errorf("first byte noted at %v after %d bytes", st.firstByte, len(got))
+			}
+		})
+	}
+}
+
+// chunkedBody returns its chunks one a read, then EOF.
+type chunkedBody struct{ chunks [][]byte }
+
+func (c *chunkedBody) Read(p []byte) (int, error) {
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	c.chunks = c.chunks[1:]
+	return n, nil
+}
+
+func (c *chunkedBody) Close() error { return nil }
+
+// BenchmarkIdleBody reads answers through the stream idle limit: a small
+// one in one read and EOF, and a stream of 100 chunks.
+func BenchmarkIdleBody(b *testing.B) {
+	for _, n := range []int{1, 100} {
+		b.Run(fmt.Sprintf("reads-%d", n+1), func(b *testing.B) {
+			chunk := []byte("data: {}\n\n")
+			chunks := make([][]byte, n)
+			for i := range chunks {
+				chunks[i] = chunk
+			}
+			a := &attempt{idle: 10 * time.Minute, cancel: func(error) {}}
+			buf := make([]byte, 64)
+			b.ReportAllocs()
+			for b.Loop() {
+				body := newIdleBody(&chunkedBody{chunks: chunks}, a, nil)
+				for {
+					if _, err := body.Read(buf); err != nil {
+						break
+					}
+				}
+				body.Close()
 			}
 		})
 	}
