@@ -133,17 +133,17 @@ func (p *pacedBody) Close() error { return nil }
 // reads; a wait past it cancels the attempt with errStreamIdle, marks the
 // request's log, and fails the read under way and the ones after.
 func TestIdleBody(t *testing.T) {
-	const d = 60 * time.Millisecond
+	const d = 200 * time.Millisecond // well above a loaded machine's scheduling delays
 	for _, tc := range []struct {
 		name    string
 		waits   []time.Duration
 		between time.Duration // the caller's pause after each read
 		cut     bool
 	}{
-		{"short waits adding up past the limit", []time.Duration{d / 2, d / 2, d / 2, d / 2, d / 2, d / 2}, 0, false},
+		{"short waits adding up past the limit", []time.Duration{d / 4, d / 4, d / 4, d / 4, d / 4, d / 4}, 0, false},
 		{"a slow caller", []time.Duration{d / 4, d / 4, d / 4}, 2 * d, false},
-		{"a silent provider", []time.Duration{d / 4, d / 4, 100 * d}, 0, true},
-		{"silent after a slow caller", []time.Duration{d / 4, 100 * d}, 2 * d, true},
+		{"a silent provider", []time.Duration{d / 4, d / 4, 50 * d}, 0, true},
+		{"silent after a slow caller", []time.Duration{d / 4, 50 * d}, 2 * d, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
