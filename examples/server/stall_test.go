@@ -105,7 +105,7 @@ func TestStallWriterMovesDeadline(t *testing.T) {
 // clears nor moves it; one after that clears the deadline the previous
 // left and moves it with its first write.
 func TestStallWriterConnection(t *testing.T) {
-	const d = 6400 * time.Millisecond // d/64 is 100 ms
+	const d = 64 * time.Second // d/64 is 1 s: "right after" holds on a loaded machine
 	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
 	var moved time.Time
 	w := newStallWriter(rec, d, &moved)
@@ -119,10 +119,10 @@ func TestStallWriterConnection(t *testing.T) {
 	if len(rec.deadlines) != 2 {
 		t.Fatalf("a request right after: deadlines %v, want none more", rec.deadlines)
 	}
-	time.Sleep(d / 32)
+	time.Sleep(d/64 + 50*time.Millisecond)
 	w = newStallWriter(rec, d, &moved)
 	if len(rec.deadlines) != 3 || !rec.deadlines[2].IsZero() {
-		t.Fatalf("a request %s later: deadlines %v, want the old one cleared", d/32, rec.deadlines)
+		t.Fatalf("a request %s later: deadlines %v, want the old one cleared", d/64, rec.deadlines)
 	}
 	before := time.Now()
 	w.Write([]byte("c"))
