@@ -319,24 +319,11 @@ func metadataJSON(m map[string]string) string {
 	if len(m) == 0 {
 		return "{}"
 	}
-	var small [8]string
-	keys := small[:0]
 	n := 2
 	for k, v := range m {
-		keys = append(keys, k)
 		n += len(k) + len(v) + 6
 	}
-	slices.Sort(keys)
-	b := make([]byte, 0, n)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(wire.AppendString(b, k), ':')
-		b = wire.AppendString(b, m[k])
-	}
-	return string(append(b, '}'))
+	return string(wire.AppendStringMap(make([]byte, 0, n), m))
 }
 
 // targetsJSON returns the breaker keys of RequestLog.SkippedTargets or

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -120,6 +121,30 @@ func appendString(b []byte, s string, html, short bool) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendStringMap appends m as json.Marshal writes a map[string]string:
+// an object with its keys in order, each key and value as AppendString
+// writes it; null when m is nil.
+func AppendStringMap(b []byte, m map[string]string) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	var small [8]string // most maps are a request's few metadata keys
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(AppendString(b, k), ':')
+		b = AppendString(b, m[k])
+	}
+	return append(b, '}')
 }
 
 // AppendRaw appends a valid JSON text as json.Marshal writes a

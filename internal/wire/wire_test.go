@@ -249,3 +249,22 @@ func TestBackslash(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendStringMap: maps written as json.Marshal writes them, nil,
+// empty, larger than the keys' stack array, and with keys and values to
+// escape.
+func TestAppendStringMap(t *testing.T) {
+	big := map[string]string{}
+	for i := range 20 {
+		big[string(rune('a'+i))+"<k>"] = strings.Repeat("v&", i)
+	}
+	for _, m := range []map[string]string{nil, {}, {"team": "a", "env": "prod"}, {"\u2028\"": "<\xff>"}, big} {
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendStringMap([]byte("x"), m); string(got) != "x"+string(want) {
+			t.Errorf("AppendStringMap(%q) = %s, want x%s", m, got, want)
+		}
+	}
+}

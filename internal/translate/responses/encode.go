@@ -89,25 +89,7 @@ func (r *Response) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, "null"...)
 	}
 	b = appendStringPtr(append(b, `,"user":`...), r.User)
-	b = append(b, `,"metadata":`...)
-	if r.Metadata == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '{')
-		keys := make([]string, 0, len(r.Metadata))
-		for k := range r.Metadata {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(wire.AppendString(b, k), ':')
-			b = wire.AppendString(b, r.Metadata[k])
-		}
-		b = append(b, '}')
-	}
+	b = wire.AppendStringMap(append(b, `,"metadata":`...), r.Metadata)
 	return append(b, '}'), nil
 }
 
