@@ -9,8 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/lib/pq"
 	sqlite "github.com/ncruces/go-sqlite3/driver"
 )
 
@@ -44,11 +43,11 @@ const sqliteBusyTimeout = 10000
 // lock.
 func openDB(dsn string) (*sql.DB, dialect, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		cfg, err := pgx.ParseConfig(dsn) // its errors hide the password
+		c, err := postgresConnector(dsn)
 		if err != nil {
-			return nil, 0, fmt.Errorf("sqlstore: %w", err)
+			return nil, 0, err
 		}
-		return stdlib.OpenDB(*cfg), dialectPostgres, nil
+		return sql.OpenDB(c), dialectPostgres, nil
 	}
 	path := strings.TrimPrefix(dsn, "sqlite:")
 	switch {
@@ -117,6 +116,31 @@ func openDB(dsn string) (*sql.DB, dialect, error) {
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 	return db, dialectSQLite, nil
+}
+
+// postgresConnector returns the connector of the Postgres URL dsn, for
+// the driver github.com/lib/pq. Without an sslmode in the URL (or
+// PGSSLMODE), it prefers TLS and falls back to a plain connection, as
+// libpq does, rather than the driver's default of requiring TLS. Its
+// errors never quote the URL, which may hold a password.
+func postgresConnector(dsn string) (*pq.Connector, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil, errors.New("sqlstore: malformed postgres:// URL")
+	}
+	if q := u.Query(); !q.Has("sslmode") && os.Getenv("PGSSLMODE") == "" {
+		q.Set("sslmode", "prefer")
+		u.RawQuery = q.Encode()
+	}
+	c, err := pq.NewConnector(u.String())
+	if err != nil {
+		msg := err.Error()
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+		return nil, errors.New("sqlstore: " + msg)
+	}
+	return c, nil
 }
 
 // sqliteTimeFormat is the layout of times in SQLite: RFC 3339, UTC (the

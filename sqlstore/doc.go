@@ -38,7 +38,8 @@
 //     no cgo), created with mode 0600 if absent, run in WAL mode with
 //     synchronous=FULL, a 10 s busy timeout and foreign keys on;
 //   - postgres://… or postgresql://…: a Postgres database
-//     (github.com/jackc/pgx/v5), with the URL's usual parameters.
+//     (github.com/lib/pq), with the URL's usual parameters;
+//     without sslmode, TLS is preferred, not required, as libpq does.
 //
 // The schema is embedded, one migration per version and dialect, and
 // applied by Open in one transaction that records the version in the

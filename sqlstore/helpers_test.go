@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for the tests' own admin connections
+	_ "github.com/lib/pq" // the "postgres" driver, for the tests' own admin connections
 	"github.com/modelgateway/gateway/sqlstore"
 	_ "github.com/ncruces/go-sqlite3/driver" // the "sqlite3" driver, for the tests' own raw connections
 )
@@ -56,7 +56,7 @@ func postgresDSN(t testing.TB) string {
 	if testPostgres.adminURL == "" {
 		t.Skip(testPostgres.skip)
 	}
-	admin, err := sql.Open("pgx", testPostgres.adminURL)
+	admin, err := sql.Open("postgres", testPostgres.adminURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func postgresDSN(t testing.TB) string {
 		t.Fatalf("creating a test database (the POSTGRES_URL user needs CREATEDB): %v", err)
 	}
 	t.Cleanup(func() {
-		admin, err := sql.Open("pgx", testPostgres.adminURL)
+		admin, err := sql.Open("postgres", testPostgres.adminURL)
 		if err != nil {
 			t.Error(err)
 			return
@@ -266,7 +266,7 @@ func rawDB(t testing.TB, dsn string) *sql.DB {
 	t.Helper()
 	driver, name := "sqlite3", strings.TrimPrefix(dsn, "sqlite:")
 	if strings.HasPrefix(dsn, "postgres") {
-		driver, name = "pgx", dsn
+		driver, name = "postgres", dsn
 	}
 	db, err := sql.Open(driver, name)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -506,6 +507,8 @@ func TestOpenRefuses(t *testing.T) {
 		{"missing directory", dir + "/no/such/dir/x.db", nil, "no such file or directory"},
 		{"short master key", dir + "/x.db", []byte("0123456789abcdef"), "32 bytes"},
 		{"unreachable postgres", "postgres://gw:hunter2-secret@127.0.0.1:1/gw?sslmode=disable&connect_timeout=5", nil, "127.0.0.1"},
+		{"malformed postgres URL", "postgres://gw:hunter2-secret@127.0.0.1:port/gw", nil, "malformed postgres:// URL"},
+		{"bad postgres parameter", "postgres://gw:hunter2-secret@127.0.0.1/gw?sslmode=hunter2-secret", nil, "sslmode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := sqlstore.Open(ctx, tc.dsn, sqlstore.Options{MasterKey: tc.key})
@@ -520,6 +523,23 @@ func TestOpenRefuses(t *testing.T) {
 				t.Errorf("error quotes a secret: %q", err)
 			}
 		})
+	}
+}
+
+// TestPostgresPrefersTLS: a postgres:// URL without sslmode connects to a
+// server without TLS, as libpq's default (prefer) does; the driver's own
+// default would require TLS and fail.
+func TestPostgresPrefersTLS(t *testing.T) {
+	u, err := url.Parse(postgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("sslmode")
+	u.RawQuery = q.Encode()
+	s := openStore(t, u.String(), sqlstore.Options{})
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping: %v", err)
 	}
 }
 
