@@ -38,7 +38,7 @@ type Family struct {
 	Name       string   // the full series name, such as gateway_requests_total
 	Help       string   // what the series count
 	Type       Type     // the type of every metric of the family
-	LabelNames []string // the names of the labels of every metric, sorted; nil for a family of one unlabelled metric
+	LabelNames []string // the names of the labels of every metric, in the order written (this package's are sorted); nil for unlabelled metrics
 
 	// Metrics are the family's metrics, ordered by their label values. A
 	// family that has none yet (no request made its first series) is

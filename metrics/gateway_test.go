@@ -56,49 +56,6 @@ func TestBreakers(t *testing.T) {
 	}
 }
 
-// blockingSink holds the log goroutine in its first Log until release is
-// closed, so that the gateway's log queue fills.
-type blockingSink struct {
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (s *blockingSink) Log(*gateway.RequestLog) {
-	select {
-	case s.entered <- struct{}{}:
-		<-s.release
-	default:
-	}
-}
-
-// TestDroppedLogs: records the gateway drops when its log queue is full
-// are served by DroppedLogs.
-func TestDroppedLogs(t *testing.T) {
-	sink := &blockingSink{entered: make(chan struct{}), release: make(chan struct{})}
-	col := metrics.New(metrics.Options{Next: sink})
-	store := memstore.New()
-	store.AddAPIKey(gateway.APIKey{ID: "key-member", Digest: gateway.HashAPIKey(memberKey), WorkspaceID: "ws-1"})
-	gw := gateway.New(gateway.Options{Keys: store, LogSink: col, LogQueueSize: 1})
-	defer gw.Close()
-	defer close(sink.release) // before Close, which waits for the sink
-	srv := httptest.NewServer(metrics.Handler(col.DroppedLogs(gw)))
-	defer srv.Close()
-
-	get := func() {
-		r := httptest.NewRequest("GET", "/v1/models", nil) // 400: no provider
-		r.Header.Set(gateway.HeaderAPIKey, memberKey)
-		gw.ServeHTTP(httptest.NewRecorder(), r)
-	}
-	get()
-	<-sink.entered // the log goroutine holds the first record
-	for range 3 {
-		get() // the first waits in the queue, the other two are dropped
-	}
-	if got := parse(t, scrape(t, srv.URL)).samples["gateway_request_logs_dropped_total"]; got != "2" {
-		t.Errorf("request_logs_dropped_total = %q, want 2", got)
-	}
-}
-
 // TestWatchNilGateway: watching a nil gateway is a programmer's error,
 // caught where the watch is made.
 func TestWatchNilGateway(t *testing.T) {
