@@ -119,7 +119,7 @@
 // models.
 // -admin-addr serves /metrics (Prometheus: requests, durations, tokens,
 // cost, refusals, unauthenticated requests, dropped logs, circuit
-// breakers, the Go runtime), /readyz and /debug/pprof/ on a
+// breakers, the Go runtime and the process), /readyz and /debug/pprof/ on a
 // listener of its own; it asks for no key, so keep it on a private
 // address. There /readyz?verbose answers, with the status of /readyz,
 // the circuit breaker of each target and the count of dropped request

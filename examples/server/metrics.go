@@ -6,31 +6,31 @@ import (
 	"os"
 
 	gateway "github.com/modelgateway/gateway"
-	gwprom "github.com/modelgateway/gateway/prometheus"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/modelgateway/gateway/metrics"
 )
 
 // gatewayMetrics is what /metrics of the admin listener serves: the
-// request logs counted by a prometheus Collector (which passes each on to
-// the -request-log sink), the gateway's dropped logs and requests that
-// failed authentication, and the Go runtime and process collectors.
+// request logs counted by a metrics Collector (which passes each on to
+// the -request-log sink), the gateway's dropped logs, requests that
+// failed authentication and circuit breakers, and the Go runtime's and
+// the process's series.
 type gatewayMetrics struct {
-	reg       *prometheus.Registry
-	collector *gwprom.Collector
+	collector *metrics.Collector
+	gatherers []metrics.Gatherer // collector, Runtime, and the watches of the gateway
 }
 
 // newGatewayMetrics returns the metrics of a gateway whose request logs
 // then go to next (nil: nowhere else).
 func newGatewayMetrics(next gateway.LogSink) *gatewayMetrics {
-	m := &gatewayMetrics{reg: gwprom.NewRegistry(), collector: gwprom.NewCollector(gwprom.Options{Next: next})}
-	m.reg.MustRegister(m.collector)
-	return m
+	col := metrics.New(metrics.Options{Next: next})
+	return &gatewayMetrics{collector: col, gatherers: []metrics.Gatherer{col, metrics.Runtime()}}
 }
 
 // watch adds g's own counters (dropped request logs, requests refused
-// for failing authentication) and the state of its circuit breakers.
+// for failing authentication) and the state of its circuit breakers. It
+// is called before handler.
 func (m *gatewayMetrics) watch(g *gateway.Gateway) {
-	m.reg.MustRegister(m.collector.DroppedLogs(g), m.collector.AuthFailures(g), m.collector.Breakers(g))
+	m.gatherers = append(m.gatherers, m.collector.DroppedLogs(g), m.collector.AuthFailures(g), m.collector.Breakers(g))
 }
 
 // handler serves the metrics in Prometheus's text format; nil m serves 404.
@@ -38,7 +38,7 @@ func (m *gatewayMetrics) handler() http.Handler {
 	if m == nil {
 		return http.NotFoundHandler()
 	}
-	return gwprom.Handler(m.reg)
+	return metrics.Handler(m.gatherers...)
 }
 
 // readPrices reads the -prices file.

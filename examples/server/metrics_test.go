@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -92,6 +93,26 @@ func TestRunPricesErrors(t *testing.T) {
 		err := run(t.Context(), t.Context(), []string{"-addr", "127.0.0.1:0", "-db", ":memory:", "-prices", path}, newLines(), newLines())
 		if err == nil || !strings.Contains(err.Error(), "-prices") {
 			t.Errorf("-prices %s: %v, want an error naming -prices", path, err)
+		}
+	}
+}
+
+// TestMetricsWithoutClientGolang: the server serves /metrics with the
+// standard library, so that Prometheus's client libraries (client_golang,
+// with protobuf, client_model, procfs: 6.9 MB of the binary) are no
+// dependency of it. It reads the dependencies from go list, and is
+// skipped where no go command runs.
+func TestMetricsWithoutClientGolang(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command:", err)
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, "github.com/prometheus/") || p == "github.com/modelgateway/gateway/prometheus" {
+			t.Errorf("the server depends on %s", p)
 		}
 	}
 }
