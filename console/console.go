@@ -145,9 +145,9 @@ type console struct {
 	base     string // Options.Path resolved, without a trailing slash
 	prefix   string // Options.APIPrefix resolved, without a trailing slash
 	mux      *http.ServeMux
-	pages    map[string]pageTemplate
 	static   http.Handler
 	sessions *sessions
+	pages    func() map[string]pageTemplate // parsedPages, but for tests
 	limiter  *failureLimiter
 	accounts *failureLimiter // wrong passwords per account
 	hashing  chan struct{}   // bounds the password hashes computed at once
@@ -202,7 +202,7 @@ func New(api http.Handler, opts Options) http.Handler {
 	if c.opts.OIDC != nil && c.opts.Users != nil {
 		c.oidc = newOIDCClient(*c.opts.OIDC)
 	}
-	c.pages = parsePages()
+	c.pages = parsedPages
 	static, _ := fs.Sub(files, "static")
 	c.static = http.StripPrefix(c.base+"/static/", http.FileServerFS(static))
 	c.routes()

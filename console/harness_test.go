@@ -115,7 +115,8 @@ func newEnvServer(t *testing.T, opts Options, start func(http.Handler) *httptest
 	con := New(g, opts).(*console)
 	// Every page a test renders is also rendered by html/template and
 	// compared (htmlparity_test.go).
-	con.pages = withParity(t, con.pages)
+	parity := withParity(t, con.pages())
+	con.pages = func() map[string]pageTemplate { return parity }
 	mux.Handle("/console/", con)
 	mux.Handle("/", g)
 	srv := start(mux)

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelgateway/gateway/console/internal/htmltmpl"
@@ -36,7 +37,12 @@ type pageTemplate interface {
 	Execute(w io.Writer, data any) error
 }
 
-// parsePages parses every page with the layout, once. A page that does not
+// parsedPages returns every page parsed with the layout. They are parsed
+// when a console first renders a page, once for all consoles, so that a
+// server that never serves its console keeps no template tree in memory.
+var parsedPages = sync.OnceValue(parsePages)
+
+// parsePages parses every page with the layout. A page that does not
 // parse is a programmer's error: it panics.
 func parsePages() map[string]pageTemplate {
 	pages := make(map[string]pageTemplate, len(pageNames))
@@ -59,7 +65,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, nam
 		d.CSRF = s.csrf
 	}
 	var buf bytes.Buffer
-	if err := c.pages[name].Execute(&buf, d); err != nil {
+	if err := c.pages()[name].Execute(&buf, d); err != nil {
 		http.Error(w, "console: the page could not be rendered", http.StatusInternalServerError)
 		return
 	}
