@@ -7,10 +7,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/lib/pq"
-	sqlite "github.com/ncruces/go-sqlite3/driver"
 )
 
 // dialect is the kind of database a Store runs on.
@@ -61,51 +61,14 @@ func openDB(dsn string) (*sql.DB, dialect, error) {
 		return nil, 0, fmt.Errorf("sqlstore: %w", err)
 	}
 	// The file holds key digests and sealed credentials: create it
-	// readable by its owner only. modeof gives the -wal file, which holds
-	// the latest writes, the same mode; the -shm file (the WAL's index:
-	// page numbers, no records) is made so here, as the driver creates it
-	// with the default mode.
-	for _, name := range []string{abs, abs + "-shm"} {
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			return nil, 0, fmt.Errorf("sqlstore: %w", err)
-		}
-		f.Close()
+	// readable by its owner only. openSQLite sees that the -wal file,
+	// which holds the latest writes, and the -shm file are made so too.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sqlstore: %w", err)
 	}
-	q := url.Values{}
-	q.Set("_txlock", "immediate")
-	q.Set("modeof", abs)
-	// Times are written in one fixed width (the driver's default,
-	// RFC 3339 with trailing zeros trimmed, does not sort as text), so
-	// that ORDER BY and range conditions on them are time order.
-	q.Set("_timefmt", sqliteTimeFormat)
-	// A new database has pages of 8 KiB rather than 4: the request logs'
-	// rows are wide, and with twice as many to a page their table and
-	// indexes split a page half as often. AddLogs takes 17% less CPU a
-	// record. (A database made before keeps its page size: SQLite
-	// changes it only by rewriting the whole file outside WAL mode.)
-	//
-	// The WAL is copied back into the database (checkpointed) every 4,096
-	// pages (32 MiB) rather than SQLite's 1,000: the request logs' commits
-	// rewrite the same pages (a table's and its indexes' last ones) again
-	// and again, and a page is copied back once per checkpoint however
-	// often it was rewritten. Checkpoints took a sixth of AddLogs's CPU.
-	//
-	// Each connection caches 512 KiB of pages rather than SQLite's 2 MiB:
-	// the pages AddLogs rewrites fit, the analytics over a million
-	// records scan far more than either and take the same time (the
-	// operating system caches the file), and the server's peak memory is
-	// 4 MB smaller.
-	q["_pragma"] = []string{
-		fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout),
-		"page_size(8192)", "journal_mode(wal)",
-		"synchronous(full)",
-		"foreign_keys(on)",
-		"wal_autocheckpoint(4096)",
-		"cache_size(-512)",
-	}
-	u := url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: q.Encode()}
-	db, err := sqlite.Open(u.String())
+	f.Close()
+	db, err := openSQLite(abs)
 	if err != nil {
 		return nil, 0, fmt.Errorf("sqlstore: %w", err)
 	}
@@ -141,6 +104,43 @@ func postgresConnector(dsn string) (*pq.Connector, error) {
 		return nil, errors.New("sqlstore: " + msg)
 	}
 	return c, nil
+}
+
+// sqlitePragmas are the settings of every SQLite connection, made in
+// this order when it opens (page_size before journal_mode: the first
+// write of a new database fixes its page size).
+//
+// A new database has pages of 8 KiB rather than 4: the request logs'
+// rows are wide, and with twice as many to a page their table and
+// indexes split a page half as often. AddLogs takes 17% less CPU a
+// record. (A database made before keeps its page size: SQLite
+// changes it only by rewriting the whole file outside WAL mode.)
+//
+// The WAL is copied back into the database (checkpointed) every 4,096
+// pages (32 MiB) rather than SQLite's 1,000: the request logs' commits
+// rewrite the same pages (a table's and its indexes' last ones) again
+// and again, and a page is copied back once per checkpoint however
+// often it was rewritten. Checkpoints took a sixth of AddLogs's CPU.
+//
+// Each connection caches 512 KiB of pages rather than SQLite's 2 MiB:
+// the pages AddLogs rewrites fit, the analytics over a million
+// records scan far more than either and take the same time (the
+// operating system caches the file), and the server's peak memory is
+// 4 MB smaller.
+var sqlitePragmas = [...]struct{ name, value string }{
+	{"busy_timeout", strconv.Itoa(sqliteBusyTimeout)},
+	{"page_size", "8192"},
+	{"journal_mode", "wal"},
+	{"synchronous", "full"},
+	{"foreign_keys", "on"},
+	{"wal_autocheckpoint", "4096"},
+	{"cache_size", "-512"},
+}
+
+// sqliteURI returns the URI of the database file abs with the query q.
+func sqliteURI(abs string, q url.Values) string {
+	u := url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: q.Encode()}
+	return u.String()
 }
 
 // sqliteTimeFormat is the layout of times in SQLite: RFC 3339, UTC (the

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/lib/pq v1.12.3
+	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/modelgateway/gateway v0.2.0
 	github.com/modelgateway/gateway/console v0.2.0
 	github.com/ncruces/go-sqlite3 v0.37.0

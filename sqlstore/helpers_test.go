@@ -22,7 +22,6 @@ import (
 
 	_ "github.com/lib/pq" // the "postgres" driver, for the tests' own admin connections
 	"github.com/modelgateway/gateway/sqlstore"
-	_ "github.com/ncruces/go-sqlite3/driver" // the "sqlite3" driver, for the tests' own raw connections
 )
 
 // testPostgres is the Postgres server of this test binary: started on
@@ -261,7 +260,8 @@ func openStore(t testing.TB, dsn string, opts sqlstore.Options) *sqlstore.Store 
 }
 
 // rawDB opens dsn with the driver alone, for tests that look under the
-// store or tamper with it.
+// store or tamper with it. Both of sqlstore's SQLite engines register
+// their driver as "sqlite3".
 func rawDB(t testing.TB, dsn string) *sql.DB {
 	t.Helper()
 	driver, name := "sqlite3", strings.TrimPrefix(dsn, "sqlite:")

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 
 	gateway "github.com/modelgateway/gateway"
 	"github.com/modelgateway/gateway/internal/wire"
-	"github.com/ncruces/go-sqlite3"
 )
 
 // logColumns are the columns of a request log, in the order AddLogs
@@ -138,125 +136,40 @@ func inKeyOrder(recs []*gateway.RequestLog) []*gateway.RequestLog {
 	return recs
 }
 
-// addLogsSQLite inserts recs on conn, in the transaction open on it,
-// and returns how many were stored: fewer than len(recs) when some ids
-// were stored already.
-//
-// It binds each record's columns through the driver's SQLite connection
-// (conn.Raw), eight records to a prepared INSERT and the rest one by one,
-// rather than through database/sql: there, boxing 35 values a record
-// into []any and converting them back cost about as much CPU as SQLite's
-// storing the row. The statements are prepared once a batch (a batch is
-// a 50 ms window's records under load), and a value bound already for
-// the same parameter is not bound again (see logBinder).
-func (s *Store) addLogsSQLite(conn *sql.Conn, recs []*gateway.RequestLog) (int, error) {
-	stored := 0
-	err := conn.Raw(func(dc any) error {
-		c, ok := dc.(interface{ Raw() *sqlite3.Conn })
-		if !ok {
-			return errors.New("not a SQLite connection")
-		}
-		db := c.Raw()
-		// Whole groups of logInsertRows records go in through the
-		// multi-row statement, the rest one at a time.
-		for _, ins := range logInsertsSQLite {
-			rows := ins.rows
-			n := len(recs) / rows * rows
-			if n == 0 {
-				continue
-			}
-			st, _, err := db.Prepare(ins.sql)
-			if err != nil {
-				return err
-			}
-			b := newLogBinder(st, rows)
-			for i := 0; i < n; i += rows {
-				for j, r := range recs[i : i+rows] {
-					if err := b.bind(r, j*logColumnCount); err != nil {
-						st.Close()
-						return err
-					}
-				}
-				if err := st.Exec(); err != nil {
-					st.Close()
-					return err
-				}
-				stored += int(db.Changes())
-			}
-			if err := st.Close(); err != nil {
-				return err
-			}
-			recs = recs[n:]
-		}
-		return nil
-	})
-	return stored, err
-}
-
 // logInsertRows is how many records one run of the multi-row INSERT of
 // addLogsSQLite stores. Each run of a statement opens and closes a
 // cursor on the table and each index; eight records a run spread that
 // over eight.
 const logInsertRows = 8
 
-// logBinder binds the values of records' logColumns to the INSERT st,
-// numbered in their order from 1, one record after another. SQLite keeps
-// a statement's bindings from one run to the next, so a parameter whose
-// value is the one it holds from the previous run is left as it is: most
-// columns repeat from record to record (workspace, key, provider, model,
-// method, path, the empty ones), and binding a text copies it into
-// SQLite's memory and frees the copy it replaces, a sixth of the CPU of
-// storing a record.
-type logBinder struct {
-	st    *sqlite3.Stmt
-	texts []string // by parameter number, what was bound last
-	ints  []int64
-	bound []bool // the parameter holds texts[i] or ints[i]
+// logFields returns the values of r's logColumns by parameter number
+// (from 1): the texts, the integers (booleans as 0 and 1), and cost's,
+// number 22.
+func logFields(r *gateway.RequestLog) (texts [19]logText, ints [15]logInt, cost float64) {
+	texts = [...]logText{{1, r.ID}, {3, r.TraceID}, {4, r.WorkspaceID}, {5, r.KeyID}, {6, r.VirtualKey}, {7, r.ConfigID},
+		{8, r.Provider}, {9, r.Model}, {10, r.Method}, {11, r.Path}, {12, r.Query}, {24, string(r.CacheStatus)},
+		{28, r.ErrorCode}, {30, metadataJSON(r.Metadata)}, {31, r.Guardrails}, {32, string(r.HookResults)},
+		{33, r.Ingress}, {34, targetsJSON(r.SkippedTargets)}, {35, targetsJSON(r.TrippedTargets)}}
+	ints = [...]logInt{{2, r.Time.UnixMicro()}, {13, int64(r.Status)}, {14, r.Latency.Microseconds()},
+		{15, r.TTFB.Microseconds()}, {16, r.BytesIn}, {17, r.BytesOut}, {18, r.PromptTokens}, {19, r.CompletionTokens},
+		{20, r.TotalTokens}, {21, r.CachedPromptTokens}, {23, b2i(r.CostUnknown)}, {25, int64(r.Attempts)},
+		{26, int64(r.FallbackIndex)}, {27, b2i(r.Rescued)}, {29, b2i(r.Aborted)}}
+	return texts, ints, r.Cost
 }
 
-// newLogBinder returns a logBinder for st, an INSERT of rows records.
-func newLogBinder(st *sqlite3.Stmt, rows int) *logBinder {
-	n := rows*logColumnCount + 1
-	return &logBinder{st: st, texts: make([]string, n), ints: make([]int64, n), bound: make([]bool, n)}
+// logCostParam is the parameter number of a record's cost.
+const logCostParam = 22
+
+// logText is a text value of a record and its parameter number.
+type logText struct {
+	i int
+	v string
 }
 
-// bind binds the values of r to the parameters from off+1 on.
-func (b *logBinder) bind(r *gateway.RequestLog, off int) error {
-	texts := [...]struct {
-		i int
-		v string
-	}{{1, r.ID}, {3, r.TraceID}, {4, r.WorkspaceID}, {5, r.KeyID}, {6, r.VirtualKey}, {7, r.ConfigID}, {8, r.Provider},
-		{9, r.Model}, {10, r.Method}, {11, r.Path}, {12, r.Query}, {24, string(r.CacheStatus)}, {28, r.ErrorCode},
-		{30, metadataJSON(r.Metadata)}, {31, r.Guardrails}, {32, string(r.HookResults)}, {33, r.Ingress},
-		{34, targetsJSON(r.SkippedTargets)}, {35, targetsJSON(r.TrippedTargets)}}
-	ints := [...]struct {
-		i int
-		v int64
-	}{{2, r.Time.UnixMicro()}, {13, int64(r.Status)}, {14, r.Latency.Microseconds()}, {15, r.TTFB.Microseconds()},
-		{16, r.BytesIn}, {17, r.BytesOut}, {18, r.PromptTokens}, {19, r.CompletionTokens}, {20, r.TotalTokens},
-		{21, r.CachedPromptTokens}, {23, b2i(r.CostUnknown)}, {25, int64(r.Attempts)}, {26, int64(r.FallbackIndex)},
-		{27, b2i(r.Rescued)}, {29, b2i(r.Aborted)}}
-	for _, t := range texts {
-		i := off + t.i
-		if b.bound[i] && b.texts[i] == t.v {
-			continue
-		}
-		if err := b.st.BindText(i, t.v); err != nil {
-			return err
-		}
-		b.texts[i], b.bound[i] = t.v, true
-	}
-	for _, n := range ints {
-		i := off + n.i
-		if b.bound[i] && b.ints[i] == n.v {
-			continue
-		}
-		if err := b.st.BindInt64(i, n.v); err != nil {
-			return err
-		}
-		b.ints[i], b.bound[i] = n.v, true
-	}
-	return b.st.BindFloat(off+22, r.Cost)
+// logInt is an integer value of a record and its parameter number.
+type logInt struct {
+	i int
+	v int64
 }
 
 // unstoredLogs returns the records of recs whose ids are not stored, and
