@@ -30,4 +30,8 @@ for mod in $(find . -name go.mod -not -path '*/testdata/*' -exec dirname {} \; |
     go test -race -count=1 -timeout 30m ./...
   )
 done
+# sqlstore's tests above ran on the native SQLite engine (cgo); the
+# pure-Go one, which CGO_ENABLED=0 builds get, passes the same.
+echo "== ./sqlstore -tags sqlite_wasm"
+(cd sqlstore && go test -race -count=1 -timeout 30m -tags sqlite_wasm ./...)
 echo "all checks passed"

@@ -34,9 +34,9 @@
 //
 // Open takes a DSN:
 //
-//   - a file path, or sqlite:PATH: a SQLite database (github.com/ncruces/go-sqlite3,
-//     no cgo), created with mode 0600 if absent, run in WAL mode with
-//     synchronous=FULL, a 10 s busy timeout and foreign keys on;
+//   - a file path, or sqlite:PATH: a SQLite database, created with mode
+//     0600 if absent, run in WAL mode with synchronous=FULL, a 10 s busy
+//     timeout and foreign keys on (see "SQLite engines" below);
 //   - postgres://… or postgresql://…: a Postgres database
 //     (github.com/lib/pq), with the URL's usual parameters;
 //     without sslmode, TLS is preferred, not required, as libpq does.
@@ -47,6 +47,23 @@
 // queue on an advisory lock). A database whose schema is newer than this
 // package knows is refused with a *SchemaVersionError naming both
 // versions, rather than used by a binary that would lose what it holds.
+//
+// # SQLite engines
+//
+// SQLite comes in one of two engines, chosen when the program is built.
+// A build with cgo (the default where a C compiler is installed) gets
+// SQLite's C source compiled in (github.com/mattn/go-sqlite3): the
+// smaller binary and the cheaper one to run. A build with
+// CGO_ENABLED=0, or with the sqlite_wasm build tag, gets SQLite
+// compiled to WebAssembly and translated to Go
+// (github.com/ncruces/go-sqlite3): a static binary with no C toolchain,
+// about 6 MB larger and slower to store request logs:
+//
+//	CGO_ENABLED=0 go build ./...
+//	go build -tags sqlite_wasm ./...
+//
+// The two write the same database file, times as the same text, so a
+// database moves from one engine to the other as it is.
 //
 // # Secrets at rest
 //
