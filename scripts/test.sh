@@ -33,5 +33,10 @@ done
 # sqlstore's tests above ran on the native SQLite engine (cgo); the
 # pure-Go one, which CGO_ENABLED=0 builds get, passes the same.
 echo "== ./sqlstore -tags sqlite_wasm"
-(cd sqlstore && go test -race -count=1 -timeout 30m -tags sqlite_wasm ./...)
+(
+  cd sqlstore
+  go vet -tags sqlite_wasm ./...
+  "${staticcheck[@]}" -tags sqlite_wasm ./...
+  go test -race -count=1 -timeout 30m -tags sqlite_wasm ./...
+)
 echo "all checks passed"
