@@ -64,9 +64,6 @@ func (c *Collector) LogBatch(recs []*gateway.RequestLog) error { return c.m.LogB
 // Collector, since g is built with the Collector as its LogSink. It
 // panics if g is nil.
 func (c *Collector) DroppedLogs(g *gateway.Gateway) prom.Collector {
-	if g == nil {
-		panic("prometheus: DroppedLogs of a nil *gateway.Gateway")
-	}
 	return newGathered(c.m.DroppedLogs(g))
 }
 
@@ -79,9 +76,6 @@ func (c *Collector) DroppedLogs(g *gateway.Gateway) prom.Collector {
 // them: this counter is how they are seen. Register it once g exists, as
 // DroppedLogs. It panics if g is nil.
 func (c *Collector) AuthFailures(g *gateway.Gateway) prom.Collector {
-	if g == nil {
-		panic("prometheus: AuthFailures of a nil *gateway.Gateway")
-	}
 	return newGathered(c.m.AuthFailures(g))
 }
 
@@ -96,9 +90,6 @@ func (c *Collector) AuthFailures(g *gateway.Gateway) prom.Collector {
 // once, to describe the series. Register it once g exists, as
 // DroppedLogs. It panics if g is nil.
 func (c *Collector) Breakers(g *gateway.Gateway) prom.Collector {
-	if g == nil {
-		panic("prometheus: Breakers of a nil *gateway.Gateway")
-	}
 	return newGathered(c.m.Breakers(g))
 }
 

@@ -49,20 +49,7 @@ func (s *Store) aggregateRecords(ctx context.Context, a *observe.Aggregation, wi
 	}) {
 		return nil, nil // Postgres text holds no NUL: no record matches (logQuery's "\x00" means none)
 	}
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if s.dialect == dialectSQLite && a.Measures&observe.MeasureLatency != 0 {
-		conn, cerr := s.percentileConn(ctx)
-		if cerr != nil {
-			return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", cerr)
-		}
-		defer conn.Close()
-		rows, err = conn.QueryContext(ctx, q, args...)
-	} else {
-		rows, err = s.db.QueryContext(ctx, q, args...)
-	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: aggregating request logs: %w", err)
 	}

@@ -43,7 +43,7 @@ func (s *Store) ExplainRollup(ctx context.Context, a *observe.Aggregation) (stri
 }
 
 func (s *Store) explain(ctx context.Context, q string, args []any) (string, error) {
-	conn, err := s.percentileConn(ctx)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // percentiles is the state of gw_percentiles, the aggregate of integers
-// that each SQLite connection has (percentileConn): its value is the
+// that each SQLite connection has from the time it opens: its value is the
 // text "p50 p90 p99" of observe.Percentile (nearest rank, as Postgres's
 // percentile_disc), NULL over no row. This is its group's values.
 type percentiles struct{ vals []int64 }

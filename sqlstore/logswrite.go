@@ -217,6 +217,23 @@ var logInsertsSQLite = [...]struct {
 	sql  string
 }{{logInsertRows, logInsertSQLite(logInsertRows)}, {1, logInsertSQLite(1)}}
 
+// eachLogInsert calls insert with each of logInsertsSQLite that recs
+// fill, and the records it stores: whole groups of logInsertRows
+// records through the multi-row statement, the rest one at a time.
+func eachLogInsert(recs []*gateway.RequestLog, insert func(sql string, rows int, recs []*gateway.RequestLog) error) error {
+	for _, ins := range logInsertsSQLite {
+		n := len(recs) / ins.rows * ins.rows
+		if n == 0 {
+			continue
+		}
+		if err := insert(ins.sql, ins.rows, recs[:n]); err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return nil
+}
+
 // logInsertSQLite returns an INSERT of rows rows. OR IGNORE, where ON
 // CONFLICT DO NOTHING would do the same, tells SQLite that the statement
 // never aborts halfway, which spares it a statement journal: a copy of

@@ -67,7 +67,7 @@ func TestSQLiteTimeText(t *testing.T) {
 func TestSQLitePercentiles(t *testing.T) {
 	ctx := context.Background()
 	s := openSQLiteStore(t)
-	conn, err := s.percentileConn(ctx)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,12 +122,6 @@ func (t nativeReadTx) end(stmt string) error {
 	return err
 }
 
-// percentileConn returns a connection of the SQLite database: each has
-// gw_percentiles (see percentiles) from the time it opens.
-func (s *Store) percentileConn(ctx context.Context) (*sql.Conn, error) {
-	return s.db.Conn(ctx)
-}
-
 // percentilesAgg is gw_percentiles as the driver calls it.
 type percentilesAgg struct{ percentiles }
 
@@ -184,21 +178,14 @@ func (s *Store) addLogsSQLite(conn *sql.Conn, recs []*gateway.RequestLog) (int, 
 		if err != nil {
 			return err
 		}
-		// Whole groups of logInsertRows records go in through the
-		// multi-row statement, the rest one at a time.
-		for _, ins := range logInsertsSQLite {
-			rows := ins.rows
-			n := len(recs) / rows * rows
-			if n == 0 {
-				continue
-			}
-			ds, err := c.PrepareContext(ctx, ins.sql)
+		err = eachLogInsert(recs, func(q string, rows int, recs []*gateway.RequestLog) error {
+			ds, err := c.PrepareContext(ctx, q)
 			if err != nil {
 				return err
 			}
 			st := ds.(driver.StmtQueryContext)
 			args := newLogArgs(rows)
-			for i := 0; i < n; i += rows {
+			for i := 0; i < len(recs); i += rows {
 				for j, r := range recs[i : i+rows] {
 					args.set(r, j*logColumnCount)
 				}
@@ -211,10 +198,10 @@ func (s *Store) addLogsSQLite(conn *sql.Conn, recs []*gateway.RequestLog) (int, 
 					return err
 				}
 			}
-			if err := ds.Close(); err != nil {
-				return err
-			}
-			recs = recs[n:]
+			return ds.Close()
+		})
+		if err != nil {
+			return err
 		}
 		after, err := totalChanges(ctx, c)
 		stored = int(after - before)

@@ -3,7 +3,6 @@
 package sqlstore
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"net/url"
@@ -21,7 +20,7 @@ import (
 // sqlite_wasm.go: Go would build that one for GOARCH=wasm only.)
 
 // openSQLite opens the SQLite database file abs (made already) with the
-// settings of sqlitePragmas.
+// settings of sqlitePragmas, and gw_percentiles on every connection.
 func openSQLite(abs string) (*sql.DB, error) {
 	// modeof gives the -wal file the database's mode; the -shm file (the
 	// WAL's index: page numbers, no records) is made so here, as the
@@ -41,31 +40,14 @@ func openSQLite(abs string) (*sql.DB, error) {
 	for _, p := range sqlitePragmas {
 		q.Add("_pragma", p.name+"("+p.value+")")
 	}
-	return sqlite.Open(sqliteURI(abs, q))
+	return sqlite.Open(sqliteURI(abs, q), registerPercentiles)
 }
 
-// percentileConn returns a connection of the SQLite database with
-// gw_percentiles registered (see percentiles). Registering on the
-// connection at hand, each time, keeps openDB unaware of analytics; it
-// costs a few microseconds.
-func (s *Store) percentileConn(ctx context.Context) (*sql.Conn, error) {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(interface{ Raw() *sqlite3.Conn })
-		if !ok {
-			return errors.New("not a SQLite connection")
-		}
-		return c.Raw().CreateWindowFunction("gw_percentiles", 1, sqlite3.DETERMINISTIC|sqlite3.INNOCUOUS,
-			func() sqlite3.AggregateFunction { return new(percentilesFunc) })
-	})
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return conn, nil
+// registerPercentiles registers gw_percentiles (see percentiles) on c,
+// each connection as it opens.
+func registerPercentiles(c *sqlite3.Conn) error {
+	return c.CreateWindowFunction("gw_percentiles", 1, sqlite3.DETERMINISTIC|sqlite3.INNOCUOUS,
+		func() sqlite3.AggregateFunction { return new(percentilesFunc) })
 }
 
 // percentilesFunc is gw_percentiles as the driver calls it.
@@ -103,20 +85,13 @@ func (s *Store) addLogsSQLite(conn *sql.Conn, recs []*gateway.RequestLog) (int, 
 			return errors.New("not a SQLite connection")
 		}
 		db := c.Raw()
-		// Whole groups of logInsertRows records go in through the
-		// multi-row statement, the rest one at a time.
-		for _, ins := range logInsertsSQLite {
-			rows := ins.rows
-			n := len(recs) / rows * rows
-			if n == 0 {
-				continue
-			}
-			st, _, err := db.Prepare(ins.sql)
+		return eachLogInsert(recs, func(q string, rows int, recs []*gateway.RequestLog) error {
+			st, _, err := db.Prepare(q)
 			if err != nil {
 				return err
 			}
 			b := newLogBinder(st, rows)
-			for i := 0; i < n; i += rows {
+			for i := 0; i < len(recs); i += rows {
 				for j, r := range recs[i : i+rows] {
 					if err := b.bind(r, j*logColumnCount); err != nil {
 						st.Close()
@@ -129,12 +104,8 @@ func (s *Store) addLogsSQLite(conn *sql.Conn, recs []*gateway.RequestLog) (int, 
 				}
 				stored += int(db.Changes())
 			}
-			if err := st.Close(); err != nil {
-				return err
-			}
-			recs = recs[n:]
-		}
-		return nil
+			return st.Close()
+		})
 	})
 	return stored, err
 }
